@@ -1,0 +1,5 @@
+#ifndef RPCRDMA_EXPORT_H
+#define RPCRDMA_EXPORT_H
+/* The library builds with -fvisibility=hidden; public API is marked. */
+#define RPCRDMA_EXPORT __attribute__((visibility("default")))
+#endif

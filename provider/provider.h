@@ -1,0 +1,430 @@
+/*
+ * The provider interface: one verbs-shaped ops table per RDMA provider.
+ *
+ * Two providers implement it: "iwarp" (our userspace soft-iWARP over TCP,
+ * provider/iwarp/) and "verbs" (rdma-core: libibverbs + librdmacm,
+ * provider/verbs/).  Providers never know RPC.  The semantics are those of
+ * verbs and librdmacm, not TCP's: a Send lands in a posted receive buffer
+ * or is a fatal error; RDMA Read/Write move registered memory with no help
+ * from the target application; completions are polled from CQs.
+ *
+ * Object model: every object below is a "base" struct that the provider
+ * embeds as the FIRST member of its own, larger struct, so the generic
+ * fields are readable by consumers and the provider can downcast.  Every
+ * call goes through dev->ops; the static inline wrappers at the end do that.
+ *
+ * Conventions: every int-returning op returns 0 (or a non-negative count)
+ * on success and a negative enum rpcrdma_error on failure.  Nothing here
+ * blocks unless it says so.  Threads: a QP's post_send/post_recv may be
+ * called from any thread but not concurrently for the same QP; a CQ is
+ * polled by one thread at a time; CM channel calls likewise.
+ *
+ * Connection set-up follows librdmacm:
+ *   active:  create_id -> resolve(addr) -> create_qp -> connect
+ *            -> event ESTABLISHED (peer's private data) | REJECTED | ...
+ *   passive: create_id -> listen -> event CONNECT_REQUEST (new id, peer's
+ *            private data) -> create_qp on the new id -> accept | reject
+ *            -> event ESTABLISHED on the new id
+ *   either:  disconnect -> event DISCONNECTED on both sides; outstanding
+ *            work requests complete with RPCRDMA_WC_WR_FLUSH_ERR.
+ */
+#ifndef RPCRDMA_PROVIDER_H
+#define RPCRDMA_PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rpcrdma/error.h"
+
+struct rpcrdma_provider_ops;
+
+/* ---------------------------------------------------------------------
+ * Device
+ */
+
+/* Parameters for opening a device; zero means "provider default". */
+struct rpcrdma_dev_params {
+	const char *device;        /* verbs: device name (NULL = first);
+				      iwarp: ignored */
+	unsigned connect_timeout_ms; /* address/route resolution + TCP/MPA
+					handshake / CM connect (default 5000) */
+	bool mpa_crc;              /* iwarp: ask for MPA CRC32c (RFC 5044
+				      §7.1 'C' bit) */
+	bool mpa_require_crc;      /* iwarp: reject peers that refuse CRC */
+	unsigned max_fpdu;         /* iwarp: cap on FPDU size (0 = from path
+				      MSS) */
+};
+
+enum rpcrdma_dev_cap {
+	RPCRDMA_DEV_CAP_MW = 1u << 0,          /* type-2 memory windows */
+	RPCRDMA_DEV_CAP_SEND_WITH_INV = 1u << 1, /* can send/receive SEND_WITH_INV */
+	RPCRDMA_DEV_CAP_TERMINATE_INFO = 1u << 2, /* get_terminate() works */
+};
+
+struct rpcrdma_dev_attr {
+	char name[64];             /* e.g. "iwarp" or "rxe_d0" */
+	uint32_t max_qp_wr;        /* per work queue */
+	uint32_t max_sge;          /* per work request */
+	uint32_t max_cqe;
+	uint64_t max_mr_size;
+	uint32_t max_msg_size;     /* largest Send / RDMA op */
+	uint32_t max_qp_rd_atom;   /* IRD: inbound RDMA Reads in flight */
+	uint32_t max_qp_init_rd_atom; /* ORD: outbound RDMA Reads in flight */
+	uint32_t max_private_data; /* usable CM private data bytes */
+	uint32_t caps;             /* enum rpcrdma_dev_cap bits */
+};
+
+struct rpcrdma_dev {
+	const struct rpcrdma_provider_ops *ops;
+};
+
+/* ---------------------------------------------------------------------
+ * Protection domain and memory
+ */
+
+struct rpcrdma_pd {
+	struct rpcrdma_dev *dev;
+};
+
+enum rpcrdma_access {
+	RPCRDMA_ACCESS_LOCAL_WRITE = 1u << 0,
+	RPCRDMA_ACCESS_REMOTE_WRITE = 1u << 1,
+	RPCRDMA_ACCESS_REMOTE_READ = 1u << 2,
+	RPCRDMA_ACCESS_MW_BIND = 1u << 3, /* memory windows may bind to it */
+};
+
+/* A memory region.  The remote address of byte i is addr + i (verbs
+ * virtual addressing; iWARP tagged offset = that address). */
+struct rpcrdma_mr {
+	struct rpcrdma_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;   /* STag: 24-bit index << 8 | 8-bit key */
+	unsigned access; /* enum rpcrdma_access */
+};
+
+/* A type-2 memory window: the per-RPC registration.  Bound to a range of
+ * an MR with a post_send(RPCRDMA_WR_BIND_MW) that also chooses a fresh
+ * key; invalidated by the peer's SEND_WITH_INV or a local
+ * RPCRDMA_WR_LOCAL_INV.  rkey is the current (last bound) rkey. */
+struct rpcrdma_mw {
+	struct rpcrdma_pd *pd;
+	uint32_t rkey;
+};
+
+/* ---------------------------------------------------------------------
+ * Work requests and completions
+ */
+
+struct rpcrdma_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum rpcrdma_wr_opcode {
+	RPCRDMA_WR_SEND,
+	RPCRDMA_WR_SEND_WITH_INV,  /* invalidates invalidate_rkey at the peer */
+	RPCRDMA_WR_RDMA_WRITE,
+	RPCRDMA_WR_RDMA_READ,
+	RPCRDMA_WR_LOCAL_INV,      /* invalidates invalidate_rkey locally */
+	RPCRDMA_WR_BIND_MW,        /* binds bind_mw.mw to a range */
+};
+
+enum rpcrdma_send_flags {
+	RPCRDMA_SEND_SIGNALED = 1u << 0,  /* generate a completion */
+	RPCRDMA_SEND_SOLICITED = 1u << 1, /* Send with Solicited Event */
+	RPCRDMA_SEND_FENCE = 1u << 2,     /* wait for prior RDMA Reads */
+	RPCRDMA_SEND_INLINE = 1u << 3,    /* provider may copy data at post */
+};
+
+struct rpcrdma_send_wr {
+	uint64_t wr_id;
+	struct rpcrdma_send_wr *next;
+	struct rpcrdma_sge *sg_list;
+	int num_sge;
+	enum rpcrdma_wr_opcode opcode;
+	unsigned send_flags;        /* enum rpcrdma_send_flags */
+	uint32_t invalidate_rkey;   /* SEND_WITH_INV, LOCAL_INV */
+	struct {
+		uint64_t remote_addr;
+		uint32_t rkey;
+	} rdma;                     /* RDMA_WRITE, RDMA_READ */
+	struct {
+		struct rpcrdma_mw *mw;
+		struct rpcrdma_mr *mr;  /* region the window covers part of */
+		uint64_t addr;          /* start, inside mr */
+		uint64_t length;
+		unsigned access;        /* REMOTE_READ / REMOTE_WRITE */
+		uint8_t key;            /* new 8-bit key for the rkey */
+	} bind_mw;                  /* BIND_MW: mw->rkey updated at post */
+};
+
+struct rpcrdma_recv_wr {
+	uint64_t wr_id;
+	struct rpcrdma_recv_wr *next;
+	struct rpcrdma_sge *sg_list;
+	int num_sge;
+};
+
+enum rpcrdma_wc_status {
+	RPCRDMA_WC_SUCCESS = 0,
+	RPCRDMA_WC_LOC_LEN_ERR,     /* message longer than receive buffer */
+	RPCRDMA_WC_LOC_PROT_ERR,    /* bad local key / access */
+	RPCRDMA_WC_WR_FLUSH_ERR,    /* QP went to error; WR not executed */
+	RPCRDMA_WC_REM_ACCESS_ERR,  /* peer rejected our RDMA access */
+	RPCRDMA_WC_REM_OP_ERR,      /* peer could not complete the op */
+	RPCRDMA_WC_REM_INV_REQ_ERR, /* peer found our request invalid */
+	RPCRDMA_WC_RNR_RETRY_EXC_ERR, /* no receive posted at the peer */
+	RPCRDMA_WC_RETRY_EXC_ERR,   /* transport retries exhausted */
+	RPCRDMA_WC_MW_BIND_ERR,
+	RPCRDMA_WC_FATAL_ERR,
+	RPCRDMA_WC_GENERAL_ERR,
+};
+
+enum rpcrdma_wc_opcode {
+	RPCRDMA_WC_SEND,
+	RPCRDMA_WC_RDMA_WRITE,
+	RPCRDMA_WC_RDMA_READ,
+	RPCRDMA_WC_LOCAL_INV,
+	RPCRDMA_WC_BIND_MW,
+	RPCRDMA_WC_RECV,
+};
+
+enum rpcrdma_wc_flags {
+	RPCRDMA_WC_WITH_INV = 1u << 0, /* RECV of a SEND_WITH_INV:
+					  invalidated_rkey is valid */
+	RPCRDMA_WC_SOLICITED = 1u << 1,
+};
+
+struct rpcrdma_qp;
+
+struct rpcrdma_wc {
+	uint64_t wr_id;
+	enum rpcrdma_wc_status status;
+	enum rpcrdma_wc_opcode opcode; /* valid for errors too */
+	uint32_t byte_len;             /* RECV: bytes placed */
+	unsigned wc_flags;             /* enum rpcrdma_wc_flags */
+	uint32_t invalidated_rkey;
+	struct rpcrdma_qp *qp;
+	uint32_t vendor_err;  /* iwarp: Terminate layer<<12|type<<8|code
+				 when the failure came from a Terminate */
+};
+
+/* ---------------------------------------------------------------------
+ * Completion queue: a pollable fd that becomes readable after an armed CQ
+ * receives a completion.  Consumer loop (arm, drain, ack — no lost wake-up):
+ *     wait until fd readable;  ack_events(cq);
+ *     do { n = poll(cq) ... } while (n > 0);
+ *     req_notify(cq);
+ *     do { n = poll(cq) ... } while (n > 0);   // catch the race
+ */
+struct rpcrdma_cq {
+	struct rpcrdma_dev *dev;
+	void *context;
+	int cqe;
+};
+
+/* ---------------------------------------------------------------------
+ * Queue pair (reliable connected)
+ */
+struct rpcrdma_qp_attr {
+	struct rpcrdma_cq *send_cq;
+	struct rpcrdma_cq *recv_cq;
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+	bool sq_sig_all;   /* every send WR generates a completion */
+	void *context;
+};
+
+struct rpcrdma_cm_id;
+
+struct rpcrdma_qp {
+	struct rpcrdma_dev *dev;
+	struct rpcrdma_pd *pd;
+	struct rpcrdma_cm_id *id;
+	struct rpcrdma_cq *send_cq;
+	struct rpcrdma_cq *recv_cq;
+	void *context;
+	uint32_t max_send_wr;   /* actual sizes after creation */
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+};
+
+/* An iWARP Terminate as sent or received (RFC 5040 §7.1, §7.2). */
+struct rpcrdma_terminate_info {
+	bool valid;
+	bool sent;          /* true: we sent it; false: peer sent it */
+	uint8_t layer;      /* 0 RDMAP, 1 DDP, 2 LLP (MPA) */
+	uint8_t etype;
+	uint8_t ecode;
+};
+
+/* ---------------------------------------------------------------------
+ * Connection manager
+ */
+struct rpcrdma_cm_channel {
+	struct rpcrdma_dev *dev;
+	int fd;     /* readable when an event may be pending */
+};
+
+struct rpcrdma_cm_id {
+	struct rpcrdma_dev *dev;
+	struct rpcrdma_cm_channel *channel;
+	struct rpcrdma_qp *qp;
+	void *context;
+	struct sockaddr_storage local_addr;
+	struct sockaddr_storage peer_addr;
+};
+
+struct rpcrdma_conn_param {
+	const void *private_data;
+	uint8_t private_data_len;
+	uint8_t responder_resources;  /* IRD we offer */
+	uint8_t initiator_depth;      /* ORD we want */
+};
+
+enum rpcrdma_cm_event_type {
+	RPCRDMA_CM_EVENT_CONNECT_REQUEST,  /* on listener: ev->id is new */
+	RPCRDMA_CM_EVENT_ESTABLISHED,
+	RPCRDMA_CM_EVENT_REJECTED,         /* peer rejected (private data) */
+	RPCRDMA_CM_EVENT_CONNECT_ERROR,    /* handshake failed/timed out */
+	RPCRDMA_CM_EVENT_UNREACHABLE,
+	RPCRDMA_CM_EVENT_DISCONNECTED,
+	RPCRDMA_CM_EVENT_DEVICE_REMOVAL,
+};
+
+struct rpcrdma_cm_event {
+	enum rpcrdma_cm_event_type type;
+	struct rpcrdma_cm_id *id;         /* the id the event concerns */
+	struct rpcrdma_cm_id *listen_id;  /* CONNECT_REQUEST: the listener */
+	int status;                       /* 0 or negative rpcrdma_error */
+	const void *private_data;         /* valid until ack_cm_event */
+	uint8_t private_data_len;
+	uint8_t responder_resources;      /* peer's IRD (CONNECT_REQUEST,
+					     ESTABLISHED) */
+	uint8_t initiator_depth;          /* peer's ORD */
+};
+
+/* ---------------------------------------------------------------------
+ * The ops table.  One `static const` instance per provider.
+ */
+struct rpcrdma_provider_ops {
+	const char *name;
+
+	int (*open)(const struct rpcrdma_dev_params *params,
+		    struct rpcrdma_dev **out);
+	void (*close)(struct rpcrdma_dev *dev);
+	int (*query)(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr);
+
+	int (*alloc_pd)(struct rpcrdma_dev *dev, struct rpcrdma_pd **out);
+	int (*dealloc_pd)(struct rpcrdma_pd *pd);
+
+	int (*reg_mr)(struct rpcrdma_pd *pd, void *addr, size_t length,
+		      unsigned access, struct rpcrdma_mr **out);
+	int (*dereg_mr)(struct rpcrdma_mr *mr);
+	int (*alloc_mw)(struct rpcrdma_pd *pd, struct rpcrdma_mw **out);
+	int (*dealloc_mw)(struct rpcrdma_mw *mw);
+
+	int (*create_cq)(struct rpcrdma_dev *dev, int cqe, void *context,
+			 struct rpcrdma_cq **out);
+	int (*destroy_cq)(struct rpcrdma_cq *cq);
+	/* Up to n completions into wc[]; returns how many (0 if none). */
+	int (*poll_cq)(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc);
+	/* Arm: the fd becomes readable at the next completion. */
+	int (*req_notify_cq)(struct rpcrdma_cq *cq);
+	int (*cq_fd)(struct rpcrdma_cq *cq);
+	/* Consume pending notifications so the fd is no longer readable. */
+	int (*ack_cq_events)(struct rpcrdma_cq *cq);
+
+	/* QPs are created on a cm_id (after resolve, or on a new id from
+	 * CONNECT_REQUEST), as rdma_create_qp does. */
+	int (*create_qp)(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
+			 const struct rpcrdma_qp_attr *attr,
+			 struct rpcrdma_qp **out);
+	int (*destroy_qp)(struct rpcrdma_qp *qp);
+	/* Chained WRs are processed in order; on failure *bad points at the
+	 * first WR not posted and the WRs before it were posted. */
+	int (*post_send)(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
+			 struct rpcrdma_send_wr **bad);
+	int (*post_recv)(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
+			 struct rpcrdma_recv_wr **bad);
+	/* Last Terminate sent or received on this QP (iwarp); NOTSUP where
+	 * the provider cannot tell. */
+	int (*get_terminate)(struct rpcrdma_qp *qp,
+			     struct rpcrdma_terminate_info *info);
+
+	int (*create_channel)(struct rpcrdma_dev *dev,
+			      struct rpcrdma_cm_channel **out);
+	int (*destroy_channel)(struct rpcrdma_cm_channel *ch);
+	/* Non-blocking: RPCRDMA_ERR_AGAIN when no event is pending. */
+	int (*get_cm_event)(struct rpcrdma_cm_channel *ch,
+			    struct rpcrdma_cm_event **ev);
+	int (*ack_cm_event)(struct rpcrdma_cm_event *ev);
+	int (*create_id)(struct rpcrdma_cm_channel *ch, void *context,
+			 struct rpcrdma_cm_id **out);
+	int (*destroy_id)(struct rpcrdma_cm_id *id);
+	/* Binds the id to the device that reaches addr; may block up to the
+	 * connect time-out. */
+	int (*resolve)(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+		       socklen_t addrlen);
+	int (*listen)(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+		      socklen_t addrlen, int backlog);
+	int (*connect)(struct rpcrdma_cm_id *id,
+		       const struct rpcrdma_conn_param *param);
+	int (*accept)(struct rpcrdma_cm_id *id,
+		      const struct rpcrdma_conn_param *param);
+	int (*reject)(struct rpcrdma_cm_id *id, const void *private_data,
+		      uint8_t private_data_len);
+	int (*disconnect)(struct rpcrdma_cm_id *id);
+};
+
+/* Registry: "iwarp" always; "verbs" when built with rdma-core.  NULL if
+ * the name is unknown. */
+const struct rpcrdma_provider_ops *rpcrdma_provider_find(const char *name);
+/* NULL-terminated list of built-in providers. */
+const struct rpcrdma_provider_ops *const *rpcrdma_provider_list(void);
+
+extern const struct rpcrdma_provider_ops rpcrdma_iwarp_ops;
+#ifdef RPCRDMA_HAVE_VERBS
+extern const struct rpcrdma_provider_ops rpcrdma_verbs_ops;
+#endif
+
+/* ---------------------------------------------------------------------
+ * Wrappers: dispatch through the object's device.
+ */
+static inline int rpcrdma_post_send(struct rpcrdma_qp *qp,
+				    struct rpcrdma_send_wr *wr,
+				    struct rpcrdma_send_wr **bad)
+{
+	return qp->dev->ops->post_send(qp, wr, bad);
+}
+
+static inline int rpcrdma_post_recv(struct rpcrdma_qp *qp,
+				    struct rpcrdma_recv_wr *wr,
+				    struct rpcrdma_recv_wr **bad)
+{
+	return qp->dev->ops->post_recv(qp, wr, bad);
+}
+
+static inline int rpcrdma_poll_cq(struct rpcrdma_cq *cq, int n,
+				  struct rpcrdma_wc *wc)
+{
+	return cq->dev->ops->poll_cq(cq, n, wc);
+}
+
+/* STag layout (RFC 5040 §8.1 leaves it to the implementation; siw and
+ * verbs use index << 8 | key). */
+static inline uint32_t rpcrdma_stag(uint32_t index, uint8_t key)
+{
+	return index << 8 | key;
+}
+
+#endif
