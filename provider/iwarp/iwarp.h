@@ -1,0 +1,454 @@
+/*
+ * Internal types of the userspace soft-iWARP provider ("iwarp").
+ *
+ * PROGRESS AND THREADING MODEL
+ * ----------------------------
+ * Run to completion on the caller's thread, with one per-device progress
+ * thread as a backstop, because every cross-thread wake-up costs tens of
+ * microseconds on small VMs (shared/specs/README.md):
+ *
+ *  - TX: post_send() appends to the send queue and runs the TX engine
+ *    right there (non-blocking sendmsg of whole FPDUs).  Only when TCP
+ *    pushes back (EAGAIN) does the QP ask the progress thread for EPOLLOUT;
+ *    poll_cq() also retries a blocked TX inline.
+ *  - RX: poll_cq() and ack_cq_events() run the RX engine of every QP
+ *    attached to the CQ inline (trylock of the QP's RX side) before
+ *    returning, so a busy-polling consumer never waits for another thread.
+ *  - cq_fd() is an epoll fd holding the CQ's eventfd (signalled by
+ *    completions produced on other threads while armed) AND the sockets of
+ *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
+ *    socket data and processes it inline in ack_cq_events()/poll_cq().
+ *  - The progress thread watches every socket with EPOLLONESHOT.  When a
+ *    socket is readable and a consumer of that QP's CQs was active within
+ *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
+ *    surely process the data itself) and only then processes whatever is
+ *    left; otherwise it processes immediately.  So remote RDMA Read/Write
+ *    targets complete with no help from the target application, and a
+ *    ping-pong costs the progress thread about one wake-up per deferral.
+ *  - The progress thread also runs connection set-up (TCP connect/accept,
+ *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
+ *
+ * Locks (acquire in this order; none is held across a blocking call):
+ *   cq->qps_lock -> qp->rx_lock -> qp->tx_lock -> qp->rq_lock
+ *   -> dev->mem_lock / cq->lock / ch->lock;  dev->lock -> qp->ep_lock.
+ * Object lifetime: an endpoint (cm_id + its embedded QP) that the progress
+ * thread may reference is freed only by that thread, at the top of its
+ * loop, after destroy_id() moved it to the graveyard and removed its fds
+ * from every epoll set: no event batch can still name it then.
+ */
+#ifndef RPCRDMA_IWARP_H
+#define RPCRDMA_IWARP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "provider/iwarp/iwarp_wire.h"
+#include "provider/provider.h"
+
+#define IW_MAX_SGE 16
+#define IW_MAX_INLINE 256
+#define IW_MAX_WR 4096
+#define IW_DEFAULT_WR 128
+#define IW_MAX_CQE (1 << 20)
+#define IW_MAX_RD 16          /* IRD and ORD we support */
+#define IW_MAX_MSG (1u << 31) /* largest Send / RDMA op */
+#define IW_ACTIVE_NS 2000000ull /* consumer counts as active for 2 ms */
+#define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
+#define IW_RXBUF 16384          /* RX staging buffer */
+#define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
+
+struct iw_ep;
+struct iw_qp;
+
+struct iw_dev {
+	struct rpcrdma_dev base;
+	unsigned connect_timeout_ms;
+	bool mpa_crc;
+	bool mpa_require_crc;
+	unsigned max_fpdu;
+
+	pthread_t thread;
+	int epfd;             /* progress thread's epoll */
+	int wakefd;           /* eventfd: wake the progress thread */
+	atomic_bool stop;
+	pthread_mutex_t lock; /* eps list, graveyard */
+	struct iw_ep *eps;    /* every live endpoint (timers) */
+	struct iw_ep *grave;  /* destroyed endpoints awaiting free */
+
+	pthread_mutex_t mem_lock; /* STag table */
+	struct iw_stag *stags;
+	uint32_t nstags;      /* slots in use or freed (index < nstags) */
+	uint32_t stag_cap;
+	uint32_t free_head;   /* free list through iw_stag.next_free; 0 = none */
+};
+
+struct iw_pd {
+	struct rpcrdma_pd base;
+};
+
+enum iw_stag_type { IW_STAG_FREE = 0, IW_STAG_MR, IW_STAG_MW };
+
+struct iw_stag {
+	uint8_t type;
+	bool valid;           /* MR: registered; MW: bound and not invalidated */
+	uint8_t key;
+	struct iw_pd *pd;
+	uint64_t addr;        /* VA of byte 0 = tagged offset base */
+	uint64_t length;
+	unsigned access;
+	uint32_t next_free;
+};
+
+struct iw_mr {
+	struct rpcrdma_mr base;
+	uint32_t index;
+};
+
+struct iw_mw {
+	struct rpcrdma_mw base;
+	uint32_t index;
+};
+
+/* Why a memory access was refused (RFC 5040 §8, RFC 5042 §5). */
+enum iw_access_err {
+	IW_MEM_OK = 0,
+	IW_MEM_INV_STAG,  /* no such STag, wrong key, or invalidated */
+	IW_MEM_BOUNDS,    /* offset + length outside the region */
+	IW_MEM_ACCESS,    /* access right not granted */
+	IW_MEM_PD,        /* STag belongs to another protection domain */
+	IW_MEM_TO_WRAP,   /* offset + length overflows 64 bits */
+};
+
+struct iw_cq {
+	struct rpcrdma_cq base;
+	pthread_mutex_t lock;    /* ring and armed */
+	struct rpcrdma_wc *ring;
+	uint32_t cap, head, count;
+	bool armed;
+	bool overflow;
+	int efd;                 /* eventfd: completions while armed */
+	int epfd;                /* what cq_fd returns */
+	pthread_mutex_t qps_lock;
+	struct iw_qp **qps;
+	size_t nqps, qps_cap;
+	_Atomic uint64_t last_active_ns;
+};
+
+enum iw_qp_state {
+	IW_QP_IDLE = 0,  /* created, not connected */
+	IW_QP_RTS,       /* connected, full MPA/DDP operation */
+	IW_QP_ERROR,     /* failed or disconnected; WRs flushed */
+};
+
+struct iw_swqe {
+	uint64_t wr_id;
+	enum rpcrdma_wr_opcode opcode;
+	unsigned flags;
+	bool signaled;
+	int num_sge;
+	struct rpcrdma_sge sge[IW_MAX_SGE];
+	uint64_t len;
+	uint32_t inval_rkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	struct iw_mw *bind_mw;
+	struct rpcrdma_mr *bind_mr;
+	uint64_t bind_addr, bind_len;
+	unsigned bind_access;
+	uint32_t bind_rkey;
+	uint8_t inl[IW_MAX_INLINE]; /* INLINE payload copied at post */
+};
+
+struct iw_rwqe {
+	uint64_t wr_id;
+	int num_sge;
+	struct rpcrdma_sge sge[IW_MAX_SGE];
+};
+
+/* Outstanding RDMA Read we issued (ORQ, depth = negotiated ORD). */
+struct iw_orqe {
+	struct iw_swqe wqe;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint64_t got;       /* response bytes placed */
+	struct iovec seg[IW_MAX_SGE];
+	int nseg;
+};
+
+/* Inbound RDMA Read we owe a response for (IRQ, depth = our IRD). */
+struct iw_irqe {
+	const uint8_t *src;
+	uint32_t size;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+};
+
+/* Recently transmitted Sends/Writes, to give a refused one its error
+ * completion when the peer's Terminate names it (iWARP has no ACK). */
+#define IW_HIST 64
+struct iw_hist {
+	uint64_t wr_id;
+	enum rpcrdma_wc_opcode op;
+	bool tagged;
+	bool signaled;   /* already completed with SUCCESS */
+	uint32_t stag;   /* tagged: STag */
+	uint32_t msn;    /* untagged: MSN */
+};
+
+/* A scatter list in local memory with a cursor. */
+struct iw_place {
+	struct iovec seg[IW_MAX_SGE];
+	int nseg;
+	uint64_t off;
+};
+
+enum iw_tx_kind { IW_TX_NONE = 0, IW_TX_SQ, IW_TX_RRESP, IW_TX_RTR };
+
+struct iw_tx {
+	enum iw_tx_kind kind;
+	struct rpcrdma_iwarp_ddp_hdr ddp;   /* template for each segment */
+	uint8_t extra[RPCRDMA_IWARP_READ_REQ_LEN]; /* Read Request header */
+	size_t extra_len;
+	struct iw_place src;
+	uint64_t total, done;
+	uint32_t msn;
+	/* current FPDU */
+	bool fpdu_active;
+	uint8_t hdr[2 + RPCRDMA_IWARP_DDP_UNTAGGED_HLEN + RPCRDMA_IWARP_TERM_MAX_LEN];
+	uint8_t trailer[8];
+	struct iovec iov[IW_MAX_SGE + 2];
+	int iovcnt, iovidx;
+};
+
+enum iw_rx_state { IW_RX_HDR = 0, IW_RX_PAYLOAD, IW_RX_TRAILER, IW_RX_DEAD };
+
+struct iw_rx {
+	enum iw_rx_state st;
+	uint8_t *buf;            /* IW_RXBUF staging */
+	size_t rd, wr;
+	uint8_t hdr[2 + RPCRDMA_IWARP_DDP_UNTAGGED_HLEN + RPCRDMA_IWARP_TERM_MAX_LEN];
+	size_t have, need;
+	size_t ulpdu_len;
+	struct rpcrdma_iwarp_ddp_hdr ddp;
+	uint64_t left;           /* payload bytes of this FPDU still to come */
+	uint32_t crc;
+	uint8_t trailer[8];
+	size_t tr_have, tr_need;
+	/* placement of the current segment */
+	enum { IW_PL_NONE, IW_PL_TAGGED, IW_PL_RECV, IW_PL_RRESP } pl;
+	uint8_t *dst;            /* IW_PL_TAGGED: next byte */
+	struct iw_place place;   /* IW_PL_RECV / IW_PL_RRESP */
+	/* Send message in progress (QN 0) */
+	bool recv_active;
+	struct iw_rwqe recv;
+	uint64_t recv_cap, recv_got;
+	uint32_t msn[3];         /* next expected MSN per queue */
+	bool first_seen;         /* at least one FPDU validated */
+};
+
+struct iw_qp {
+	struct rpcrdma_qp base;
+	struct iw_ep *ep;
+	struct iw_dev *dev;
+	bool created;
+	bool sq_sig_all;
+	_Atomic int state;       /* enum iw_qp_state */
+	int fd;                  /* connected socket, -1 before RTS */
+	bool crc;
+	size_t mulpdu;
+	uint32_t ird, ord;       /* negotiated */
+
+	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
+	struct iw_swqe *sq;
+	uint32_t sq_cap, sq_head, sq_count;
+	struct iw_orqe *orq;
+	uint32_t orq_head, orq_count;
+	struct iw_irqe *irq;
+	uint32_t irq_head, irq_count;
+	struct iw_tx tx;
+	bool tx_hold;            /* responder: no FPDU before the first one
+				    received (RFC 5044 §7.1.2 rule 4) */
+	bool rtr_pending;        /* initiator: send the RTR first */
+	uint32_t tx_msn[3];
+	struct iw_hist hist[IW_HIST];
+	uint32_t hist_n;
+	struct rpcrdma_terminate_info term;
+
+	pthread_mutex_t rq_lock;
+	struct iw_rwqe *rq;
+	uint32_t rq_cap, rq_head, rq_count;
+
+	pthread_mutex_t rx_lock;
+	struct iw_rx rx;
+
+	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
+	bool in_armed, want_out, deferred;
+	uint64_t defer_until;
+	bool flushed;
+};
+
+/* CM endpoint = cm_id.  Its QP lives inside it so the progress thread
+ * can reach both through one pointer with one lifetime. */
+enum iw_ep_state {
+	IW_EP_IDLE = 0,
+	IW_EP_RESOLVED,
+	IW_EP_LISTEN,
+	IW_EP_CONNECTING,    /* TCP connect in progress */
+	IW_EP_WAIT_REPLY,    /* MPA Request sent */
+	IW_EP_WAIT_REQUEST,  /* accepted TCP, reading MPA Request */
+	IW_EP_REQ_PENDING,   /* CONNECT_REQUEST delivered, app to decide */
+	IW_EP_ESTABLISHED,
+	IW_EP_CLOSED,
+};
+
+struct iw_channel {
+	struct rpcrdma_cm_channel base;
+	pthread_mutex_t lock;
+	struct iw_event *head, *tail;
+};
+
+struct iw_event {
+	struct rpcrdma_cm_event base;
+	struct iw_event *next;
+	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+};
+
+struct iw_ep {
+	struct rpcrdma_cm_id base;
+	struct iw_dev *dev;
+	pthread_mutex_t lock;    /* state, handshake buffers */
+	int state;               /* enum iw_ep_state */
+	int fd;
+	bool registered;         /* fd in dev->epfd */
+	bool dead;
+	bool disc_reported;
+	struct iw_ep *listener;  /* child: the listening ep */
+	_Atomic uint64_t deadline_ns; /* 0 = none */
+	uint8_t mpa[RPCRDMA_IWARP_MPA_MAX_FRAME];
+	size_t mpa_have, mpa_need;
+	struct rpcrdma_iwarp_mpa_rr peer;   /* parsed peer frame */
+	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	uint8_t peer_pd_len;
+	uint8_t my_pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	uint8_t my_pd_len;
+	uint8_t my_ird, my_ord;
+	struct iw_qp qp;
+	struct iw_ep *next_all, *next_grave;
+};
+
+static inline struct iw_dev *iw_dev(struct rpcrdma_dev *d)
+{
+	return (struct iw_dev *)d;
+}
+
+/* iwarp_dev.c */
+uint64_t rpcrdma_iwarp_now_ns(void);
+void rpcrdma_iwarp_wake(struct iw_dev *dev);
+int rpcrdma_iwarp_ep_register(struct iw_ep *ep, uint32_t events);
+void rpcrdma_iwarp_ep_unregister(struct iw_ep *ep);
+
+/* iwarp_mem.c */
+int rpcrdma_iwarp_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
+			 unsigned access, struct rpcrdma_mr **out);
+int rpcrdma_iwarp_dereg_mr(struct rpcrdma_mr *mr);
+int rpcrdma_iwarp_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out);
+int rpcrdma_iwarp_dealloc_mw(struct rpcrdma_mw *mw);
+enum iw_access_err rpcrdma_iwarp_mem_check(struct iw_dev *dev,
+					   struct iw_pd *pd, uint32_t stag,
+					   uint64_t to, uint64_t len,
+					   unsigned access, bool allow_mr_lkey);
+int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
+			      const struct rpcrdma_sge *sge, int n,
+			      bool need_write, struct iw_place *out,
+			      uint64_t *total);
+int rpcrdma_iwarp_bind_mw(struct iw_dev *dev, struct iw_pd *pd,
+			  struct iw_swqe *w);
+/* Invalidate an STag (local or remote); remote = only MWs, same PD. */
+enum iw_access_err rpcrdma_iwarp_invalidate(struct iw_dev *dev,
+					    struct iw_pd *pd, uint32_t stag,
+					    bool remote);
+void rpcrdma_iwarp_mem_init(struct iw_dev *dev);
+void rpcrdma_iwarp_mem_fini(struct iw_dev *dev);
+
+/* iwarp_cq.c */
+int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,
+			    struct rpcrdma_cq **out);
+int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *cq);
+int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc);
+int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *cq);
+int rpcrdma_iwarp_cq_fd(struct rpcrdma_cq *cq);
+int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *cq);
+void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc);
+int rpcrdma_iwarp_cq_attach(struct iw_cq *cq, struct iw_qp *qp);
+void rpcrdma_iwarp_cq_detach(struct iw_cq *cq, struct iw_qp *qp);
+void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on);
+bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now);
+
+/* iwarp_qp.c */
+int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
+			    const struct rpcrdma_qp_attr *attr,
+			    struct rpcrdma_qp **out);
+int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *qp);
+int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
+			    struct rpcrdma_recv_wr **bad);
+int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *qp,
+				struct rpcrdma_terminate_info *info);
+void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
+			    uint32_t ord, bool responder, bool rtr);
+void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status);
+void rpcrdma_iwarp_qp_terminate(struct iw_qp *qp, uint8_t layer,
+				uint8_t etype, uint8_t ecode,
+				const uint8_t *seg, size_t seg_len,
+				bool with_rdma_hdr);
+void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp);
+void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
+			    enum rpcrdma_wc_opcode op,
+			    enum rpcrdma_wc_status st, uint32_t byte_len,
+			    unsigned flags, uint32_t inv_rkey, uint32_t vendor);
+
+/* iwarp_qp_tx.c */
+int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
+			    struct rpcrdma_send_wr **bad);
+void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
+void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
+int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
+			 const void *payload, size_t len);
+
+/* iwarp_qp_rx.c */
+void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock);
+void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp); /* rx_lock held */
+void rpcrdma_iwarp_rx_init(struct iw_rx *rx);
+
+/* iwarp_cm.c */
+int rpcrdma_iwarp_create_channel(struct rpcrdma_dev *dev,
+				 struct rpcrdma_cm_channel **out);
+int rpcrdma_iwarp_destroy_channel(struct rpcrdma_cm_channel *ch);
+int rpcrdma_iwarp_get_cm_event(struct rpcrdma_cm_channel *ch,
+			       struct rpcrdma_cm_event **ev);
+int rpcrdma_iwarp_ack_cm_event(struct rpcrdma_cm_event *ev);
+int rpcrdma_iwarp_create_id(struct rpcrdma_cm_channel *ch, void *context,
+			    struct rpcrdma_cm_id **out);
+int rpcrdma_iwarp_destroy_id(struct rpcrdma_cm_id *id);
+int rpcrdma_iwarp_resolve(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+			  socklen_t addrlen);
+int rpcrdma_iwarp_listen(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+			 socklen_t addrlen, int backlog);
+int rpcrdma_iwarp_connect(struct rpcrdma_cm_id *id,
+			  const struct rpcrdma_conn_param *param);
+int rpcrdma_iwarp_accept(struct rpcrdma_cm_id *id,
+			 const struct rpcrdma_conn_param *param);
+int rpcrdma_iwarp_reject(struct rpcrdma_cm_id *id, const void *private_data,
+			 uint8_t private_data_len);
+int rpcrdma_iwarp_disconnect(struct rpcrdma_cm_id *id);
+void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events);
+void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now);
+void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
+				 enum rpcrdma_cm_event_type type, int status,
+				 const void *pd, size_t pd_len, uint8_t ird,
+				 uint8_t ord, struct iw_ep *listener);
+void rpcrdma_iwarp_ep_free(struct iw_ep *ep);
+
+#endif

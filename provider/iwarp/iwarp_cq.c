@@ -1,0 +1,231 @@
+/*
+ * Completion queues.  poll_cq/ack_cq_events run the RX (and a blocked TX)
+ * of every attached QP inline: see the threading model in iwarp.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "provider/iwarp/iwarp.h"
+
+int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
+			    struct rpcrdma_cq **out)
+{
+	if (!d || !out || cqe <= 0 || cqe > IW_MAX_CQE)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_cq *cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return RPCRDMA_ERR_NOMEM;
+	cq->cap = (uint32_t)cqe;
+	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
+	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	cq->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!cq->ring || cq->efd < 0 || cq->epfd < 0)
+		goto fail;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	if (epoll_ctl(cq->epfd, EPOLL_CTL_ADD, cq->efd, &ev) != 0)
+		goto fail;
+	pthread_mutex_init(&cq->lock, NULL);
+	pthread_mutex_init(&cq->qps_lock, NULL);
+	cq->base.dev = d;
+	cq->base.context = context;
+	cq->base.cqe = cqe;
+	*out = &cq->base;
+	return 0;
+fail:
+	if (cq->efd >= 0)
+		close(cq->efd);
+	if (cq->epfd >= 0)
+		close(cq->epfd);
+	free(cq->ring);
+	free(cq);
+	return RPCRDMA_ERR_SYSTEM;
+}
+
+int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
+{
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_cq *cq = (struct iw_cq *)c;
+	pthread_mutex_lock(&cq->qps_lock);
+	size_t n = cq->nqps;
+	pthread_mutex_unlock(&cq->qps_lock);
+	if (n)
+		return RPCRDMA_ERR_BUSY; /* verbs: QPs still use it */
+	close(cq->efd);
+	close(cq->epfd);
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->qps_lock);
+	free(cq->qps);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
+{
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count == cq->cap) {
+		/* Overrun: verbs makes this a CQ error.  Grow instead: a lost
+		 * completion would hang the consumer forever. */
+		uint32_t ncap = cq->cap * 2;
+		struct rpcrdma_wc *r = calloc(ncap, sizeof(*r));
+		if (!r) {
+			cq->overflow = true;
+			pthread_mutex_unlock(&cq->lock);
+			return;
+		}
+		for (uint32_t i = 0; i < cq->count; i++)
+			r[i] = cq->ring[(cq->head + i) % cq->cap];
+		free(cq->ring);
+		cq->ring = r;
+		cq->head = 0;
+		cq->cap = ncap;
+	}
+	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+	cq->count++;
+	bool notify = cq->armed;
+	cq->armed = false;
+	if (notify) {
+		uint64_t one = 1;
+		ssize_t r = write(cq->efd, &one, sizeof(one));
+		(void)r;
+	}
+	pthread_mutex_unlock(&cq->lock);
+}
+
+static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
+{
+	int got = 0;
+	pthread_mutex_lock(&cq->lock);
+	while (got < n && cq->count) {
+		wc[got++] = cq->ring[cq->head];
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return got;
+}
+
+/* Runs every attached QP's engines on this thread (never blocking on a
+ * lock another thread holds: that thread is already making progress). */
+static void inline_progress(struct iw_cq *cq)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (size_t i = 0; i < cq->nqps; i++) {
+		struct iw_qp *qp = cq->qps[i];
+		if (atomic_load(&qp->state) != IW_QP_RTS)
+			continue;
+		rpcrdma_iwarp_rx_progress(qp, false);
+		pthread_mutex_lock(&qp->ep_lock);
+		bool out = qp->want_out;
+		pthread_mutex_unlock(&qp->ep_lock);
+		if (out)
+			rpcrdma_iwarp_tx_progress(qp);
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
+{
+	if (!c || n < 0 || (n && !wc))
+		return RPCRDMA_ERR_INVAL;
+	struct iw_cq *cq = (struct iw_cq *)c;
+	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
+	int got = pop(cq, n, wc);
+	if (got)
+		return got;
+	inline_progress(cq);
+	return pop(cq, n, wc);
+}
+
+int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)
+{
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_cq *cq = (struct iw_cq *)c;
+	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
+	pthread_mutex_lock(&cq->lock);
+	cq->armed = true;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+int rpcrdma_iwarp_cq_fd(struct rpcrdma_cq *c)
+{
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	return ((struct iw_cq *)c)->epfd;
+}
+
+int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
+{
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_cq *cq = (struct iw_cq *)c;
+	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
+	/* Socket readability is part of cq_fd: consume it here so the fd
+	 * stops being readable, as the interface promises; then drain the
+	 * eventfd, which that processing may have signalled. */
+	inline_progress(cq);
+	uint64_t v;
+	ssize_t r = read(cq->efd, &v, sizeof(v));
+	(void)r;
+	return 0;
+}
+
+int rpcrdma_iwarp_cq_attach(struct iw_cq *cq, struct iw_qp *qp)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (size_t i = 0; i < cq->nqps; i++)
+		if (cq->qps[i] == qp) {
+			pthread_mutex_unlock(&cq->qps_lock);
+			return 0;
+		}
+	if (cq->nqps == cq->qps_cap) {
+		size_t cap = cq->qps_cap ? cq->qps_cap * 2 : 8;
+		struct iw_qp **q = realloc(cq->qps, cap * sizeof(*q));
+		if (!q) {
+			pthread_mutex_unlock(&cq->qps_lock);
+			return RPCRDMA_ERR_NOMEM;
+		}
+		cq->qps = q;
+		cq->qps_cap = cap;
+	}
+	cq->qps[cq->nqps++] = qp;
+	pthread_mutex_unlock(&cq->qps_lock);
+	return 0;
+}
+
+void rpcrdma_iwarp_cq_detach(struct iw_cq *cq, struct iw_qp *qp)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (size_t i = 0; i < cq->nqps; i++)
+		if (cq->qps[i] == qp) {
+			cq->qps[i] = cq->qps[--cq->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on)
+{
+	if (on) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+		epoll_ctl(cq->epfd, EPOLL_CTL_ADD, fd, &ev);
+	} else {
+		epoll_ctl(cq->epfd, EPOLL_CTL_DEL, fd, NULL);
+	}
+}
+
+bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now)
+{
+	struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
+	struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
+	uint64_t a = s ? atomic_load(&s->last_active_ns) : 0;
+	uint64_t b = r ? atomic_load(&r->last_active_ns) : 0;
+	uint64_t last = a > b ? a : b;
+	return last && now - last < IW_ACTIVE_NS;
+}

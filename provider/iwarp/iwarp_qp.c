@@ -1,0 +1,376 @@
+/*
+ * Queue pair life cycle: creation, the receive queue, moving to RTS after
+ * the MPA handshake, and the error path (Terminate, flush, DISCONNECTED).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "provider/iwarp/iwarp.h"
+
+void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
+			    enum rpcrdma_wc_opcode op,
+			    enum rpcrdma_wc_status st, uint32_t byte_len,
+			    unsigned flags, uint32_t inv_rkey, uint32_t vendor)
+{
+	struct rpcrdma_wc wc = {
+		.wr_id = wr_id,
+		.status = st,
+		.opcode = op,
+		.byte_len = byte_len,
+		.wc_flags = flags,
+		.invalidated_rkey = inv_rkey,
+		.qp = &qp->base,
+		.vendor_err = vendor,
+	};
+	struct rpcrdma_cq *cq = send_side ? qp->base.send_cq : qp->base.recv_cq;
+	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
+}
+
+int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
+			    const struct rpcrdma_qp_attr *attr,
+			    struct rpcrdma_qp **out)
+{
+	if (!id || !pd || !attr || !out || !attr->send_cq || !attr->recv_cq)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_ep *ep = (struct iw_ep *)id;
+	struct iw_qp *qp = &ep->qp;
+	if (qp->created)
+		return RPCRDMA_ERR_BUSY;
+	if (attr->max_send_wr > IW_MAX_WR || attr->max_recv_wr > IW_MAX_WR ||
+	    attr->max_send_sge > IW_MAX_SGE || attr->max_recv_sge > IW_MAX_SGE ||
+	    attr->max_inline_data > IW_MAX_INLINE)
+		return RPCRDMA_ERR_INVAL;
+	uint32_t sq = attr->max_send_wr ? attr->max_send_wr : IW_DEFAULT_WR;
+	uint32_t rq = attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
+	pthread_mutex_lock(&qp->rx_lock);
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->sq = calloc(sq, sizeof(*qp->sq));
+	qp->rq = calloc(rq, sizeof(*qp->rq));
+	qp->orq = calloc(IW_MAX_RD, sizeof(*qp->orq));
+	qp->irq = calloc(IW_MAX_RD, sizeof(*qp->irq));
+	qp->rx.buf = malloc(IW_RXBUF);
+	if (!qp->sq || !qp->rq || !qp->orq || !qp->irq || !qp->rx.buf) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->orq);
+		free(qp->irq);
+		free(qp->rx.buf);
+		qp->rx.buf = NULL;
+		pthread_mutex_unlock(&qp->tx_lock);
+		pthread_mutex_unlock(&qp->rx_lock);
+		return RPCRDMA_ERR_NOMEM;
+	}
+	qp->sq_cap = sq;
+	qp->rq_cap = rq;
+	qp->sq_head = qp->sq_count = 0;
+	qp->rq_head = qp->rq_count = 0;
+	qp->orq_head = qp->orq_count = 0;
+	qp->irq_head = qp->irq_count = 0;
+	memset(&qp->tx, 0, sizeof(qp->tx));
+	memset(&qp->term, 0, sizeof(qp->term));
+	qp->hist_n = 0;
+	rpcrdma_iwarp_rx_init(&qp->rx);
+	qp->dev = ep->dev;
+	qp->ep = ep;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->fd = -1;
+	qp->flushed = false;
+	atomic_store(&qp->state, IW_QP_IDLE);
+	qp->base.dev = id->dev;
+	qp->base.pd = pd;
+	qp->base.id = id;
+	qp->base.send_cq = attr->send_cq;
+	qp->base.recv_cq = attr->recv_cq;
+	qp->base.context = attr->context;
+	qp->base.max_send_wr = sq;
+	qp->base.max_recv_wr = rq;
+	qp->base.max_send_sge = IW_MAX_SGE;
+	qp->base.max_recv_sge = IW_MAX_SGE;
+	qp->created = true;
+	pthread_mutex_unlock(&qp->tx_lock);
+	pthread_mutex_unlock(&qp->rx_lock);
+	if (rpcrdma_iwarp_cq_attach((struct iw_cq *)attr->send_cq, qp) ||
+	    rpcrdma_iwarp_cq_attach((struct iw_cq *)attr->recv_cq, qp)) {
+		rpcrdma_iwarp_destroy_qp(&qp->base);
+		return RPCRDMA_ERR_NOMEM;
+	}
+	id->qp = &qp->base;
+	*out = &qp->base;
+	return 0;
+}
+
+int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *b)
+{
+	if (!b)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_qp *qp = (struct iw_qp *)b;
+	if (!qp->created)
+		return RPCRDMA_ERR_INVAL;
+	if (atomic_load(&qp->state) == IW_QP_RTS)
+		rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_WR_FLUSH_ERR);
+	struct iw_cq *s = (struct iw_cq *)b->send_cq, *r = (struct iw_cq *)b->recv_cq;
+	/* Detaching under qps_lock waits out any inline progress. */
+	rpcrdma_iwarp_cq_detach(s, qp);
+	rpcrdma_iwarp_cq_detach(r, qp);
+	if (qp->fd >= 0) {
+		rpcrdma_iwarp_cq_watch_fd(s, qp->fd, false);
+		if (r != s)
+			rpcrdma_iwarp_cq_watch_fd(r, qp->fd, false);
+	}
+	pthread_mutex_lock(&qp->rx_lock);
+	pthread_mutex_lock(&qp->tx_lock);
+	pthread_mutex_lock(&qp->rq_lock);
+	qp->created = false;
+	atomic_store(&qp->state, IW_QP_ERROR);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->orq);
+	free(qp->irq);
+	free(qp->rx.buf);
+	qp->sq = NULL;
+	qp->rq = NULL;
+	qp->orq = NULL;
+	qp->irq = NULL;
+	qp->rx.buf = NULL;
+	qp->sq_count = qp->rq_count = qp->orq_count = qp->irq_count = 0;
+	pthread_mutex_unlock(&qp->rq_lock);
+	pthread_mutex_unlock(&qp->tx_lock);
+	pthread_mutex_unlock(&qp->rx_lock);
+	if (qp->ep)
+		qp->ep->base.qp = NULL;
+	return 0;
+}
+
+int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
+			    struct rpcrdma_recv_wr **bad)
+{
+	if (!b || !wr)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_qp *qp = (struct iw_qp *)b;
+	int rc = 0;
+	pthread_mutex_lock(&qp->rq_lock);
+	for (; wr; wr = wr->next) {
+		if (!qp->created || wr->num_sge < 0 || wr->num_sge > IW_MAX_SGE ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = RPCRDMA_ERR_INVAL;
+			break;
+		}
+		if (atomic_load(&qp->state) == IW_QP_ERROR) {
+			/* verbs: posting to an errored QP flushes at once. */
+			rpcrdma_iwarp_complete(qp, false, wr->wr_id, RPCRDMA_WC_RECV,
+					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+			continue;
+		}
+		if (qp->rq_count == qp->rq_cap) {
+			rc = RPCRDMA_ERR_NOMEM;
+			break;
+		}
+		struct iw_rwqe *r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_cap];
+		r->wr_id = wr->wr_id;
+		r->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
+		qp->rq_count++;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	if (rc && bad)
+		*bad = wr;
+	return rc;
+}
+
+int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *b,
+				struct rpcrdma_terminate_info *info)
+{
+	if (!b || !info)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_qp *qp = (struct iw_qp *)b;
+	pthread_mutex_lock(&qp->tx_lock);
+	*info = qp->term;
+	pthread_mutex_unlock(&qp->tx_lock);
+	return 0;
+}
+
+/* Re-arms the progress thread's one-shot registration of the socket from
+ * what the QP currently needs. */
+void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->ep_lock);
+	if (qp->fd >= 0) {
+		uint32_t ev = EPOLLONESHOT;
+		if (atomic_load(&qp->state) == IW_QP_RTS) {
+			if (qp->in_armed)
+				ev |= EPOLLIN | EPOLLRDHUP;
+			if (qp->want_out)
+				ev |= EPOLLOUT;
+		}
+		struct epoll_event e = { .events = ev, .data.ptr = qp->ep };
+		epoll_ctl(qp->dev->epfd, EPOLL_CTL_MOD, qp->fd, &e);
+	}
+	pthread_mutex_unlock(&qp->ep_lock);
+}
+
+void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
+			    uint32_t ord, bool responder, bool rtr)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	int mss = 0;
+	socklen_t sl = sizeof(mss);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) != 0 || mss <= 0)
+		mss = 1460;
+	pthread_mutex_lock(&qp->rx_lock);
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->fd = fd;
+	qp->crc = crc;
+	qp->mulpdu = rpcrdma_iwarp_mulpdu((size_t)mss, qp->dev->max_fpdu);
+	qp->ird = ird;
+	qp->ord = ord;
+	/* RFC 5044 §7.1.2 rule 4: the responder sends no FPDU before it
+	 * received and validated one. */
+	qp->tx_hold = responder;
+	qp->rtr_pending = rtr;
+	for (int i = 0; i < 3; i++) {
+		qp->tx_msn[i] = 1; /* RFC 5041 §5.1: MSN starts at one */
+		qp->rx.msn[i] = 1;
+	}
+	atomic_store(&qp->state, IW_QP_RTS);
+	pthread_mutex_unlock(&qp->tx_lock);
+	pthread_mutex_unlock(&qp->rx_lock);
+	struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
+	struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
+	rpcrdma_iwarp_cq_watch_fd(s, fd, true);
+	if (r != s)
+		rpcrdma_iwarp_cq_watch_fd(r, fd, true);
+	pthread_mutex_lock(&qp->ep_lock);
+	qp->in_armed = true;
+	qp->want_out = false;
+	qp->deferred = false;
+	pthread_mutex_unlock(&qp->ep_lock);
+	rpcrdma_iwarp_qp_update_arm(qp);
+	/* Anything posted before the connection completed goes out now. */
+	rpcrdma_iwarp_tx_progress(qp);
+}
+
+static void flush_rq(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->rq_lock);
+	while (qp->rq && qp->rq_count) {
+		struct iw_rwqe *r = &qp->rq[qp->rq_head];
+		rpcrdma_iwarp_complete(qp, false, r->wr_id, RPCRDMA_WC_RECV,
+				       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
+		qp->rq_count--;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+}
+
+void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status)
+{
+	(void)status;
+	int old = atomic_exchange(&qp->state, IW_QP_ERROR);
+	if (old == IW_QP_RTS && qp->fd >= 0) {
+		/* FIN to the peer (it sees DISCONNECTED); no RST, so bytes
+		 * already queued, such as our Terminate, still arrive. */
+		shutdown(qp->fd, SHUT_RDWR);
+		struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
+		struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
+		/* An fd at EOF would keep cq_fd readable forever. */
+		rpcrdma_iwarp_cq_watch_fd(s, qp->fd, false);
+		if (r != s)
+			rpcrdma_iwarp_cq_watch_fd(r, qp->fd, false);
+		rpcrdma_iwarp_qp_update_arm(qp);
+	}
+	pthread_mutex_lock(&qp->tx_lock);
+	rpcrdma_iwarp_tx_flush(qp, NULL);
+	pthread_mutex_unlock(&qp->tx_lock);
+	/* The receive in progress belongs to the RX engine: flush it here if
+	 * the engine is idle, else it flushes it itself before unlocking. */
+	if (pthread_mutex_trylock(&qp->rx_lock) == 0) {
+		if (qp->rx.recv_active) {
+			qp->rx.recv_active = false;
+			rpcrdma_iwarp_complete(qp, false, qp->rx.recv.wr_id,
+					       RPCRDMA_WC_RECV,
+					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+		}
+		qp->rx.st = IW_RX_DEAD;
+		pthread_mutex_unlock(&qp->rx_lock);
+	}
+	flush_rq(qp);
+	if (old == IW_QP_RTS && qp->ep) {
+		struct iw_ep *ep = qp->ep;
+		pthread_mutex_lock(&ep->lock);
+		bool report = !ep->disc_reported;
+		ep->disc_reported = true;
+		ep->state = IW_EP_CLOSED;
+		pthread_mutex_unlock(&ep->lock);
+		if (report)
+			rpcrdma_iwarp_post_cm_event(ep, RPCRDMA_CM_EVENT_DISCONNECTED,
+						    0, NULL, 0, 0, 0, NULL);
+	}
+}
+
+void rpcrdma_iwarp_qp_terminate(struct iw_qp *qp, uint8_t layer,
+				uint8_t etype, uint8_t ecode,
+				const uint8_t *seg, size_t seg_len,
+				bool with_rdma_hdr)
+{
+	struct rpcrdma_iwarp_term t;
+	memset(&t, 0, sizeof(t));
+	t.layer = layer;
+	t.etype = etype;
+	t.ecode = ecode;
+	/* RFC 5040 §4.8 Figure 10: DDP and RDMAP errors carry the DDP
+	 * segment length and header; protection errors on a Read Request
+	 * also the RDMA header; LLP errors and catastrophic ones nothing. */
+	bool catastrophic = (layer == RPCRDMA_IWARP_LAYER_RDMAP &&
+			     etype == RPCRDMA_IWARP_RDMAP_ET_CATASTROPHIC) ||
+			    (layer == RPCRDMA_IWARP_LAYER_DDP &&
+			     etype == RPCRDMA_IWARP_DDP_ET_CATASTROPHIC);
+	if (seg && seg_len >= 2 + 2 && layer != RPCRDMA_IWARP_LAYER_LLP &&
+	    !catastrophic) {
+		size_t hl = rpcrdma_iwarp_ddp_hlen((seg[2] & 0x80) != 0);
+		if (seg_len >= 2 + hl) {
+			t.m = true;
+			t.d = true;
+			t.seg_len = (uint16_t)(seg[0] << 8 | seg[1]);
+			memcpy(t.ddp_hdr, seg + 2, hl);
+			t.ddp_hdr_len = hl;
+			if (with_rdma_hdr &&
+			    seg_len >= 2 + hl + RPCRDMA_IWARP_READ_REQ_LEN) {
+				t.r = true;
+				memcpy(t.rdma_hdr, seg + 2 + hl,
+				       RPCRDMA_IWARP_READ_REQ_LEN);
+			}
+		}
+	}
+	uint8_t body[RPCRDMA_IWARP_TERM_MAX_LEN];
+	int bl = rpcrdma_iwarp_term_build(&t, body, sizeof(body));
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->term.valid = true;
+	qp->term.sent = true;
+	qp->term.layer = layer;
+	qp->term.etype = etype;
+	qp->term.ecode = ecode;
+	if (bl > 0 && atomic_load(&qp->state) == IW_QP_RTS && qp->created) {
+		struct rpcrdma_iwarp_ddp_hdr h = {
+			.tagged = false,
+			.last = true,
+			.dv = RPCRDMA_IWARP_DDP_VERSION,
+			.rv = RPCRDMA_IWARP_RDMAP_VERSION,
+			.opcode = RPCRDMA_IWARP_OP_TERMINATE,
+			.qn = RPCRDMA_IWARP_QN_TERMINATE,
+			.msn = qp->tx_msn[RPCRDMA_IWARP_QN_TERMINATE]++,
+			.mo = 0,
+		};
+		rpcrdma_iwarp_tx_raw(qp, &h, body, (size_t)bl);
+	}
+	pthread_mutex_unlock(&qp->tx_lock);
+	rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_FATAL_ERR);
+}

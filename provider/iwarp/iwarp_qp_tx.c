@@ -1,0 +1,529 @@
+/*
+ * TX engine: send queue -> RDMAP messages -> DDP segments -> MPA FPDUs.
+ *
+ * State machine (all under qp->tx_lock):
+ *   IDLE --pick--> MESSAGE --build--> FPDU --sendmsg--> FPDU sent
+ *        FPDU sent & more payload --> build next FPDU
+ *        FPDU sent & message done --> complete WR, back to IDLE
+ *        sendmsg EAGAIN           --> wait for EPOLLOUT (progress thread
+ *                                     or the next poll_cq)
+ * Pick order: the RTR (RFC 6581 §9.2, once), then Read Responses owed to
+ * the peer (RFC 5040 §5.2: responses leave in request order), then the
+ * send queue in order.  Whole messages are never interleaved, which keeps
+ * DDP's in-order MO/TO simple for the receiver.
+ * Data is gathered straight from registered memory into sendmsg (no copy)
+ * unless the WR asked for INLINE, which copied it at post time.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "provider/iwarp/iwarp.h"
+#include "wire/crc32c.h"
+
+static bool sq_op_valid(enum rpcrdma_wr_opcode op)
+{
+	switch (op) {
+	case RPCRDMA_WR_SEND:
+	case RPCRDMA_WR_SEND_WITH_INV:
+	case RPCRDMA_WR_RDMA_WRITE:
+	case RPCRDMA_WR_RDMA_READ:
+	case RPCRDMA_WR_LOCAL_INV:
+	case RPCRDMA_WR_BIND_MW:
+		return true;
+	}
+	return false;
+}
+
+static enum rpcrdma_wc_opcode wc_op(enum rpcrdma_wr_opcode op)
+{
+	switch (op) {
+	case RPCRDMA_WR_RDMA_WRITE:
+		return RPCRDMA_WC_RDMA_WRITE;
+	case RPCRDMA_WR_RDMA_READ:
+		return RPCRDMA_WC_RDMA_READ;
+	case RPCRDMA_WR_LOCAL_INV:
+		return RPCRDMA_WC_LOCAL_INV;
+	case RPCRDMA_WR_BIND_MW:
+		return RPCRDMA_WC_BIND_MW;
+	default:
+		return RPCRDMA_WC_SEND;
+	}
+}
+
+int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
+			    struct rpcrdma_send_wr **bad)
+{
+	if (!b || !wr)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_qp *qp = (struct iw_qp *)b;
+	int rc = 0;
+	pthread_mutex_lock(&qp->tx_lock);
+	for (; wr; wr = wr->next) {
+		if (!qp->created || !sq_op_valid(wr->opcode) || wr->num_sge < 0 ||
+		    wr->num_sge > IW_MAX_SGE || (wr->num_sge && !wr->sg_list)) {
+			rc = RPCRDMA_ERR_INVAL;
+			break;
+		}
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > IW_MAX_MSG) {
+			rc = RPCRDMA_ERR_INVAL;
+			break;
+		}
+		if (wr->opcode == RPCRDMA_WR_BIND_MW &&
+		    (!wr->bind_mw.mw || !wr->bind_mw.mr)) {
+			rc = RPCRDMA_ERR_INVAL;
+			break;
+		}
+		bool sig = qp->sq_sig_all || (wr->send_flags & RPCRDMA_SEND_SIGNALED);
+		if (atomic_load(&qp->state) == IW_QP_ERROR) {
+			rpcrdma_iwarp_complete(qp, true, wr->wr_id, wc_op(wr->opcode),
+					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+			continue;
+		}
+		if (qp->sq_count == qp->sq_cap) {
+			rc = RPCRDMA_ERR_NOMEM;
+			break;
+		}
+		struct iw_swqe *w = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_cap];
+		w->wr_id = wr->wr_id;
+		w->opcode = wr->opcode;
+		w->flags = wr->send_flags;
+		w->signaled = sig;
+		w->len = len;
+		w->inval_rkey = wr->invalidate_rkey;
+		w->raddr = wr->rdma.remote_addr;
+		w->rkey = wr->rdma.rkey;
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
+		if ((wr->send_flags & RPCRDMA_SEND_INLINE) && len <= IW_MAX_INLINE &&
+		    (wr->opcode == RPCRDMA_WR_SEND ||
+		     wr->opcode == RPCRDMA_WR_SEND_WITH_INV ||
+		     wr->opcode == RPCRDMA_WR_RDMA_WRITE)) {
+			size_t off = 0;
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(w->inl + off,
+				       (const void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				off += wr->sg_list[i].length;
+			}
+		} else {
+			w->flags &= ~(unsigned)RPCRDMA_SEND_INLINE;
+		}
+		if (wr->opcode == RPCRDMA_WR_BIND_MW) {
+			struct rpcrdma_mw *mw = wr->bind_mw.mw;
+			w->bind_mw = (struct iw_mw *)mw;
+			w->bind_mr = wr->bind_mw.mr;
+			w->bind_addr = wr->bind_mw.addr;
+			w->bind_len = wr->bind_mw.length;
+			w->bind_access = wr->bind_mw.access;
+			/* provider.h: mw->rkey is updated at post. */
+			w->bind_rkey = (mw->rkey & ~0xFFu) | wr->bind_mw.key;
+			mw->rkey = w->bind_rkey;
+		}
+		qp->sq_count++;
+	}
+	if (rc && bad)
+		*bad = wr;
+	rpcrdma_iwarp_tx_progress(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	return rc;
+}
+
+static void sq_pop(struct iw_qp *qp)
+{
+	qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
+	qp->sq_count--;
+}
+
+static void set_want_out(struct iw_qp *qp, bool on)
+{
+	pthread_mutex_lock(&qp->ep_lock);
+	bool changed = qp->want_out != on;
+	qp->want_out = on;
+	pthread_mutex_unlock(&qp->ep_lock);
+	if (changed)
+		rpcrdma_iwarp_qp_update_arm(qp);
+}
+
+static void msg_init(struct iw_qp *qp, enum iw_tx_kind kind, bool tagged,
+		     uint8_t opcode)
+{
+	struct iw_tx *tx = &qp->tx;
+	memset(&tx->ddp, 0, sizeof(tx->ddp));
+	tx->kind = kind;
+	tx->ddp.tagged = tagged;
+	tx->ddp.dv = RPCRDMA_IWARP_DDP_VERSION;
+	tx->ddp.rv = RPCRDMA_IWARP_RDMAP_VERSION;
+	tx->ddp.opcode = opcode;
+	tx->extra_len = 0;
+	tx->src.nseg = 0;
+	tx->src.off = 0;
+	tx->total = tx->done = 0;
+}
+
+/* Local failure of a WR: error completion and the QP goes down
+ * (verbs: a local protection error moves the QP to error). */
+static void local_fail(struct iw_qp *qp, struct iw_swqe *w,
+		       enum rpcrdma_wc_status st)
+{
+	rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode), st, 0, 0, 0, 0);
+	sq_pop(qp);
+	rpcrdma_iwarp_qp_error(qp, st);
+}
+
+/* Chooses the next message; false when nothing can go now. */
+static bool pick(struct iw_qp *qp)
+{
+	struct iw_tx *tx = &qp->tx;
+	struct iw_dev *dev = qp->dev;
+	struct iw_pd *pd = (struct iw_pd *)qp->base.pd;
+	if (qp->rtr_pending) {
+		/* RFC 6581 §9.2: zero-length RDMA Write as the RTR. */
+		qp->rtr_pending = false;
+		msg_init(qp, IW_TX_RTR, true, RPCRDMA_IWARP_OP_WRITE);
+		return true;
+	}
+	if (qp->tx_hold)
+		return false;
+	if (qp->irq_count) {
+		struct iw_irqe *e = &qp->irq[qp->irq_head];
+		msg_init(qp, IW_TX_RRESP, true, RPCRDMA_IWARP_OP_READ_RESP);
+		tx->ddp.stag = e->sink_stag;
+		tx->ddp.to = e->sink_to;
+		if (e->size) {
+			tx->src.seg[0].iov_base = (void *)e->src;
+			tx->src.seg[0].iov_len = e->size;
+			tx->src.nseg = 1;
+		}
+		tx->total = e->size;
+		return true;
+	}
+	while (qp->sq_count && atomic_load(&qp->state) == IW_QP_RTS) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head];
+		/* RFC 5040 §5.5 fence: wait until prior Reads completed. */
+		if ((w->flags & RPCRDMA_SEND_FENCE) && qp->orq_count)
+			return false;
+		if (w->opcode == RPCRDMA_WR_LOCAL_INV) {
+			enum iw_access_err e = rpcrdma_iwarp_invalidate(dev, pd, w->inval_rkey, false);
+			if (e != IW_MEM_OK) {
+				local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
+				return false;
+			}
+			if (w->signaled)
+				rpcrdma_iwarp_complete(qp, true, w->wr_id, RPCRDMA_WC_LOCAL_INV,
+						       RPCRDMA_WC_SUCCESS, 0, 0, 0, 0);
+			sq_pop(qp);
+			continue;
+		}
+		if (w->opcode == RPCRDMA_WR_BIND_MW) {
+			if (rpcrdma_iwarp_bind_mw(dev, pd, w) != 0) {
+				local_fail(qp, w, RPCRDMA_WC_MW_BIND_ERR);
+				return false;
+			}
+			if (w->signaled)
+				rpcrdma_iwarp_complete(qp, true, w->wr_id, RPCRDMA_WC_BIND_MW,
+						       RPCRDMA_WC_SUCCESS, 0, 0, 0, 0);
+			sq_pop(qp);
+			continue;
+		}
+		if (w->opcode == RPCRDMA_WR_RDMA_READ) {
+			/* Honour the negotiated ORD (RFC 6581 §9.1). */
+			if (qp->orq_count >= qp->ord || qp->orq_count >= IW_MAX_RD)
+				return false;
+			struct iw_orqe *o = &qp->orq[(qp->orq_head + qp->orq_count) % IW_MAX_RD];
+			struct iw_place pl;
+			uint64_t tot;
+			if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, true,
+						      &pl, &tot) != 0) {
+				local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
+				return false;
+			}
+			o->wqe = *w;
+			o->got = 0;
+			o->nseg = pl.nseg;
+			memcpy(o->seg, pl.seg, sizeof(pl.seg));
+			o->sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+			o->sink_to = w->num_sge ? w->sge[0].addr : 0;
+			qp->orq_count++;
+			struct rpcrdma_iwarp_read_req rr = {
+				.sink_stag = o->sink_stag,
+				.sink_to = o->sink_to,
+				.size = (uint32_t)w->len,
+				.src_stag = w->rkey,
+				.src_to = w->raddr,
+			};
+			msg_init(qp, IW_TX_SQ, false, RPCRDMA_IWARP_OP_READ_REQ);
+			tx->ddp.qn = RPCRDMA_IWARP_QN_READ_REQ;
+			tx->msn = tx->ddp.msn = qp->tx_msn[RPCRDMA_IWARP_QN_READ_REQ]++;
+			rpcrdma_iwarp_read_req_build(&rr, tx->extra, sizeof(tx->extra));
+			tx->extra_len = RPCRDMA_IWARP_READ_REQ_LEN;
+			sq_pop(qp); /* lives on in the ORQ */
+			tx->kind = IW_TX_RTR; /* nothing to complete when sent */
+			return true;
+		}
+		/* Send variants and RDMA Write. */
+		bool is_write = w->opcode == RPCRDMA_WR_RDMA_WRITE;
+		uint8_t op;
+		if (is_write)
+			op = RPCRDMA_IWARP_OP_WRITE;
+		else if (w->opcode == RPCRDMA_WR_SEND_WITH_INV)
+			op = (w->flags & RPCRDMA_SEND_SOLICITED) ? RPCRDMA_IWARP_OP_SEND_SE_INV
+								 : RPCRDMA_IWARP_OP_SEND_INV;
+		else
+			op = (w->flags & RPCRDMA_SEND_SOLICITED) ? RPCRDMA_IWARP_OP_SEND_SE
+								 : RPCRDMA_IWARP_OP_SEND;
+		msg_init(qp, IW_TX_SQ, is_write, op);
+		if (w->flags & RPCRDMA_SEND_INLINE) {
+			if (w->len) {
+				tx->src.seg[0].iov_base = w->inl;
+				tx->src.seg[0].iov_len = w->len;
+				tx->src.nseg = 1;
+			}
+		} else if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, false,
+						     &tx->src, NULL) != 0) {
+			tx->kind = IW_TX_NONE;
+			local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
+			return false;
+		}
+		tx->total = w->len;
+		if (is_write) {
+			tx->ddp.stag = w->rkey;
+			tx->ddp.to = w->raddr;
+		} else {
+			tx->ddp.qn = RPCRDMA_IWARP_QN_SEND;
+			tx->msn = tx->ddp.msn = qp->tx_msn[RPCRDMA_IWARP_QN_SEND]++;
+			if (w->opcode == RPCRDMA_WR_SEND_WITH_INV)
+				tx->ddp.inval_stag = w->inval_rkey;
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Builds the iovec of the next FPDU of the current message. */
+static void build_fpdu(struct iw_qp *qp)
+{
+	struct iw_tx *tx = &qp->tx;
+	size_t hl = rpcrdma_iwarp_ddp_hlen(tx->ddp.tagged);
+	/* FPDU sized from the path (RFC 5044 §8.1 MULPDU), never over the
+	 * 16-bit ULPDU_Length. */
+	size_t room = qp->mulpdu - hl - tx->extra_len;
+	uint64_t chunk = tx->total - tx->done;
+	if (chunk > room)
+		chunk = room;
+	struct rpcrdma_iwarp_ddp_hdr h = tx->ddp;
+	if (h.tagged)
+		h.to = tx->ddp.to + tx->done;
+	else
+		h.mo = (uint32_t)tx->done;
+	h.last = tx->done + chunk == tx->total;
+	size_t ulpdu = hl + tx->extra_len + chunk;
+	tx->hdr[0] = (uint8_t)(ulpdu >> 8);
+	tx->hdr[1] = (uint8_t)ulpdu;
+	rpcrdma_iwarp_ddp_build(&h, tx->hdr + 2, sizeof(tx->hdr) - 2);
+	if (tx->extra_len)
+		memcpy(tx->hdr + 2 + hl, tx->extra, tx->extra_len);
+	int n = 0;
+	tx->iov[n].iov_base = tx->hdr;
+	tx->iov[n].iov_len = 2 + hl + tx->extra_len;
+	n++;
+	uint32_t crc = 0;
+	if (qp->crc)
+		crc = rpcrdma_crc32c_update(rpcrdma_crc32c_init(), tx->hdr,
+					    tx->iov[0].iov_len);
+	/* Walk the source scatter list from offset tx->done. */
+	uint64_t skip = tx->done, want = chunk;
+	for (int i = 0; i < tx->src.nseg && want; i++) {
+		uint64_t sl = tx->src.seg[i].iov_len;
+		if (skip >= sl) {
+			skip -= sl;
+			continue;
+		}
+		uint64_t take = sl - skip;
+		if (take > want)
+			take = want;
+		tx->iov[n].iov_base = (uint8_t *)tx->src.seg[i].iov_base + skip;
+		tx->iov[n].iov_len = take;
+		if (qp->crc)
+			crc = rpcrdma_crc32c_update(crc, tx->iov[n].iov_base, take);
+		n++;
+		want -= take;
+		skip = 0;
+	}
+	size_t tl = rpcrdma_iwarp_fpdu_trailer(crc, ulpdu, qp->crc, tx->trailer);
+	tx->iov[n].iov_base = tx->trailer;
+	tx->iov[n].iov_len = tl;
+	n++;
+	tx->iovcnt = n;
+	tx->iovidx = 0;
+	tx->done += chunk;
+	tx->fpdu_active = true;
+}
+
+static void hist_add(struct iw_qp *qp, const struct iw_swqe *w)
+{
+	struct iw_hist *h = &qp->hist[qp->hist_n++ % IW_HIST];
+	h->wr_id = w->wr_id;
+	h->op = wc_op(w->opcode);
+	h->tagged = qp->tx.ddp.tagged;
+	h->signaled = w->signaled;
+	h->stag = qp->tx.ddp.stag;
+	h->msn = qp->tx.msn;
+}
+
+static void msg_done(struct iw_qp *qp)
+{
+	struct iw_tx *tx = &qp->tx;
+	if (tx->kind == IW_TX_RRESP) {
+		qp->irq_head = (qp->irq_head + 1) % IW_MAX_RD;
+		qp->irq_count--;
+	} else if (tx->kind == IW_TX_SQ && qp->sq_count) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head];
+		hist_add(qp, w);
+		/* Like siw: a Send/Write completes once TCP owns its bytes. */
+		if (w->signaled)
+			rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
+					       RPCRDMA_WC_SUCCESS, (uint32_t)w->len,
+					       0, 0, 0);
+		sq_pop(qp);
+	}
+	tx->kind = IW_TX_NONE;
+}
+
+/* Sends the rest of the current iovec; returns 1 done, 0 would block,
+ * negative on a socket error. */
+static int push(struct iw_qp *qp)
+{
+	struct iw_tx *tx = &qp->tx;
+	while (tx->iovidx < tx->iovcnt) {
+		struct msghdr m = {
+			.msg_iov = tx->iov + tx->iovidx,
+			.msg_iovlen = (size_t)(tx->iovcnt - tx->iovidx),
+		};
+		ssize_t n = sendmsg(qp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return RPCRDMA_ERR_DISCONNECTED;
+		}
+		size_t left = (size_t)n;
+		while (left && tx->iovidx < tx->iovcnt) {
+			struct iovec *v = &tx->iov[tx->iovidx];
+			if (left >= v->iov_len) {
+				left -= v->iov_len;
+				tx->iovidx++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + left;
+				v->iov_len -= left;
+				left = 0;
+			}
+		}
+		while (tx->iovidx < tx->iovcnt && tx->iov[tx->iovidx].iov_len == 0)
+			tx->iovidx++;
+	}
+	return 1;
+}
+
+void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
+{
+	pthread_mutex_lock(&qp->tx_lock);
+	while (qp->created && atomic_load(&qp->state) == IW_QP_RTS) {
+		if (!qp->tx.fpdu_active) {
+			if (qp->tx.kind == IW_TX_NONE && !pick(qp))
+				break;
+			if (qp->tx.kind == IW_TX_NONE)
+				continue;
+			build_fpdu(qp);
+		}
+		int r = push(qp);
+		if (r == 0) {
+			set_want_out(qp, true);
+			pthread_mutex_unlock(&qp->tx_lock);
+			return;
+		}
+		if (r < 0) {
+			rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_WR_FLUSH_ERR);
+			break;
+		}
+		qp->tx.fpdu_active = false;
+		if (qp->tx.done == qp->tx.total)
+			msg_done(qp);
+	}
+	if (qp->created && atomic_load(&qp->state) == IW_QP_RTS)
+		set_want_out(qp, false);
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t)
+{
+	(void)t;
+	if (!qp->created)
+		return;
+	while (qp->sq_count) {
+		struct iw_swqe *w = &qp->sq[qp->sq_head];
+		rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
+				       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+		sq_pop(qp);
+	}
+	while (qp->orq_count) {
+		struct iw_orqe *o = &qp->orq[qp->orq_head];
+		rpcrdma_iwarp_complete(qp, true, o->wqe.wr_id, RPCRDMA_WC_RDMA_READ,
+				       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
+		qp->orq_head = (qp->orq_head + 1) % IW_MAX_RD;
+		qp->orq_count--;
+	}
+	qp->irq_count = 0;
+	qp->tx.kind = IW_TX_NONE;
+	qp->tx.fpdu_active = false;
+}
+
+/* Blocking (bounded) write of iov: used only for the Terminate, which
+ * must follow the FPDU in flight and precede the close. */
+static int push_wait(struct iw_qp *qp)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		int r = push(qp);
+		if (r != 0)
+			return r < 0 ? r : 0;
+		struct pollfd p = { .fd = qp->fd, .events = POLLOUT };
+		poll(&p, 1, 10);
+	}
+	return RPCRDMA_ERR_TIMEOUT;
+}
+
+int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
+			 const void *payload, size_t len)
+{
+	struct iw_tx *tx = &qp->tx;
+	if (tx->fpdu_active) {
+		if (push_wait(qp) != 0)
+			return RPCRDMA_ERR_DISCONNECTED;
+		tx->fpdu_active = false;
+	}
+	uint8_t ulpdu[RPCRDMA_IWARP_DDP_UNTAGGED_HLEN + RPCRDMA_IWARP_TERM_MAX_LEN];
+	int hl = rpcrdma_iwarp_ddp_build(h, ulpdu, sizeof(ulpdu));
+	if (hl < 0 || len > sizeof(ulpdu) - (size_t)hl)
+		return RPCRDMA_ERR_INVAL;
+	memcpy(ulpdu + hl, payload, len);
+	uint8_t frame[sizeof(ulpdu) + 12];
+	int fl = rpcrdma_iwarp_fpdu_build(ulpdu, (size_t)hl + len, qp->crc, frame,
+					  sizeof(frame));
+	if (fl < 0)
+		return fl;
+	/* The message that was in progress is abandoned (flushed next). */
+	tx->kind = IW_TX_NONE;
+	tx->iov[0].iov_base = frame;
+	tx->iov[0].iov_len = (size_t)fl;
+	tx->iovcnt = 1;
+	tx->iovidx = 0;
+	int r = push_wait(qp);
+	tx->iovcnt = 0;
+	return r;
+}

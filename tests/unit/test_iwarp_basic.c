@@ -1,0 +1,267 @@
+/*
+ * Loopback smoke test of the iwarp provider through its ops table:
+ * connect/accept with private data (IPv4 and IPv6), Send/Recv, RDMA Write
+ * and Read, then one access violation that must end in a Terminate.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "provider/provider.h"
+#include "test.h"
+
+static const struct rpcrdma_provider_ops *ops;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct rpcrdma_cm_event *wait_event(struct rpcrdma_cm_channel *ch,
+					   enum rpcrdma_cm_event_type type)
+{
+	uint64_t end = now_ms() + 5000;
+	while (now_ms() < end) {
+		struct rpcrdma_cm_event *ev;
+		if (ops->get_cm_event(ch, &ev) == 0) {
+			if (ev->type == type)
+				return ev;
+			fprintf(stderr, "unexpected cm event %d (want %d)\n", ev->type, type);
+			ops->ack_cm_event(ev);
+			return NULL;
+		}
+		usleep(1000);
+	}
+	fprintf(stderr, "timed out waiting for cm event %d\n", type);
+	return NULL;
+}
+
+static int wait_wc(struct rpcrdma_cq *cq, struct rpcrdma_wc *wc)
+{
+	uint64_t end = now_ms() + 5000;
+	while (now_ms() < end) {
+		int n = ops->poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(100);
+	}
+	return 0;
+}
+
+struct side {
+	struct rpcrdma_cm_channel *ch;
+	struct rpcrdma_cm_id *id;
+	struct rpcrdma_pd *pd;
+	struct rpcrdma_cq *cq;
+	struct rpcrdma_qp *qp;
+	uint8_t *buf;
+	struct rpcrdma_mr *mr;
+};
+
+#define BUFSZ (256 * 1024)
+
+static void make_qp(struct rpcrdma_dev *dev, struct side *s)
+{
+	CHECK_EQ(ops->alloc_pd(dev, &s->pd), 0);
+	CHECK_EQ(ops->create_cq(dev, 64, NULL, &s->cq), 0);
+	struct rpcrdma_qp_attr a = { .send_cq = s->cq, .recv_cq = s->cq,
+				     .max_send_wr = 16, .max_recv_wr = 16,
+				     .max_send_sge = 2, .max_recv_sge = 2 };
+	CHECK_EQ(ops->create_qp(s->id, s->pd, &a, &s->qp), 0);
+	s->buf = calloc(1, BUFSZ);
+	CHECK_EQ(ops->reg_mr(s->pd, s->buf, BUFSZ,
+			     RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_REMOTE_WRITE |
+				     RPCRDMA_ACCESS_REMOTE_READ, &s->mr), 0);
+}
+
+static void free_side(struct side *s)
+{
+	if (s->qp)
+		ops->destroy_qp(s->qp);
+	if (s->id)
+		ops->destroy_id(s->id);
+	if (s->mr)
+		ops->dereg_mr(s->mr);
+	if (s->cq)
+		ops->destroy_cq(s->cq);
+	if (s->pd)
+		ops->dealloc_pd(s->pd);
+	free(s->buf);
+	if (s->ch)
+		ops->destroy_channel(s->ch);
+}
+
+static int post(struct rpcrdma_qp *qp, uint64_t id, enum rpcrdma_wr_opcode op,
+		void *p, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)p, len, lkey };
+	struct rpcrdma_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
+				      .opcode = op, .send_flags = RPCRDMA_SEND_SIGNALED };
+	wr.rdma.remote_addr = raddr;
+	wr.rdma.rkey = rkey;
+	struct rpcrdma_send_wr *bad;
+	return ops->post_send(qp, &wr, &bad);
+}
+
+static int post_recv(struct rpcrdma_qp *qp, uint64_t id, void *p, uint32_t len,
+		     uint32_t lkey)
+{
+	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)p, len, lkey };
+	struct rpcrdma_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+	struct rpcrdma_recv_wr *bad;
+	return ops->post_recv(qp, &wr, &bad);
+}
+
+static void run(const char *addr, bool crc)
+{
+	struct rpcrdma_dev_params prm = { .mpa_crc = crc, .connect_timeout_ms = 3000 };
+	struct rpcrdma_dev *dev;
+	if (ops->open(&prm, &dev) != 0) {
+		CHECK(0);
+		return;
+	}
+	struct side c = { 0 }, s = { 0 }, l = { 0 };
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));
+	socklen_t sl;
+	if (strchr(addr, ':')) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+		a6->sin6_family = AF_INET6;
+		inet_pton(AF_INET6, addr, &a6->sin6_addr);
+		sl = sizeof(*a6);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+		a4->sin_family = AF_INET;
+		inet_pton(AF_INET, addr, &a4->sin_addr);
+		sl = sizeof(*a4);
+	}
+	CHECK_EQ(ops->create_channel(dev, &l.ch), 0);
+	CHECK_EQ(ops->create_id(l.ch, NULL, &l.id), 0);
+	CHECK_EQ(ops->listen(l.id, (struct sockaddr *)&ss, sl, 8), 0);
+	/* port chosen by the OS */
+	memcpy(&ss, &l.id->local_addr, sizeof(ss));
+
+	CHECK_EQ(ops->create_channel(dev, &c.ch), 0);
+	CHECK_EQ(ops->create_id(c.ch, NULL, &c.id), 0);
+	CHECK_EQ(ops->resolve(c.id, (struct sockaddr *)&ss, sl), 0);
+	make_qp(dev, &c);
+	struct rpcrdma_conn_param cp = { .private_data = "hello", .private_data_len = 5,
+					 .responder_resources = 4, .initiator_depth = 4 };
+	CHECK_EQ(ops->connect(c.id, &cp), 0);
+
+	struct rpcrdma_cm_event *ev = wait_event(l.ch, RPCRDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(ev != NULL);
+	if (!ev)
+		goto out;
+	CHECK_EQ(ev->private_data_len, 5);
+	CHECK(ev->private_data && memcmp(ev->private_data, "hello", 5) == 0);
+	CHECK_EQ(ev->responder_resources, 4);
+	CHECK_EQ(ev->initiator_depth, 4);
+	CHECK(ev->listen_id == l.id);
+	s.id = ev->id;
+	ops->ack_cm_event(ev);
+	make_qp(dev, &s);
+	CHECK_EQ(post_recv(s.qp, 100, s.buf, 4096, s.mr->lkey), 0);
+	struct rpcrdma_conn_param ap = { .private_data = "world!", .private_data_len = 6,
+					 .responder_resources = 2, .initiator_depth = 2 };
+	CHECK_EQ(ops->accept(s.id, &ap), 0);
+	ev = wait_event(c.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
+	CHECK(ev != NULL);
+	if (!ev)
+		goto out;
+	CHECK_EQ(ev->private_data_len, 6);
+	CHECK(ev->private_data && memcmp(ev->private_data, "world!", 6) == 0);
+	CHECK_EQ(ev->responder_resources, 2);
+	ops->ack_cm_event(ev);
+	ev = wait_event(l.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
+	CHECK(ev && ev->id == s.id);
+	if (ev)
+		ops->ack_cm_event(ev);
+
+	/* Send / Recv */
+	struct rpcrdma_wc wc;
+	memcpy(c.buf, "ping", 4);
+	CHECK_EQ(post(c.qp, 1, RPCRDMA_WR_SEND, c.buf, 4, c.mr->lkey, 0, 0), 0);
+	CHECK_EQ(wait_wc(c.cq, &wc), 1);
+	CHECK(wc.wr_id == 1 && wc.status == RPCRDMA_WC_SUCCESS && wc.opcode == RPCRDMA_WC_SEND);
+	CHECK_EQ(wait_wc(s.cq, &wc), 1);
+	CHECK(wc.wr_id == 100 && wc.status == RPCRDMA_WC_SUCCESS && wc.opcode == RPCRDMA_WC_RECV);
+	CHECK_EQ(wc.byte_len, 4);
+	CHECK(memcmp(s.buf, "ping", 4) == 0);
+
+	/* RDMA Write of 200 KiB: several FPDUs, placed directly. */
+	const uint32_t wl = 200 * 1024;
+	for (uint32_t i = 0; i < wl; i++)
+		c.buf[i] = (uint8_t)(i * 7 + 1);
+	CHECK_EQ(post(c.qp, 2, RPCRDMA_WR_RDMA_WRITE, c.buf, wl, c.mr->lkey,
+		      (uint64_t)(uintptr_t)s.buf + 16, s.mr->rkey), 0);
+	CHECK_EQ(wait_wc(c.cq, &wc), 1);
+	CHECK(wc.wr_id == 2 && wc.status == RPCRDMA_WC_SUCCESS);
+	/* The target never polls: placement must still happen. */
+	uint64_t end = now_ms() + 5000;
+	while (memcmp(s.buf + 16, c.buf, wl) != 0 && now_ms() < end)
+		usleep(1000);
+	CHECK(memcmp(s.buf + 16, c.buf, wl) == 0);
+
+	/* RDMA Read back 100 KiB into a fresh area. */
+	memset(c.buf, 0, wl);
+	CHECK_EQ(post(c.qp, 3, RPCRDMA_WR_RDMA_READ, c.buf, 100 * 1024, c.mr->lkey,
+		      (uint64_t)(uintptr_t)s.buf + 16, s.mr->rkey), 0);
+	CHECK_EQ(wait_wc(c.cq, &wc), 1);
+	CHECK(wc.wr_id == 3 && wc.status == RPCRDMA_WC_SUCCESS &&
+	      wc.opcode == RPCRDMA_WC_RDMA_READ);
+	CHECK(memcmp(c.buf, s.buf + 16, 100 * 1024) == 0);
+
+	/* Access violation: Write one byte past the end of the region. */
+	uint8_t before = s.buf[BUFSZ - 1];
+	CHECK_EQ(post(c.qp, 4, RPCRDMA_WR_RDMA_WRITE, c.buf, 2, c.mr->lkey,
+		      (uint64_t)(uintptr_t)s.buf + BUFSZ - 1, s.mr->rkey), 0);
+	struct rpcrdma_terminate_info ti = { 0 };
+	end = now_ms() + 5000;
+	while (now_ms() < end) {
+		ops->poll_cq(s.cq, 1, &wc); /* drive it; may flush */
+		ops->get_terminate(s.qp, &ti);
+		if (ti.valid)
+			break;
+		usleep(1000);
+	}
+	CHECK(ti.valid && ti.sent);
+	CHECK(ti.layer == 1 && ti.etype == 1 && ti.ecode == 1); /* DDP bounds */
+	CHECK_EQ(s.buf[BUFSZ - 1], before);
+	end = now_ms() + 5000;
+	struct rpcrdma_terminate_info ci = { 0 };
+	while (now_ms() < end) {
+		ops->poll_cq(c.cq, 1, &wc);
+		ops->get_terminate(c.qp, &ci);
+		if (ci.valid)
+			break;
+		usleep(1000);
+	}
+	CHECK(ci.valid && !ci.sent && ci.layer == 1 && ci.etype == 1 && ci.ecode == 1);
+	ev = wait_event(c.ch, RPCRDMA_CM_EVENT_DISCONNECTED);
+	CHECK(ev != NULL);
+	if (ev)
+		ops->ack_cm_event(ev);
+out:
+	free_side(&c);
+	free_side(&s);
+	free_side(&l);
+	ops->close(dev);
+}
+
+int main(void)
+{
+	ops = rpcrdma_provider_find("iwarp");
+	CHECK(ops != NULL);
+	if (!ops)
+		TEST_MAIN_END();
+	run("127.0.0.1", false);
+	run("127.0.0.1", true);
+	run("::1", false);
+	TEST_MAIN_END();
+}
