@@ -1,0 +1,30 @@
+/*
+ * rpcrdma-perf: shared pieces of the benchmark subcommands.
+ */
+#ifndef RPCRDMA_BENCH_PERF_H
+#define RPCRDMA_BENCH_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+uint64_t perf_now_ns(void);
+
+/* Sorts samples (ns) and returns the value at quantile q (0..1). */
+double perf_quantile_us(uint64_t *samples, size_t n, double q);
+
+/* Restricts the calling process (and the threads it creates later) to
+ * CPU `cpu`.  0 or -1 with errno. */
+int perf_pin_process(int cpu);
+
+/* A subcommand: argv[0] is the subcommand's name. */
+struct perf_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;
+};
+
+int perf_cmd_provider(int argc, char **argv);
+
+#endif

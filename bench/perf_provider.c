@@ -1,0 +1,855 @@
+/*
+ * rpcrdma-perf provider: a provider against raw TCP on the same address.
+ *
+ * Both measurements use the same shape: a server thread and the client on
+ * the calling thread; every wait first looks (poll_cq / recv MSG_DONTWAIT)
+ * and then sleeps in poll() on an fd (the CQ fd / the socket), so each
+ * side pays the same wake-ups.
+ *
+ *   ping-pong: the client sends 64 bytes, the server answers 64 bytes;
+ *              latency per round trip, p50 and p99.
+ *   write:     RDMA Write of SIZE bytes, DEPTH in flight, COUNT times, then
+ *              a 64-byte DONE Send answered by an ACK (so the data is
+ *              placed); TCP: a stream of COUNT x SIZE bytes client->server,
+ *              then the ACK.
+ *   read:      RDMA Read of SIZE bytes, DEPTH in flight, COUNT times;
+ *              TCP: the client asks, the server streams COUNT x SIZE bytes.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "perf.h"
+#include "provider/provider.h"
+
+#define MSG 64
+#define NRECV 16
+#define DEPTH 8
+#define MAXSZ (4u << 20)
+#define WAIT_MS 20000
+
+enum msg_type { M_PING = 1, M_PONG, M_DONE, M_ACK, M_QUIT, M_STREAM, M_PULL };
+
+struct msg {
+	uint32_t type;
+	uint32_t size;
+	uint64_t count;
+	uint8_t pad[MSG - 16];
+};
+
+static const size_t sizes[] = { 4096, 65536, 1u << 20, 4u << 20 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+struct opts {
+	const char *provider;
+	const char *addr;
+	unsigned long iters;
+	bool json;
+	bool pin;
+	uint16_t port;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+};
+
+struct results {
+	double lat_p50[2], lat_p99[2];      /* [0] provider, [1] tcp */
+	double wr_mibs[2][NSIZES];
+	double rd_mibs[2][NSIZES];
+	char devname[64];
+};
+
+static unsigned long count_for(const struct opts *o, size_t size)
+{
+	unsigned long cap = (unsigned long)((256u << 20) / size);
+	unsigned long n = o->iters < cap ? o->iters : cap;
+	return n ? n : 1;
+}
+
+static double mibs(size_t size, unsigned long count, uint64_t ns)
+{
+	if (!ns)
+		return 0;
+	return (double)size * (double)count / (1024.0 * 1024.0) /
+	       ((double)ns / 1e9);
+}
+
+static const struct sockaddr *with_port(const struct opts *o, uint16_t port,
+					struct sockaddr_storage *ss)
+{
+	*ss = o->ss;
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	return (const struct sockaddr *)ss;
+}
+
+#define FAIL(...)                                                          \
+	do {                                                               \
+		fprintf(stderr, "rpcrdma-perf: " __VA_ARGS__);             \
+		fprintf(stderr, "\n");                                     \
+		goto fail;                                                 \
+	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Provider side                                                        */
+
+struct pend {
+	const struct rpcrdma_provider_ops *ops;
+	struct rpcrdma_dev *dev;
+	struct rpcrdma_cm_channel *ch;
+	struct rpcrdma_cm_id *id, *listen;
+	struct rpcrdma_pd *pd;
+	struct rpcrdma_cq *scq, *rcq;
+	struct rpcrdma_qp *qp;
+	uint8_t *rbuf, *sbuf, *data;
+	struct rpcrdma_mr *rmr, *smr, *dmr;
+	uint64_t peer_addr;
+	uint32_t peer_rkey;
+};
+
+struct remote_info {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+static int p_wait_cm(struct pend *e, enum rpcrdma_cm_event_type want,
+		     struct rpcrdma_cm_id **id, struct remote_info *ri)
+{
+	uint64_t end = perf_now_ns() + (uint64_t)WAIT_MS * 1000000u;
+
+	while (perf_now_ns() < end) {
+		struct rpcrdma_cm_event *ev;
+		int rc = e->ops->get_cm_event(e->ch, &ev);
+		if (rc == RPCRDMA_ERR_AGAIN) {
+			struct pollfd pfd = { e->ch->fd, POLLIN, 0 };
+			poll(&pfd, 1, 100);
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		enum rpcrdma_cm_event_type t = ev->type;
+		if (id)
+			*id = ev->id;
+		if (ri && ev->private_data_len >= sizeof(*ri))
+			memcpy(ri, ev->private_data, sizeof(*ri));
+		e->ops->ack_cm_event(ev);
+		if (t != want) {
+			fprintf(stderr, "rpcrdma-perf: CM event %d, wanted %d\n",
+				t, want);
+			return RPCRDMA_ERR_PROTOCOL;
+		}
+		return 0;
+	}
+	return RPCRDMA_ERR_TIMEOUT;
+}
+
+/* Waits for at least one completion on cq; returns how many (<= max). */
+static int p_wait_wc(struct pend *e, struct rpcrdma_cq *cq,
+		     struct rpcrdma_wc *wc, int max)
+{
+	uint64_t end = perf_now_ns() + (uint64_t)WAIT_MS * 1000000u;
+	int fd = e->ops->cq_fd(cq);
+
+	for (;;) {
+		int n = e->ops->poll_cq(cq, max, wc);
+		if (n != 0)
+			return n;
+		e->ops->req_notify_cq(cq);
+		n = e->ops->poll_cq(cq, max, wc);
+		if (n != 0)
+			return n;
+		if (perf_now_ns() > end)
+			return RPCRDMA_ERR_TIMEOUT;
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		if (poll(&pfd, 1, 1000) > 0)
+			e->ops->ack_cq_events(cq);
+	}
+}
+
+static int p_setup_common(struct pend *e, const struct opts *o)
+{
+	struct rpcrdma_dev_params dp;
+	memset(&dp, 0, sizeof(dp));
+	e->ops = rpcrdma_provider_find(o->provider);
+	if (!e->ops)
+		return RPCRDMA_ERR_NOENT;
+	int rc = e->ops->open(&dp, &e->dev);
+	if (rc == 0)
+		rc = e->ops->create_channel(e->dev, &e->ch);
+	if (rc == 0)
+		rc = e->ops->alloc_pd(e->dev, &e->pd);
+	if (rc == 0)
+		rc = e->ops->create_cq(e->dev, 256, e, &e->scq);
+	if (rc == 0)
+		rc = e->ops->create_cq(e->dev, 256, e, &e->rcq);
+	if (rc < 0)
+		return rc;
+	e->rbuf = calloc(NRECV, MSG);
+	e->sbuf = calloc(1, MSG);
+	e->data = calloc(1, MAXSZ);
+	if (!e->rbuf || !e->sbuf || !e->data)
+		return RPCRDMA_ERR_NOMEM;
+	rc = e->ops->reg_mr(e->pd, e->rbuf, NRECV * MSG,
+			    RPCRDMA_ACCESS_LOCAL_WRITE, &e->rmr);
+	if (rc == 0)
+		rc = e->ops->reg_mr(e->pd, e->sbuf, MSG, 0, &e->smr);
+	if (rc == 0)
+		rc = e->ops->reg_mr(e->pd, e->data, MAXSZ,
+				    RPCRDMA_ACCESS_LOCAL_WRITE |
+					    RPCRDMA_ACCESS_REMOTE_WRITE |
+					    RPCRDMA_ACCESS_REMOTE_READ,
+				    &e->dmr);
+	return rc;
+}
+
+static int p_create_qp(struct pend *e)
+{
+	struct rpcrdma_qp_attr qa;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = e->scq;
+	qa.recv_cq = e->rcq;
+	qa.max_send_wr = 64;
+	qa.max_recv_wr = NRECV;
+	qa.max_send_sge = 1;
+	qa.max_recv_sge = 1;
+	int rc = e->ops->create_qp(e->id, e->pd, &qa, &e->qp);
+	for (int i = 0; rc == 0 && i < NRECV; i++) {
+		struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)(e->rbuf + i * MSG),
+					   MSG, e->rmr->lkey };
+		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
+					      .sg_list = &sge, .num_sge = 1 };
+		struct rpcrdma_recv_wr *bad;
+		rc = rpcrdma_post_recv(e->qp, &wr, &bad);
+	}
+	return rc;
+}
+
+static int p_repost(struct pend *e, uint64_t slot)
+{
+	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)(e->rbuf + slot * MSG),
+				   MSG, e->rmr->lkey };
+	struct rpcrdma_recv_wr wr = { .wr_id = slot, .sg_list = &sge,
+				      .num_sge = 1 };
+	struct rpcrdma_recv_wr *bad;
+	return rpcrdma_post_recv(e->qp, &wr, &bad);
+}
+
+/* Sends a 64-byte message; reaps send completions without waiting. */
+static int p_send_msg(struct pend *e, uint32_t type)
+{
+	struct rpcrdma_wc wc[16];
+	while (e->ops->poll_cq(e->scq, 16, wc) > 0)
+		;
+	memset(e->sbuf, 0, MSG);
+	memcpy(e->sbuf, &type, sizeof(type));
+	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)e->sbuf, MSG,
+				   e->smr->lkey };
+	struct rpcrdma_send_wr wr;
+	struct rpcrdma_send_wr *bad;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0xFFFF;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = RPCRDMA_WR_SEND;
+	wr.send_flags = RPCRDMA_SEND_SIGNALED | RPCRDMA_SEND_INLINE;
+	return rpcrdma_post_send(e->qp, &wr, &bad);
+}
+
+/* Waits for the next message; returns its type or a negative error. */
+static int p_recv_msg(struct pend *e)
+{
+	struct rpcrdma_wc wc;
+	int n = p_wait_wc(e, e->rcq, &wc, 1);
+	if (n < 0)
+		return n;
+	if (wc.status != RPCRDMA_WC_SUCCESS)
+		return RPCRDMA_ERR_DISCONNECTED;
+	uint32_t type;
+	memcpy(&type, e->rbuf + wc.wr_id * MSG, sizeof(type));
+	int rc = p_repost(e, wc.wr_id);
+	return rc < 0 ? rc : (int)type;
+}
+
+static void p_teardown(struct pend *e)
+{
+	if (!e->ops)
+		return;
+	if (e->qp)
+		e->ops->destroy_qp(e->qp);
+	if (e->id)
+		e->ops->destroy_id(e->id);
+	if (e->listen)
+		e->ops->destroy_id(e->listen);
+	if (e->rmr)
+		e->ops->dereg_mr(e->rmr);
+	if (e->smr)
+		e->ops->dereg_mr(e->smr);
+	if (e->dmr)
+		e->ops->dereg_mr(e->dmr);
+	if (e->scq)
+		e->ops->destroy_cq(e->scq);
+	if (e->rcq)
+		e->ops->destroy_cq(e->rcq);
+	if (e->pd)
+		e->ops->dealloc_pd(e->pd);
+	if (e->ch)
+		e->ops->destroy_channel(e->ch);
+	if (e->dev)
+		e->ops->close(e->dev);
+	free(e->rbuf);
+	free(e->sbuf);
+	free(e->data);
+	memset(e, 0, sizeof(*e));
+}
+
+struct server_arg {
+	const struct opts *o;
+	sem_t ready;
+	int rc;
+};
+
+static void *p_server(void *arg)
+{
+	struct server_arg *sa = arg;
+	struct pend e;
+	struct sockaddr_storage ss;
+	bool posted_ready = false;
+
+	memset(&e, 0, sizeof(e));
+	int rc = p_setup_common(&e, sa->o);
+	if (rc == 0)
+		rc = e.ops->create_id(e.ch, NULL, &e.listen);
+	if (rc == 0)
+		rc = e.ops->listen(e.listen, with_port(sa->o, sa->o->port, &ss),
+				   sa->o->sslen, 4);
+	sa->rc = rc;
+	sem_post(&sa->ready);
+	posted_ready = true;
+	if (rc < 0)
+		goto out;
+	rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_CONNECT_REQUEST, &e.id, NULL);
+	if (rc == 0)
+		rc = p_create_qp(&e);
+	if (rc == 0) {
+		struct remote_info ri = { (uint64_t)(uintptr_t)e.data,
+					  e.dmr->rkey, MAXSZ };
+		struct rpcrdma_dev_attr attr;
+		e.ops->query(e.dev, &attr);
+		struct rpcrdma_conn_param cp = {
+			.private_data = &ri,
+			.private_data_len = sizeof(ri),
+			.responder_resources =
+				(uint8_t)(attr.max_qp_rd_atom > 16
+						  ? 16 : attr.max_qp_rd_atom),
+			.initiator_depth =
+				(uint8_t)(attr.max_qp_init_rd_atom > 16
+						  ? 16
+						  : attr.max_qp_init_rd_atom),
+		};
+		rc = e.ops->accept(e.id, &cp);
+	}
+	if (rc == 0)
+		rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_ESTABLISHED, NULL, NULL);
+	while (rc == 0) {
+		int t = p_recv_msg(&e);
+		if (t < 0) {
+			rc = t;
+			break;
+		}
+		if (t == M_PING)
+			rc = p_send_msg(&e, M_PONG);
+		else if (t == M_DONE)
+			rc = p_send_msg(&e, M_ACK);
+		else if (t == M_QUIT)
+			break;
+	}
+	if (rc == 0)
+		p_wait_cm(&e, RPCRDMA_CM_EVENT_DISCONNECTED, NULL, NULL);
+out:
+	if (!posted_ready)
+		sem_post(&sa->ready);
+	if (rc < 0)
+		fprintf(stderr, "rpcrdma-perf: provider server: %s\n",
+			rpcrdma_strerror(rc));
+	sa->rc = rc;
+	p_teardown(&e);
+	return NULL;
+}
+
+static int p_rdma_burst(struct pend *e, enum rpcrdma_wr_opcode op,
+			size_t size, unsigned long count)
+{
+	unsigned long posted = 0, done = 0;
+	struct rpcrdma_wc wc[DEPTH];
+
+	while (done < count) {
+		while (posted < count && posted - done < DEPTH) {
+			struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)e->data,
+						   (uint32_t)size,
+						   e->dmr->lkey };
+			struct rpcrdma_send_wr wr;
+			struct rpcrdma_send_wr *bad;
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = (uint64_t)posted | 1ull << 40;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = op;
+			wr.send_flags = RPCRDMA_SEND_SIGNALED;
+			wr.rdma.remote_addr = e->peer_addr;
+			wr.rdma.rkey = e->peer_rkey;
+			int rc = rpcrdma_post_send(e->qp, &wr, &bad);
+			if (rc < 0)
+				return rc;
+			posted++;
+		}
+		int n = p_wait_wc(e, e->scq, wc, DEPTH);
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != RPCRDMA_WC_SUCCESS)
+				return RPCRDMA_ERR_DISCONNECTED;
+			if (wc[i].wr_id != 0xFFFF)
+				done++;
+		}
+	}
+	/* DONE / ACK: when it returns, the data is placed at the target. */
+	int rc = p_send_msg(e, M_DONE);
+	if (rc == 0)
+		rc = p_recv_msg(e);
+	return rc < 0 ? rc : (rc == M_ACK ? 0 : RPCRDMA_ERR_PROTOCOL);
+}
+
+static int run_provider(const struct opts *o, struct results *r)
+{
+	struct server_arg sa = { .o = o };
+	struct pend e;
+	struct sockaddr_storage ss;
+	pthread_t th;
+	uint64_t *lat = NULL;
+	unsigned long warm = o->iters / 10 < 100 ? o->iters / 10 : 100;
+	int rc;
+
+	memset(&e, 0, sizeof(e));
+	sem_init(&sa.ready, 0, 0);
+	pthread_create(&th, NULL, p_server, &sa);
+	sem_wait(&sa.ready);
+	if (sa.rc < 0) {
+		pthread_join(th, NULL);
+		fprintf(stderr, "rpcrdma-perf: provider listen failed: %s\n",
+			rpcrdma_strerror(sa.rc));
+		return -1;
+	}
+	rc = p_setup_common(&e, o);
+	if (rc < 0)
+		FAIL("provider %s: %s", o->provider, rpcrdma_strerror(rc));
+	struct rpcrdma_dev_attr attr;
+	if (e.ops->query(e.dev, &attr) == 0)
+		snprintf(r->devname, sizeof(r->devname), "%s", attr.name);
+	if ((rc = e.ops->create_id(e.ch, NULL, &e.id)) < 0 ||
+	    (rc = e.ops->resolve(e.id, with_port(o, o->port, &ss), o->sslen)) <
+		    0 ||
+	    (rc = p_create_qp(&e)) < 0)
+		FAIL("client setup: %s", rpcrdma_strerror(rc));
+	struct rpcrdma_conn_param cp = {
+		.responder_resources = (uint8_t)(attr.max_qp_rd_atom > 16
+							 ? 16
+							 : attr.max_qp_rd_atom),
+		.initiator_depth = (uint8_t)(attr.max_qp_init_rd_atom > 16
+						     ? 16
+						     : attr.max_qp_init_rd_atom),
+	};
+	struct remote_info ri = { 0, 0, 0 };
+	if ((rc = e.ops->connect(e.id, &cp)) < 0 ||
+	    (rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_ESTABLISHED, NULL, &ri)) < 0)
+		FAIL("connect: %s", rpcrdma_strerror(rc));
+	e.peer_addr = ri.addr;
+	e.peer_rkey = ri.rkey;
+	if (ri.len < MAXSZ)
+		FAIL("server advertised %u bytes", ri.len);
+
+	lat = calloc(o->iters, sizeof(*lat));
+	if (!lat)
+		FAIL("out of memory");
+	for (unsigned long i = 0; i < warm + o->iters; i++) {
+		uint64_t t0 = perf_now_ns();
+		if ((rc = p_send_msg(&e, M_PING)) < 0 ||
+		    (rc = p_recv_msg(&e)) < 0)
+			FAIL("ping-pong: %s", rpcrdma_strerror(rc));
+		if (rc != M_PONG)
+			FAIL("ping-pong: unexpected message %d", rc);
+		if (i >= warm)
+			lat[i - warm] = perf_now_ns() - t0;
+	}
+	r->lat_p50[0] = perf_quantile_us(lat, o->iters, 0.50);
+	r->lat_p99[0] = perf_quantile_us(lat, o->iters, 0.99);
+
+	for (size_t s = 0; s < NSIZES; s++) {
+		unsigned long n = count_for(o, sizes[s]);
+		uint64_t t0 = perf_now_ns();
+		if ((rc = p_rdma_burst(&e, RPCRDMA_WR_RDMA_WRITE, sizes[s],
+				       n)) < 0)
+			FAIL("RDMA Write %zu: %s", sizes[s],
+			     rpcrdma_strerror(rc));
+		r->wr_mibs[0][s] = mibs(sizes[s], n, perf_now_ns() - t0);
+		t0 = perf_now_ns();
+		if ((rc = p_rdma_burst(&e, RPCRDMA_WR_RDMA_READ, sizes[s], n)) <
+		    0)
+			FAIL("RDMA Read %zu: %s", sizes[s],
+			     rpcrdma_strerror(rc));
+		r->rd_mibs[0][s] = mibs(sizes[s], n, perf_now_ns() - t0);
+	}
+	p_send_msg(&e, M_QUIT);
+	usleep(10000);
+	e.ops->disconnect(e.id);
+	pthread_join(th, NULL);
+	free(lat);
+	p_teardown(&e);
+	sem_destroy(&sa.ready);
+	return 0;
+fail:
+	if (e.id)
+		e.ops->disconnect(e.id);
+	pthread_join(th, NULL);
+	free(lat);
+	p_teardown(&e);
+	sem_destroy(&sa.ready);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* TCP side: the same pattern on a socket                               */
+
+/* Reads exactly n bytes: tries without blocking, then sleeps in poll(). */
+static int t_read(int fd, void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+		if (r > 0) {
+			p += r;
+			n -= (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return -1;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		if (poll(&pfd, 1, WAIT_MS) <= 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int t_write(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		return -1;
+	}
+	return 0;
+}
+
+static int t_msg(int fd, uint32_t type, uint32_t size, uint64_t count)
+{
+	struct msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.size = size;
+	m.count = count;
+	return t_write(fd, &m, sizeof(m));
+}
+
+struct tserver_arg {
+	const struct opts *o;
+	int lfd;
+	int rc;
+};
+
+static void *t_server(void *arg)
+{
+	struct tserver_arg *ta = arg;
+	uint8_t *buf = malloc(MAXSZ);
+	int fd = accept(ta->lfd, NULL, NULL);
+	int one = 1;
+	struct msg m;
+
+	ta->rc = -1;
+	if (fd < 0 || !buf)
+		goto out;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	memset(buf, 0x5a, MAXSZ);
+	for (;;) {
+		if (t_read(fd, &m, sizeof(m)) < 0)
+			goto out;
+		if (m.type == M_PING) {
+			if (t_msg(fd, M_PONG, 0, 0) < 0)
+				goto out;
+		} else if (m.type == M_STREAM) {
+			for (uint64_t i = 0; i < m.count; i++)
+				if (t_read(fd, buf, m.size) < 0)
+					goto out;
+			if (t_msg(fd, M_ACK, 0, 0) < 0)
+				goto out;
+		} else if (m.type == M_PULL) {
+			for (uint64_t i = 0; i < m.count; i++)
+				if (t_write(fd, buf, m.size) < 0)
+					goto out;
+		} else if (m.type == M_QUIT) {
+			ta->rc = 0;
+			goto out;
+		}
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+static int run_tcp(const struct opts *o, struct results *r)
+{
+	struct sockaddr_storage ss;
+	const struct sockaddr *sa = with_port(o, (uint16_t)(o->port + 1), &ss);
+	struct tserver_arg ta = { .o = o, .lfd = -1 };
+	int fd = -1, one = 1;
+	uint64_t *lat = NULL;
+	uint8_t *buf = NULL;
+	pthread_t th;
+	bool started = false;
+	unsigned long warm = o->iters / 10 < 100 ? o->iters / 10 : 100;
+	struct msg m;
+
+	ta.lfd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (ta.lfd < 0)
+		FAIL("socket: %s", strerror(errno));
+	setsockopt(ta.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ta.lfd, sa, o->sslen) < 0 || listen(ta.lfd, 4) < 0)
+		FAIL("tcp listen: %s", strerror(errno));
+	pthread_create(&th, NULL, t_server, &ta);
+	started = true;
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, sa, o->sslen) < 0)
+		FAIL("tcp connect: %s", strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	lat = calloc(o->iters, sizeof(*lat));
+	buf = malloc(MAXSZ);
+	if (!lat || !buf)
+		FAIL("out of memory");
+	memset(buf, 0xa5, MAXSZ);
+	for (unsigned long i = 0; i < warm + o->iters; i++) {
+		uint64_t t0 = perf_now_ns();
+		if (t_msg(fd, M_PING, 0, 0) < 0 || t_read(fd, &m, sizeof(m)) < 0 ||
+		    m.type != M_PONG)
+			FAIL("tcp ping-pong failed");
+		if (i >= warm)
+			lat[i - warm] = perf_now_ns() - t0;
+	}
+	r->lat_p50[1] = perf_quantile_us(lat, o->iters, 0.50);
+	r->lat_p99[1] = perf_quantile_us(lat, o->iters, 0.99);
+	for (size_t s = 0; s < NSIZES; s++) {
+		unsigned long n = count_for(o, sizes[s]);
+		uint64_t t0 = perf_now_ns();
+		if (t_msg(fd, M_STREAM, (uint32_t)sizes[s], n) < 0)
+			FAIL("tcp stream");
+		for (unsigned long i = 0; i < n; i++)
+			if (t_write(fd, buf, sizes[s]) < 0)
+				FAIL("tcp stream write");
+		if (t_read(fd, &m, sizeof(m)) < 0 || m.type != M_ACK)
+			FAIL("tcp stream ack");
+		r->wr_mibs[1][s] = mibs(sizes[s], n, perf_now_ns() - t0);
+		t0 = perf_now_ns();
+		if (t_msg(fd, M_PULL, (uint32_t)sizes[s], n) < 0)
+			FAIL("tcp pull");
+		for (unsigned long i = 0; i < n; i++)
+			if (t_read(fd, buf, sizes[s]) < 0)
+				FAIL("tcp pull read");
+		r->rd_mibs[1][s] = mibs(sizes[s], n, perf_now_ns() - t0);
+	}
+	t_msg(fd, M_QUIT, 0, 0);
+	pthread_join(th, NULL);
+	close(fd);
+	close(ta.lfd);
+	free(lat);
+	free(buf);
+	return ta.rc;
+fail:
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+	if (started) {
+		if (fd < 0)
+			shutdown(ta.lfd, SHUT_RDWR);
+		pthread_join(th, NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ta.lfd >= 0)
+		close(ta.lfd);
+	free(lat);
+	free(buf);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+static const char *size_str(size_t s, char *b, size_t n)
+{
+	if (s >= (1u << 20))
+		snprintf(b, n, "%zu MiB", s >> 20);
+	else
+		snprintf(b, n, "%zu KiB", s >> 10);
+	return b;
+}
+
+static void print_text(const struct opts *o, const struct results *r)
+{
+	char sb[32];
+	printf("rpcrdma-perf provider: %s (device %s) vs tcp, addr %s, %s, "
+	       "%lu iterations\n",
+	       o->provider, r->devname, o->addr,
+	       o->pin ? "pinned to CPU 0" : "unpinned", o->iters);
+	printf("ping-pong 64 B       p50 us    p99 us\n");
+	printf("  %-16s %9.1f %9.1f\n", o->provider, r->lat_p50[0],
+	       r->lat_p99[0]);
+	printf("  %-16s %9.1f %9.1f\n", "tcp", r->lat_p50[1], r->lat_p99[1]);
+	printf("  %-16s %9.2f %9.2f\n", "ratio", ratio(r->lat_p50[0], r->lat_p50[1]),
+	       ratio(r->lat_p99[0], r->lat_p99[1]));
+	const char *names[2] = { "RDMA Write", "RDMA Read" };
+	for (int k = 0; k < 2; k++) {
+		printf("%-10s  size      %8s MiB/s   tcp MiB/s   ratio\n",
+		       names[k], o->provider);
+		for (size_t s = 0; s < NSIZES; s++) {
+			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
+			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
+			printf("            %-8s %14.1f %11.1f %7.2f\n",
+			       size_str(sizes[s], sb, sizeof(sb)), v[s], t[s],
+			       ratio(v[s], t[s]));
+		}
+	}
+}
+
+static void print_json(const struct opts *o, const struct results *r)
+{
+	printf("{\"subcommand\":\"provider\",\"provider\":\"%s\","
+	       "\"device\":\"%s\",\"addr\":\"%s\",\"pinned\":%s,"
+	       "\"iters\":%lu,",
+	       o->provider, r->devname, o->addr, o->pin ? "true" : "false",
+	       o->iters);
+	printf("\"pingpong_64\":{\"provider\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
+	       "\"tcp\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
+	       "\"ratio_p50\":%.3f,\"ratio_p99\":%.3f},",
+	       r->lat_p50[0], r->lat_p99[0], r->lat_p50[1], r->lat_p99[1],
+	       ratio(r->lat_p50[0], r->lat_p50[1]),
+	       ratio(r->lat_p99[0], r->lat_p99[1]));
+	const char *names[2] = { "rdma_write", "rdma_read" };
+	for (int k = 0; k < 2; k++) {
+		printf("\"%s\":[", names[k]);
+		for (size_t s = 0; s < NSIZES; s++) {
+			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
+			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
+			printf("%s{\"size\":%zu,\"provider_mib_s\":%.1f,"
+			       "\"tcp_mib_s\":%.1f,\"ratio\":%.3f}",
+			       s ? "," : "", sizes[s], v[s], t[s],
+			       ratio(v[s], t[s]));
+		}
+		printf("]%s", k ? "" : ",");
+	}
+	printf("}\n");
+}
+
+int perf_cmd_provider(int argc, char **argv)
+{
+	struct opts o = { .provider = "iwarp", .addr = "127.0.0.1",
+			  .iters = 10000 };
+	struct results r;
+	long port = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--provider") && v) {
+			o.provider = v;
+			i++;
+		} else if (!strcmp(a, "--addr") && v) {
+			o.addr = v;
+			i++;
+		} else if (!strcmp(a, "--iters") && v) {
+			o.iters = strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--port") && v) {
+			port = strtol(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--json")) {
+			o.json = true;
+		} else if (!strcmp(a, "--pin")) {
+			o.pin = true;
+		} else {
+			fprintf(stderr,
+				"usage: rpcrdma-perf provider [--provider NAME] "
+				"[--addr IP] [--iters N] [--port P] [--pin] "
+				"[--json]\n");
+			return 2;
+		}
+	}
+	if (o.iters == 0)
+		o.iters = 1;
+	memset(&o.ss, 0, sizeof(o.ss));
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&o.ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&o.ss;
+	if (inet_pton(AF_INET, o.addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		o.sslen = sizeof(*a4);
+	} else if (inet_pton(AF_INET6, o.addr, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		o.sslen = sizeof(*a6);
+	} else {
+		fprintf(stderr, "rpcrdma-perf: bad address %s\n", o.addr);
+		return 2;
+	}
+	o.port = (uint16_t)(port > 0 && port < 65535
+				    ? port
+				    : 42000 + (getpid() % 5000) * 2);
+	if (o.pin && perf_pin_process(0) < 0) {
+		perror("rpcrdma-perf: sched_setaffinity");
+		return 1;
+	}
+	if (!rpcrdma_provider_find(o.provider)) {
+		fprintf(stderr, "rpcrdma-perf: unknown provider %s\n",
+			o.provider);
+		return 2;
+	}
+	if (run_provider(&o, &r) < 0)
+		return 1;
+	if (run_tcp(&o, &r) < 0)
+		return 1;
+	if (o.json)
+		print_json(&o, &r);
+	else
+		print_text(&o, &r);
+	return 0;
+}

@@ -1,0 +1,84 @@
+/*
+ * rpcrdma-perf: benchmarks, one subcommand each.
+ *
+ *   rpcrdma-perf provider [--provider iwarp|verbs] [--addr IP] [--iters N]
+ *                         [--pin] [--json]
+ *
+ * Every subcommand measures its baseline in the same run, on the same
+ * address, with the same threads and wake-up pattern, and prints ratios.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "perf.h"
+
+uint64_t perf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+double perf_quantile_us(uint64_t *samples, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	if (i >= n)
+		i = n - 1;
+	return (double)samples[i] / 1000.0;
+}
+
+int perf_pin_process(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
+static const struct perf_cmd cmds[] = {
+	{ "provider", perf_cmd_provider,
+	  "provider [--provider iwarp|verbs] [--addr IP] [--iters N] "
+	  "[--pin] [--json]\n"
+	  "      64 B Send/Recv ping-pong latency and RDMA Write/Read "
+	  "throughput\n"
+	  "      (4 KiB .. 4 MiB), side by side with raw TCP on the same "
+	  "address" },
+	{ NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: rpcrdma-perf SUBCOMMAND [options]\n\n");
+	for (const struct perf_cmd *c = cmds; c->name; c++)
+		fprintf(f, "  %s\n", c->usage);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (const struct perf_cmd *c = cmds; c->name; c++)
+		if (!strcmp(argv[1], c->name))
+			return c->run(argc - 1, argv + 1);
+	fprintf(stderr, "rpcrdma-perf: unknown subcommand '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
