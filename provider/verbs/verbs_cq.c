@@ -1,0 +1,193 @@
+/* Completion queues: an ibv_cq with its own completion channel, whose fd is
+ * the pollable fd of provider.h (arm with req_notify, drain, ack). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include "provider/verbs/verbs_int.h"
+
+/* How many ibv_wc one ibv_poll_cq call fills; on the stack. */
+#define POLL_BATCH 16
+
+int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,
+			    struct rpcrdma_cq **out)
+{
+	struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(dev);
+
+	if (!out || cqe <= 0)
+		return RPCRDMA_ERR_INVAL;
+	/* Size from the device's limits rather than failing. */
+	if (d->attr.max_cqe > 0 && cqe > d->attr.max_cqe)
+		cqe = d->attr.max_cqe;
+	struct rpcrdma_verbs_cq *c = calloc(1, sizeof(*c));
+	if (!c)
+		return RPCRDMA_ERR_NOMEM;
+	int e;
+	c->channel = ibv_create_comp_channel(d->ctx);
+	if (!c->channel) {
+		e = errno;
+		goto fail;
+	}
+	/* Non-blocking so ack_cq_events can drain without sleeping. */
+	int fl = fcntl(c->channel->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->channel->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		e = errno;
+		goto fail;
+	}
+	c->cq = ibv_create_cq(d->ctx, cqe, c, c->channel, 0);
+	if (!c->cq) {
+		e = errno;
+		goto fail;
+	}
+	c->base.dev = dev;
+	c->base.context = context;
+	c->base.cqe = c->cq->cqe;
+	*out = &c->base;
+	return 0;
+fail:
+	if (c->channel)
+		ibv_destroy_comp_channel(c->channel);
+	free(c);
+	return rpcrdma_verbs_errno(e ? e : ENOMEM);
+}
+
+int rpcrdma_verbs_ack_cq_events(struct rpcrdma_cq *cq)
+{
+	struct rpcrdma_verbs_cq *c = (struct rpcrdma_verbs_cq *)cq;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	unsigned n = 0;
+
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	while (ibv_get_cq_event(c->channel, &ev_cq, &ev_ctx) == 0)
+		n++;
+	/* Acknowledge at once: ibv_destroy_cq waits for every event read
+	 * from the channel to have been acknowledged. */
+	if (n)
+		ibv_ack_cq_events(c->cq, n);
+	return 0;
+}
+
+int rpcrdma_verbs_destroy_cq(struct rpcrdma_cq *cq)
+{
+	struct rpcrdma_verbs_cq *c = (struct rpcrdma_verbs_cq *)cq;
+
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	rpcrdma_verbs_ack_cq_events(cq);
+	int rc = ibv_destroy_cq(c->cq);
+	if (rc)
+		return rpcrdma_verbs_errno(rc);
+	rc = ibv_destroy_comp_channel(c->channel);
+	free(c);
+	return rc ? rpcrdma_verbs_errno(rc) : 0;
+}
+
+int rpcrdma_verbs_req_notify_cq(struct rpcrdma_cq *cq)
+{
+	struct rpcrdma_verbs_cq *c = (struct rpcrdma_verbs_cq *)cq;
+
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	/* Every completion, not only solicited ones: the consumer decides. */
+	int rc = ibv_req_notify_cq(c->cq, 0);
+	return rc ? rpcrdma_verbs_errno(rc) : 0;
+}
+
+int rpcrdma_verbs_cq_fd(struct rpcrdma_cq *cq)
+{
+	struct rpcrdma_verbs_cq *c = (struct rpcrdma_verbs_cq *)cq;
+
+	return c ? c->channel->fd : RPCRDMA_ERR_INVAL;
+}
+
+static enum rpcrdma_wc_status wc_status(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS: return RPCRDMA_WC_SUCCESS;
+	case IBV_WC_LOC_LEN_ERR: return RPCRDMA_WC_LOC_LEN_ERR;
+	case IBV_WC_LOC_PROT_ERR: return RPCRDMA_WC_LOC_PROT_ERR;
+	/* Local access error is the same fault seen on a different path
+	 * (IBA 10.10.2): a local key or buffer the WR may not use. */
+	case IBV_WC_LOC_ACCESS_ERR: return RPCRDMA_WC_LOC_PROT_ERR;
+	case IBV_WC_WR_FLUSH_ERR: return RPCRDMA_WC_WR_FLUSH_ERR;
+	case IBV_WC_MW_BIND_ERR: return RPCRDMA_WC_MW_BIND_ERR;
+	case IBV_WC_REM_ACCESS_ERR: return RPCRDMA_WC_REM_ACCESS_ERR;
+	case IBV_WC_REM_OP_ERR: return RPCRDMA_WC_REM_OP_ERR;
+	case IBV_WC_REM_INV_REQ_ERR: return RPCRDMA_WC_REM_INV_REQ_ERR;
+	case IBV_WC_REM_INV_RD_REQ_ERR: return RPCRDMA_WC_REM_INV_REQ_ERR;
+	case IBV_WC_RNR_RETRY_EXC_ERR: return RPCRDMA_WC_RNR_RETRY_EXC_ERR;
+	case IBV_WC_RETRY_EXC_ERR: return RPCRDMA_WC_RETRY_EXC_ERR;
+	case IBV_WC_FATAL_ERR: return RPCRDMA_WC_FATAL_ERR;
+	default: return RPCRDMA_WC_GENERAL_ERR;
+	}
+}
+
+/* Fills *out from *in; false when the completion belongs to a QP that no
+ * longer exists (verbs leaves such completions in the CQ). */
+static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
+		      struct rpcrdma_wc *out)
+{
+	uint32_t uid = (uint32_t)(in->wr_id >> 32);
+	uint32_t seq = (uint32_t)in->wr_id;
+	struct rpcrdma_verbs_qp *q = rpcrdma_verbs_qp_lookup(d, in->qp_num, uid);
+
+	if (!q)
+		return false;
+	bool recv = seq & RPCRDMA_VERBS_SLOT_RECV;
+	seq &= ~RPCRDMA_VERBS_SLOT_RECV;
+	struct rpcrdma_verbs_ring *r = recv ? &q->rq : &q->sq;
+	const struct rpcrdma_verbs_slot *s = &r->slot[seq & r->mask];
+
+	out->wr_id = s->wr_id;
+	out->status = wc_status(in->status);
+	out->opcode = recv ? RPCRDMA_WC_RECV : s->opcode;
+	out->byte_len = in->status == IBV_WC_SUCCESS ? in->byte_len : 0;
+	out->wc_flags = 0;
+	out->invalidated_rkey = 0;
+	if (in->status == IBV_WC_SUCCESS && recv &&
+	    ((in->wc_flags & IBV_WC_WITH_INV) ||
+	     (d->rxe_inv_quirk && (in->wc_flags & IBV_WC_IP_CSUM_OK) &&
+	      in->invalidated_rkey))) {
+		out->wc_flags |= RPCRDMA_WC_WITH_INV;
+		out->invalidated_rkey = in->invalidated_rkey;
+	}
+	out->qp = &q->base;
+	out->vendor_err = in->vendor_err;
+	/* RC work queues complete in order, so this slot and every earlier
+	 * (unsignalled) one are done. */
+	atomic_store_explicit(&r->tail, (seq + 1) & ~RPCRDMA_VERBS_SLOT_RECV,
+			      memory_order_release);
+	return true;
+}
+
+int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc)
+{
+	struct rpcrdma_verbs_cq *c = (struct rpcrdma_verbs_cq *)cq;
+	struct rpcrdma_verbs_dev *d;
+	struct ibv_wc iwc[POLL_BATCH];
+	int got = 0;
+
+	if (!c || n < 0 || (n && !wc))
+		return RPCRDMA_ERR_INVAL;
+	d = rpcrdma_verbs_dev(cq->dev);
+	while (got < n) {
+		int want = n - got < POLL_BATCH ? n - got : POLL_BATCH;
+		int r = ibv_poll_cq(c->cq, want, iwc);
+		if (r < 0)
+			return got ? got : RPCRDMA_ERR_SYSTEM;
+		if (r == 0)
+			break;
+		/* The lock keeps a concurrently destroyed QP (shared CQ)
+		 * alive while its shadow ring is read. */
+		pthread_mutex_lock(&d->lock);
+		for (int i = 0; i < r; i++)
+			if (translate(d, &iwc[i], &wc[got]))
+				got++;
+		pthread_mutex_unlock(&d->lock);
+		if (r < want)
+			break;
+	}
+	return got;
+}

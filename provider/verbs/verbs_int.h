@@ -1,0 +1,181 @@
+/*
+ * The "verbs" provider's private types: each wraps one rdma-core object and
+ * embeds the provider.h base struct first so the generic pointer can be
+ * downcast (provider.h, "Object model").
+ */
+#ifndef RPCRDMA_VERBS_INT_H
+#define RPCRDMA_VERBS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "provider/provider.h"
+
+/* Completions carry our own wr_id: the QP's 32-bit unique id in the high
+ * half, the shadow slot in the low half (bit 31 = receive queue).  That
+ * gives every completion — including flushed ones, where libibverbs leaves
+ * wc.opcode undefined — its QP, its opcode and the consumer's wr_id, and
+ * lets completions of an already destroyed QP be recognised and dropped. */
+#define RPCRDMA_VERBS_SLOT_RECV 0x80000000u
+
+struct rpcrdma_verbs_slot {
+	uint64_t wr_id;                 /* the consumer's */
+	enum rpcrdma_wc_opcode opcode;
+};
+
+/* One work queue's shadow ring.  head is advanced by the poster, tail by
+ * the poller of the CQ the queue completes to (RC queues complete in
+ * order, so a completion for slot i retires every slot before it). */
+struct rpcrdma_verbs_ring {
+	struct rpcrdma_verbs_slot *slot;
+	uint32_t mask;
+	_Atomic uint32_t head;
+	_Atomic uint32_t tail;
+};
+
+#define RPCRDMA_VERBS_QP_BUCKETS 64u
+
+struct rpcrdma_verbs_qp;
+
+struct rpcrdma_verbs_dev {
+	struct rpcrdma_dev base;
+	struct ibv_context **list;      /* rdma_get_devices(): librdmacm's own
+					   contexts, the ones cm_ids use */
+	struct ibv_context *ctx;
+	struct ibv_device_attr attr;
+	struct ibv_port_attr port;
+	unsigned connect_timeout_ms;
+	atomic_bool removed;            /* DEVICE_REMOVAL seen */
+	/* Linux rxe (seen on 6.1) writes the kernel's IB_WC_WITH_INVALIDATE
+	 * (1 << 2) into user CQEs, which libibverbs reads as
+	 * IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV (1 << 3) never shows.  Only
+	 * trusted on rxe, where checksum offload flags are never set. */
+	bool rxe_inv_quirk;
+	pthread_mutex_t lock;           /* guards qps[] and next_uid */
+	uint32_t next_uid;
+	struct rpcrdma_verbs_qp *qps[RPCRDMA_VERBS_QP_BUCKETS]; /* by qp_num */
+};
+
+struct rpcrdma_verbs_pd {
+	struct rpcrdma_pd base;
+	struct ibv_pd *pd;
+};
+
+struct rpcrdma_verbs_mr {
+	struct rpcrdma_mr base;
+	struct ibv_mr *mr;
+};
+
+struct rpcrdma_verbs_mw {
+	struct rpcrdma_mw base;
+	struct ibv_mw *mw;
+};
+
+struct rpcrdma_verbs_cq {
+	struct rpcrdma_cq base;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+};
+
+struct rpcrdma_verbs_qp {
+	struct rpcrdma_qp base;
+	struct ibv_qp *qp;
+	uint32_t uid;
+	uint32_t qp_num;
+	struct rpcrdma_verbs_qp *next;  /* hash chain in the device */
+	struct rpcrdma_verbs_ring sq;
+	struct rpcrdma_verbs_ring rq;
+};
+
+struct rpcrdma_verbs_channel {
+	struct rpcrdma_cm_channel base;
+	struct rdma_event_channel *ech;
+};
+
+struct rpcrdma_verbs_id {
+	struct rpcrdma_cm_id base;
+	struct rdma_cm_id *id;
+	atomic_bool disconnected;       /* rdma_disconnect() already called */
+};
+
+struct rpcrdma_verbs_event {
+	struct rpcrdma_cm_event base;
+	struct rdma_cm_event *ev;
+};
+
+static inline struct rpcrdma_verbs_dev *rpcrdma_verbs_dev(struct rpcrdma_dev *d)
+{
+	return (struct rpcrdma_verbs_dev *)d;
+}
+
+/* errno (positive) -> enum rpcrdma_error */
+int rpcrdma_verbs_errno(int err);
+
+/* verbs_dev.c */
+int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
+		       struct rpcrdma_dev **out);
+void rpcrdma_verbs_close(struct rpcrdma_dev *dev);
+int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr);
+
+/* verbs_mem.c */
+int rpcrdma_verbs_alloc_pd(struct rpcrdma_dev *dev, struct rpcrdma_pd **out);
+int rpcrdma_verbs_dealloc_pd(struct rpcrdma_pd *pd);
+int rpcrdma_verbs_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
+			 unsigned access, struct rpcrdma_mr **out);
+int rpcrdma_verbs_dereg_mr(struct rpcrdma_mr *mr);
+int rpcrdma_verbs_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out);
+int rpcrdma_verbs_dealloc_mw(struct rpcrdma_mw *mw);
+unsigned rpcrdma_verbs_access(unsigned access);
+
+/* verbs_cq.c */
+int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,
+			    struct rpcrdma_cq **out);
+int rpcrdma_verbs_destroy_cq(struct rpcrdma_cq *cq);
+int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc);
+int rpcrdma_verbs_req_notify_cq(struct rpcrdma_cq *cq);
+int rpcrdma_verbs_cq_fd(struct rpcrdma_cq *cq);
+int rpcrdma_verbs_ack_cq_events(struct rpcrdma_cq *cq);
+
+/* verbs_qp.c */
+int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
+			    const struct rpcrdma_qp_attr *attr,
+			    struct rpcrdma_qp **out);
+int rpcrdma_verbs_destroy_qp(struct rpcrdma_qp *qp);
+int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
+			    struct rpcrdma_send_wr **bad);
+int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
+			    struct rpcrdma_recv_wr **bad);
+int rpcrdma_verbs_get_terminate(struct rpcrdma_qp *qp,
+				struct rpcrdma_terminate_info *info);
+/* Moves the QP to the error state so its outstanding WRs flush. */
+void rpcrdma_verbs_qp_to_error(struct rpcrdma_qp *qp);
+/* Finds the live QP a completion belongs to; call with dev->lock held. */
+struct rpcrdma_verbs_qp *rpcrdma_verbs_qp_lookup(struct rpcrdma_verbs_dev *dev,
+						 uint32_t qp_num, uint32_t uid);
+
+/* verbs_cm.c */
+int rpcrdma_verbs_create_channel(struct rpcrdma_dev *dev,
+				 struct rpcrdma_cm_channel **out);
+int rpcrdma_verbs_destroy_channel(struct rpcrdma_cm_channel *ch);
+int rpcrdma_verbs_get_cm_event(struct rpcrdma_cm_channel *ch,
+			       struct rpcrdma_cm_event **ev);
+int rpcrdma_verbs_ack_cm_event(struct rpcrdma_cm_event *ev);
+int rpcrdma_verbs_create_id(struct rpcrdma_cm_channel *ch, void *context,
+			    struct rpcrdma_cm_id **out);
+int rpcrdma_verbs_destroy_id(struct rpcrdma_cm_id *id);
+int rpcrdma_verbs_resolve(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+			  socklen_t addrlen);
+int rpcrdma_verbs_listen(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
+			 socklen_t addrlen, int backlog);
+int rpcrdma_verbs_connect(struct rpcrdma_cm_id *id,
+			  const struct rpcrdma_conn_param *param);
+int rpcrdma_verbs_accept(struct rpcrdma_cm_id *id,
+			 const struct rpcrdma_conn_param *param);
+int rpcrdma_verbs_reject(struct rpcrdma_cm_id *id, const void *private_data,
+			 uint8_t private_data_len);
+int rpcrdma_verbs_disconnect(struct rpcrdma_cm_id *id);
+
+#endif
