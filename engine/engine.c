@@ -1,0 +1,675 @@
+/*
+ * The connection engine: buffers, output queues, connection inputs and
+ * the dispatch of received messages by direction (see engine.h).  The
+ * Requester role is in requester.c, the Responder role in responder.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "wire/rpc_msg.h"
+
+#define DEFAULT_CALLS 64u
+#define DEFAULT_CREDITS 64u   /* Linux svcrdma's default grant */
+#define DEFAULT_INLINE 4096u
+#define DEFAULT_MAX_CALL (1u << 20)
+
+void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->max_calls = DEFAULT_CALLS;
+	cfg->credits = DEFAULT_CREDITS;
+	cfg->max_inline_send = DEFAULT_INLINE;
+	cfg->max_inline_recv = DEFAULT_INLINE;
+	cfg->remote_inv = true;
+	cfg->max_call_size = DEFAULT_MAX_CALL;
+	cfg->max_chunk_bytes = DEFAULT_MAX_CALL;
+	cfg->sq_depth = 0; /* computed at create */
+	cfg->max_retries = 0;
+	cfg->xid_seed = 1;
+	cfg->limits = rpcrdma_limits_default();
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* ---------------------------------------------------------------------
+ * Small helpers shared by the roles
+ */
+
+uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
+		       enum wr_op op, uint32_t idx)
+{
+	return (uint64_t)e->epoch << 48 | (uint64_t)k << 40 |
+	       (uint64_t)op << 32 | idx;
+}
+
+uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p)
+{
+	(void)e;
+	return (uint64_t)(uintptr_t)p;
+}
+
+/* Capacity: sends are bounded by the send queue reservation, receives by
+ * the buffer count, so the ring never overflows; a failure here is an
+ * engine bug, answered by asking to close rather than writing past. */
+struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
+{
+	if (e->wrq_count == e->wrq_cap)
+		return NULL;
+	struct rpcrdma_engine_wr *w =
+		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
+	memset(w, 0, sizeof *w);
+	return w;
+}
+
+void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
+		     int reason)
+{
+	if (e->evq_count == e->evq_cap)
+		return; /* cannot happen: one event per slot + one close */
+	struct evq_ent *v = &e->evq[(e->evq_head + e->evq_count++) % e->evq_cap];
+	v->kind = kind;
+	v->idx = idx;
+	v->reason = reason;
+}
+
+void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason)
+{
+	if (e->close_asked || !e->connected)
+		return;
+	e->close_asked = true;
+	rpcrdma_ev_push(e, EVK_CLOSE, 0, reason);
+}
+
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
+{
+	q->next = RPCRDMA_NIL;
+	if (e->rq_pending.tail == RPCRDMA_NIL)
+		e->rq_pending.head = q->idx;
+	else
+		e->rq[e->rq_pending.tail].next = q->idx;
+	e->rq_pending.tail = q->idx;
+}
+
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
+{
+	s->next = RPCRDMA_NIL;
+	if (e->rs_pending.tail == RPCRDMA_NIL)
+		e->rs_pending.head = s->idx;
+	else
+		e->rs[e->rs_pending.tail].next = s->idx;
+	e->rs_pending.tail = s->idx;
+}
+
+uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e)
+{
+	return e->cfg.credits;
+}
+
+bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
+{
+	for (uint32_t i = 0; i < e->nrq; i++)
+		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
+			return true;
+	return false;
+}
+
+/* ---------------------------------------------------------------------
+ * Receive buffers: recv_target are kept posted (RFC 8166 §3.3.1: the
+ * Responder keeps at least as many as it grants; RFC 8167 §4.3: plus one
+ * per outstanding forward call); a Requester slot may hold one buffer
+ * while it invalidates, so there are max_calls spares.
+ */
+static uint8_t *rbuf(const struct rpcrdma_engine *e, uint32_t idx)
+{
+	return e->rbufs + (size_t)idx * e->rsize;
+}
+
+void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx)
+{
+	e->rfree[e->nrfree++] = idx;
+}
+
+static void refill_recvs(struct rpcrdma_engine *e)
+{
+	while (e->connected && e->rp_count < e->recv_target && e->nrfree) {
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		if (!w)
+			return;
+		uint32_t idx = e->rfree[--e->nrfree];
+		w->is_recv = true;
+		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
+		w->recv.num_sge = 1;
+		w->sge[0].addr = rpcrdma_arena_addr(e, rbuf(e, idx));
+		w->sge[0].length = e->rsize;
+		w->sge[0].lkey = e->arena_mr.lkey;
+		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
+	}
+}
+
+/* Take idx off the posted ring (receives complete in posting order on a
+ * reliable connection; tolerate any order anyway). */
+static bool unpost(struct rpcrdma_engine *e, uint32_t idx)
+{
+	for (uint32_t i = 0; i < e->rp_count; i++) {
+		uint32_t at = (e->rp_head + i) % e->nrbuf;
+		if (e->rposted[at] != idx)
+			continue;
+		for (uint32_t j = i; j > 0; j--) {
+			uint32_t to = (e->rp_head + j) % e->nrbuf;
+			uint32_t from = (e->rp_head + j - 1) % e->nrbuf;
+			e->rposted[to] = e->rposted[from];
+		}
+		e->rp_head = (e->rp_head + 1) % e->nrbuf;
+		e->rp_count--;
+		return true;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------------
+ * Create / destroy
+ */
+int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
+			  const struct rpcrdma_engine_mem_ops *mem,
+			  struct rpcrdma_engine **out)
+{
+	if (!cfg || !mem || !mem->reg || !mem->release || !out)
+		return RPCRDMA_ERR_INVAL;
+	if (!cfg->max_calls || !cfg->credits ||
+	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||
+	    cfg->max_inline_recv < RPCRDMA_V1_DEFAULT_INLINE ||
+	    cfg->max_calls > (1u << 20) || cfg->credits > (1u << 20))
+		return RPCRDMA_ERR_INVAL;
+	struct rpcrdma_engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return RPCRDMA_ERR_NOMEM;
+	e->cfg = *cfg;
+	e->mem = *mem;
+	/* Buffers exactly as large as what we advertise (RFC 8797 §4.2). */
+	e->rsize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_recv));
+	e->ssize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_send));
+	if (e->cfg.limits.max_header_size == 0 ||
+	    e->cfg.limits.max_header_size > e->rsize)
+		e->cfg.limits.max_header_size = e->rsize;
+	e->nrq = cfg->max_calls;
+	/* A Responder slot is busy until its reply's Send completes, which a
+	 * fast Requester may overtake with its next call: twice the grant. */
+	e->nrs = 2 * cfg->credits;
+	e->recv_target = cfg->credits + cfg->max_calls;
+	e->nrbuf = e->recv_target + e->nrq;
+	if (!e->cfg.sq_depth)
+		e->cfg.sq_depth = 4 * (cfg->max_calls + cfg->credits);
+	e->sq_avail = e->cfg.sq_depth;
+	e->next_xid = cfg->xid_seed;
+	e->granted = 1;
+	e->ord = 1;
+
+	e->rq = calloc(e->nrq, sizeof *e->rq);
+	e->rs = calloc(e->nrs, sizeof *e->rs);
+	e->rfree = calloc(e->nrbuf, sizeof *e->rfree);
+	e->rposted = calloc(e->nrbuf, sizeof *e->rposted);
+	e->wrq_cap = e->cfg.sq_depth + e->nrbuf;
+	e->wrq = calloc(e->wrq_cap, sizeof *e->wrq);
+	e->evq_cap = e->nrq + e->nrs + 1;
+	e->evq = calloc(e->evq_cap, sizeof *e->evq);
+	e->arena_len = (size_t)e->nrbuf * e->rsize +
+		       (size_t)(e->nrq + e->nrs) * e->ssize +
+		       (size_t)e->nrs * e->rsize;
+	e->arena = calloc(1, e->arena_len);
+	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
+	    !e->evq || !e->arena) {
+		e->arena_mr.addr = NULL;
+		rpcrdma_engine_destroy(e);
+		return RPCRDMA_ERR_NOMEM;
+	}
+	int rc = mem->reg(mem->ctx, e->arena, e->arena_len,
+			  RPCRDMA_ACCESS_LOCAL_WRITE, &e->arena_mr);
+	if (rc) {
+		e->arena_mr.addr = NULL;
+		rpcrdma_engine_destroy(e);
+		return rc;
+	}
+	e->rbufs = e->arena;
+	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
+	for (uint32_t i = 0; i < e->nrq; i++, p += e->ssize) {
+		e->rq[i].idx = i;
+		e->rq[i].sbuf = p;
+		e->rq[i].held_rbuf = RPCRDMA_NIL;
+	}
+	for (uint32_t i = 0; i < e->nrs; i++, p += e->ssize) {
+		e->rs[i].idx = i;
+		e->rs[i].sbuf = p;
+	}
+	for (uint32_t i = 0; i < e->nrs; i++, p += e->rsize)
+		e->rs[i].small = p;
+	for (uint32_t i = 0; i < e->nrbuf; i++)
+		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
+	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
+	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	*out = e;
+	return 0;
+}
+
+void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
+{
+	if (!e)
+		return;
+	if (e->rq)
+		for (uint32_t i = 0; i < e->nrq; i++)
+			rpcrdma_rq_release_mrs(e, &e->rq[i]);
+	if (e->rs)
+		for (uint32_t i = 0; i < e->nrs; i++)
+			if (e->rs[i].state != RS_FREE)
+				rpcrdma_rs_free(e, &e->rs[i]);
+	if (e->arena_mr.addr)
+		e->mem.release(e->mem.ctx, &e->arena_mr);
+	free(e->arena);
+	free(e->evq);
+	free(e->wrq);
+	free(e->rposted);
+	free(e->rfree);
+	free(e->rs);
+	free(e->rq);
+	free(e);
+}
+
+int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
+				size_t cap)
+{
+	return rpcrdma_cm_pdata_encode(buf, cap, e->ssize, e->rsize,
+				       e->cfg.remote_inv);
+}
+
+/* ---------------------------------------------------------------------
+ * Pending FIFOs ("starvation is a state with a queue")
+ */
+void rpcrdma_progress(struct rpcrdma_engine *e)
+{
+	/* Responder first: replies free the peer's credits.  Each pass takes
+	 * the whole list; a slot still starved puts itself back. */
+	for (int round = 0; round < 2; round++) {
+		uint32_t i = e->rs_pending.head;
+		e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+		while (i != RPCRDMA_NIL) {
+			struct rs *s = &e->rs[i];
+			i = s->next;
+			s->next = RPCRDMA_NIL;
+			rpcrdma_rs_run(e, s);
+		}
+		i = e->rq_pending.head;
+		e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
+		while (i != RPCRDMA_NIL) {
+			struct rq *q = &e->rq[i];
+			i = q->next;
+			q->next = RPCRDMA_NIL;
+			rpcrdma_rq_run(e, q);
+		}
+	}
+	refill_recvs(e);
+}
+
+/* ---------------------------------------------------------------------
+ * Connection inputs
+ */
+int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
+			       size_t len, uint32_t ord, uint64_t now)
+{
+	(void)now;
+	if (e->connected)
+		return RPCRDMA_ERR_BUSY;
+	struct rpcrdma_cm_pdata peer;
+	rpcrdma_cm_pdata_decode(pdata, pdata ? len : 0, &peer);
+	rpcrdma_cm_pdata_thresholds(e->ssize, e->rsize, e->cfg.remote_inv,
+				    &peer, &e->thr);
+	e->connected = true;
+	e->close_asked = false;
+	e->ord = ord ? ord : 1;
+	e->reads_inflight = 0;
+	e->sq_avail = e->cfg.sq_depth;
+	/* RFC 8166 §3.3.3: one credit until the first reply grants more. */
+	e->granted = 1;
+	e->in_flight = 0;
+	e->ctr.connections++;
+	refill_recvs(e);
+	rpcrdma_progress(e);
+	return 0;
+}
+
+void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
+{
+	(void)now;
+	e->connected = false;
+	e->close_asked = false;
+	e->epoch++;
+	e->wrq_count = 0;  /* never posted: forget */
+	e->wrq_head = 0;
+	while (e->rp_count) {
+		rpcrdma_rbuf_release(e, e->rposted[e->rp_head]);
+		e->rp_head = (e->rp_head + 1) % e->nrbuf;
+		e->rp_count--;
+	}
+	e->rp_head = 0;
+	e->in_flight = 0;
+	e->granted = 1;
+	e->reads_inflight = 0;
+	e->sq_avail = e->cfg.sq_depth;
+	/* Queued work waits for the next connection; the rest unwinds. */
+	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	for (uint32_t i = 0; i < e->nrs; i++)
+		rpcrdma_rs_conn_lost(e, &e->rs[i]);
+	uint32_t keep = e->rq_pending.head;
+	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
+	while (keep != RPCRDMA_NIL) {
+		struct rq *q = &e->rq[keep];
+		keep = q->next;
+		q->wait = WAIT_CONN;
+		rpcrdma_rq_enqueue(e, q);
+	}
+	for (uint32_t i = 0; i < e->nrq; i++)
+		rpcrdma_rq_conn_lost(e, &e->rq[i]);
+}
+
+/* ---------------------------------------------------------------------
+ * Received messages: decode, classify by direction, dispatch.
+ */
+
+/* Is the payload an RPC CALL whose XID matches the header's? 1 call,
+ * 0 reply, -1 neither/undecodable. */
+static int payload_direction(const uint8_t *p, size_t len, uint32_t xid)
+{
+	if (len < 8)
+		return -1;
+	uint32_t mtype = be32(p + 4);
+	if (mtype == RPCRDMA_RPC_CALL)
+		return be32(p) == xid ? 1 : -1;
+	if (mtype == RPCRDMA_RPC_REPLY)
+		return 0;
+	return -1;
+}
+
+/* An undecodable message: a bad reply to one of our calls is silently
+ * discarded, anything else is answered with ERR_CHUNK (RFC 8166 §4.5,
+ * §4.5.2). */
+static void bad_message(struct rpcrdma_engine *e, uint32_t xid)
+{
+	if (rpcrdma_is_our_call(e, xid))
+		e->ctr.bad_replies++;
+	else
+		rpcrdma_rs_error(e, xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+}
+
+/* Returns true when the receive buffer is now held by a call. */
+static bool handle_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
+			   bool with_inv, uint32_t inv_rkey)
+{
+	const uint8_t *buf = rbuf(e, idx);
+	struct rpcrdma_common c;
+	struct rpcrdma_v1_hdr *h = &e->rx_hdr;
+
+	if (rpcrdma_common_decode(buf, len, &c)) {
+		e->ctr.short_dropped++;
+		return false;
+	}
+	/* RFC 8166 §4.5: shorter than a minimal header -> the XID cannot be
+	 * trusted; discard.  RDMA_ERROR/ERR_CHUNK is 20 bytes by §4.1.2's
+	 * XDR, so errors are let through to the decoder. */
+	if (len < RPCRDMA_V1_MIN_HDR_LEN && c.proc != RPCRDMA_V1_ERROR) {
+		e->ctr.short_dropped++;
+		return false;
+	}
+	int rc = rpcrdma_v1_decode(buf, len, &e->cfg.limits, h);
+	if (rc == RPCRDMA_ERR_BAD_VERSION) {
+		/* §4.5.1: answer ERR_VERS, echoing XID and version; never
+		 * answer an error with an error. */
+		if (h->proc == RPCRDMA_V1_ERROR)
+			e->ctr.bad_replies++;
+		else
+			rpcrdma_rs_error(e, h->xid, h->vers, RPCRDMA_V1_ERR_VERS);
+		return false;
+	}
+	if (rc) {
+		if (c.proc == RPCRDMA_V1_ERROR)
+			e->ctr.bad_replies++; /* §4.5: undecodable error */
+		else
+			bad_message(e, c.xid);
+		return false;
+	}
+	const uint8_t *payload = buf + h->hdr_len;
+	size_t plen = len - h->hdr_len;
+	switch (h->proc) {
+	case RPCRDMA_V1_DONE:
+		e->ctr.done_dropped++; /* §4.6.2 */
+		return false;
+	case RPCRDMA_V1_MSGP:
+		/* §4.6.1: Responders SHOULD answer ERR_CHUNK, Requesters
+		 * MUST discard. */
+		if (payload_direction(payload, plen, h->xid) == 0 ||
+		    rpcrdma_is_our_call(e, h->xid))
+			e->ctr.bad_replies++;
+		else
+			rpcrdma_rs_error(e, h->xid, RPCRDMA_VERSION_1,
+					 RPCRDMA_V1_ERR_CHUNK);
+		return false;
+	case RPCRDMA_V1_ERROR:
+		return rpcrdma_rq_reply(e, h, idx, NULL, 0, with_inv, inv_rkey);
+	case RPCRDMA_V1_MSG:
+		switch (payload_direction(payload, plen, h->xid)) {
+		case 1:
+			rpcrdma_rs_call(e, h, payload, plen);
+			return false;
+		case 0:
+			return rpcrdma_rq_reply(e, h, idx, payload, plen,
+						with_inv, inv_rkey);
+		default:
+			bad_message(e, h->xid);
+			return false;
+		}
+	case RPCRDMA_V1_NOMSG:
+		/* RFC 8167 §4.1: a Read list means the Payload stream is a
+		 * Call pulled from the Requester; otherwise it was pushed
+		 * into our Reply chunk. */
+		if (h->chunks.nreads)
+			rpcrdma_rs_call(e, h, NULL, 0);
+		else
+			return rpcrdma_rq_reply(e, h, idx, NULL, 0, with_inv,
+						inv_rkey);
+		return false;
+	default:
+		bad_message(e, h->xid);
+		return false;
+	}
+}
+
+static void received(struct rpcrdma_engine *e, uint32_t idx, size_t len,
+		     bool with_inv, uint32_t inv_rkey)
+{
+	if (!handle_message(e, idx, len, with_inv, inv_rkey))
+		rpcrdma_rbuf_release(e, idx);
+	rpcrdma_progress(e);
+}
+
+int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
+			size_t len, bool with_inv, uint32_t inv_rkey,
+			uint64_t now)
+{
+	(void)now;
+	if (!e->connected || !e->rp_count) {
+		rpcrdma_ask_close(e, RPCRDMA_ERR_NO_RECV);
+		return RPCRDMA_ERR_NO_RECV;
+	}
+	uint32_t idx = e->rposted[e->rp_head];
+	if (len > e->rsize) {
+		rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+		return RPCRDMA_ERR_NOSPACE;
+	}
+	unpost(e, idx);
+	memcpy(rbuf(e, idx), buf, len);
+	received(e, idx, len, with_inv, inv_rkey);
+	return 0;
+}
+
+int rpcrdma_engine_completion(struct rpcrdma_engine *e,
+			      const struct rpcrdma_wc *wc, uint64_t now)
+{
+	(void)now;
+	uint16_t epoch = (uint16_t)(wc->wr_id >> 48);
+	enum wr_kind kind = (enum wr_kind)((wc->wr_id >> 40) & 0xff);
+	enum wr_op op = (enum wr_op)((wc->wr_id >> 32) & 0xff);
+	uint32_t idx = (uint32_t)wc->wr_id;
+
+	if (epoch != e->epoch || !e->connected)
+		return 0; /* flushed from a connection already unwound */
+	switch (kind) {
+	case WRK_RECV:
+		if (idx >= e->nrbuf || !unpost(e, idx))
+			return RPCRDMA_ERR_NOENT;
+		if (wc->status != RPCRDMA_WC_SUCCESS) {
+			rpcrdma_rbuf_release(e, idx);
+			rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
+						     ? RPCRDMA_ERR_FLUSHED
+						     : RPCRDMA_ERR_PROTOCOL);
+			return 0;
+		}
+		received(e, idx, wc->byte_len,
+			 (wc->wc_flags & RPCRDMA_WC_WITH_INV) != 0,
+			 wc->invalidated_rkey);
+		return 0;
+	case WRK_RQ:
+	case WRK_RS:
+		break;
+	default:
+		return RPCRDMA_ERR_NOENT;
+	}
+	if ((kind == WRK_RQ && idx >= e->nrq) || (kind == WRK_RS && idx >= e->nrs))
+		return RPCRDMA_ERR_NOENT;
+	e->sq_avail++;
+	if (wc->status != RPCRDMA_WC_SUCCESS) {
+		/* RFC 8166 §4.5.3-§4.5.5: RDMA errors are fatal to the
+		 * connection; conn_lost() unwinds every RPC. */
+		rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
+					     ? RPCRDMA_ERR_FLUSHED
+					     : wc->status == RPCRDMA_WC_REM_ACCESS_ERR
+					     ? RPCRDMA_ERR_PROTECTION
+					     : RPCRDMA_ERR_PROTOCOL);
+		return 0;
+	}
+	if (kind == WRK_RQ) {
+		struct rq *q = &e->rq[idx];
+		if (q->sq_held)
+			q->sq_held--;
+		rpcrdma_rq_wc(e, q, op, wc);
+	} else {
+		struct rs *s = &e->rs[idx];
+		if (s->sq_held)
+			s->sq_held--;
+		rpcrdma_rs_wc(e, s, op, wc);
+	}
+	rpcrdma_progress(e);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Outputs
+ */
+int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
+			  struct rpcrdma_engine_wr *wr)
+{
+	if (!e->wrq_count)
+		return 0;
+	*wr = e->wrq[e->wrq_head];
+	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
+	e->wrq_count--;
+	wr->send.next = NULL;
+	wr->recv.next = NULL;
+	if (wr->is_recv)
+		wr->recv.sg_list = wr->sge;
+	else
+		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+	return 1;
+}
+
+int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
+			      struct rpcrdma_engine_event *ev)
+{
+	if (!e->evq_count)
+		return 0;
+	struct evq_ent v = e->evq[e->evq_head];
+	e->evq_head = (e->evq_head + 1) % e->evq_cap;
+	e->evq_count--;
+	memset(ev, 0, sizeof *ev);
+	switch (v.kind) {
+	case EVK_CLOSE:
+		ev->type = RPCRDMA_EV_CLOSE;
+		ev->reason = v.reason;
+		return 1;
+	case EVK_RQ: {
+		struct rq *q = &e->rq[v.idx];
+		ev->type = RPCRDMA_EV_CALL_DONE;
+		ev->xid = q->xid;
+		ev->user = q->req.user;
+		ev->status = q->status;
+		ev->reply_len = q->reply_len;
+		ev->nresults = q->nresults;
+		memcpy(ev->result_len, q->result_len, sizeof ev->result_len);
+		ev->peer_vers_low = q->vers_low;
+		ev->peer_vers_high = q->vers_high;
+		q->event_pending = false;
+		if (!q->send_pending)
+			q->state = RQ_FREE;
+		return 1;
+	}
+	default: {
+		struct rs *s = &e->rs[v.idx];
+		ev->xid = s->xid;
+		ev->call_id = s->idx;
+		if (s->state == RS_DONE) {
+			ev->type = RPCRDMA_EV_REPLY_SENT;
+			ev->user = s->user;
+			ev->status = s->reply_status;
+			rpcrdma_rs_free(e, s);
+			return 1;
+		}
+		ev->type = RPCRDMA_EV_INCOMING_CALL;
+		ev->call = s->callbuf;
+		ev->call_len = s->call_len;
+		ev->write_chunks = s->cl.nwrites;
+		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
+			size_t t = 0;
+			for (uint32_t j = 0; j < s->cl.writes[i].nsegs; j++)
+				t += s->cl.writes[i].segs[j].length;
+			ev->write_chunk_len[i] = t;
+		}
+		if (s->cl.has_reply)
+			for (uint32_t j = 0; j < s->cl.reply.nsegs; j++)
+				ev->reply_chunk_len += s->cl.reply.segs[j].length;
+		return 1;
+	}
+	}
+}
+
+void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,
+				 struct rpcrdma_engine_counters *c)
+{
+	*c = e->ctr;
+}
+
+void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
+			     struct rpcrdma_engine_info *info)
+{
+	memset(info, 0, sizeof *info);
+	info->connected = e->connected;
+	info->send_threshold = e->thr.send;
+	info->recv_threshold = e->thr.recv;
+	info->send_with_inv = e->thr.send_with_inv;
+	info->credits_granted = e->granted;
+	info->calls_in_flight = e->in_flight;
+	info->recvs_posted = e->rp_count;
+	info->ord = e->ord;
+}

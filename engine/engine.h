@@ -1,0 +1,361 @@
+/*
+ * The RPC-over-RDMA connection engine (RFC 8166 v1, RFC 8797, RFC 8167),
+ * sans-I/O.
+ *
+ * One struct rpcrdma_engine is one RDMA connection (and survives
+ * reconnection: calls can be resent on the next one).  Every connection
+ * carries both roles: it is a Requester for the calls submitted with
+ * rpcrdma_engine_submit_call() and a Responder for the calls the peer
+ * sends, so the reverse direction (RFC 8167) needs no special path.
+ *
+ * Inputs (all take the current time as an argument; the engine reads no
+ * clock, makes no syscalls and starts no threads):
+ *   rpcrdma_engine_established()  the CM reported ESTABLISHED: peer's
+ *                                 private data (RFC 8797) and the ORD
+ *   rpcrdma_engine_completion()   one work completion from the CQ(s)
+ *   rpcrdma_engine_recv()         scripted receive (tests, replay): bytes
+ *                                 as if they had arrived in a posted
+ *                                 receive buffer
+ *   rpcrdma_engine_submit_call()  start an RPC (Requester)
+ *   rpcrdma_engine_submit_reply() answer an incoming call (Responder)
+ *   rpcrdma_engine_conn_lost()    the connection is gone (DISCONNECTED,
+ *                                 or after the engine asked to close)
+ * Outputs:
+ *   rpcrdma_engine_pop_wr()       work requests in provider terms (SEND,
+ *                                 SEND_WITH_INV, RDMA_READ, RDMA_WRITE,
+ *                                 LOCAL_INV, and RECV replenishment), in
+ *                                 the order they must be posted
+ *   rpcrdma_engine_poll_event()   call completed / incoming call /
+ *                                 connection must close
+ * Memory registration is injected (struct rpcrdma_engine_mem_ops), so the
+ * engine works over any provider and tests use a fake.
+ *
+ * Wire choices, each from the RFC text:
+ *  - Shape of a call (RFC 8166 §3.5): Short (RDMA_MSG, all inline) when
+ *    the whole message fits the call inline threshold; otherwise Chunked
+ *    (every DDP-eligible argument moved to a Read chunk at its XDR
+ *    position, §3.4.5, without roundup padding, §3.4.5.2) when the
+ *    reduced message fits; otherwise a Long Call (RDMA_NOMSG, the whole
+ *    unreduced Payload stream in a Position-Zero Read chunk, §3.5.3).
+ *  - A Reply chunk is offered whenever the largest reply (transport header
+ *    echoing our Write list + reply_max) may exceed the reply inline
+ *    threshold (§4.3.3).
+ *  - As Responder: results go into the Requester's Write chunks in order
+ *    (§4.3.2.1), without padding (§3.4.6.2), unused chunks returned with
+ *    empty segments (§4.3.2.2), empty chunks honoured (§4.3.2.3); the
+ *    reduced reply goes inline when it fits, else through the Reply chunk
+ *    as RDMA_NOMSG (§3.5.3), else ERR_CHUNK (§4.5.3).  An inline reply
+ *    returns the Reply chunk as absent (what Linux svcrdma does; the
+ *    Requester accepts absent or all-empty).
+ *  - Messages shorter than 28 bytes are discarded (§4.5) except
+ *    RDMA_ERROR, whose ERR_CHUNK form is only 20 bytes long.
+ *  - Direction of a received message (RFC 8167 §4.1): RDMA_MSG by the RPC
+ *    msg_type word; RDMA_NOMSG with a Read list is a call, without one a
+ *    reply; RDMA_ERROR is always a reply.  An undecodable header whose XID
+ *    matches a call we have outstanding is treated as a bad reply
+ *    (silently discarded, §4.5); any other undecodable header as a bad
+ *    call (ERR_CHUNK, §4.5.2).
+ */
+#ifndef RPCRDMA_ENGINE_ENGINE_H
+#define RPCRDMA_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "provider/provider.h"
+#include "rpcrdma/error.h"
+#include "wire/rpcrdma_common.h"
+
+struct rpcrdma_engine;
+
+/* ---------------------------------------------------------------------
+ * Memory registration, provided by the driver.
+ */
+
+/* One registration.  The engine puts lkey into SGEs and advertises
+ * (rkey, remote_addr + i) for byte i when remote access was asked for. */
+struct rpcrdma_engine_mr {
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint64_t remote_addr;
+	void *cookie; /* the driver's */
+};
+
+struct rpcrdma_engine_mem_ops {
+	void *ctx;
+	/* Register [addr, addr+len) with access (enum rpcrdma_access; 0 or
+	 * LOCAL_WRITE for local-only use).  Returns 0; RPCRDMA_ERR_AGAIN
+	 * when no registration resource is free right now (the engine
+	 * queues the RPC and retries after its next release); any other
+	 * error fails that RPC. */
+	int (*reg)(void *ctx, void *addr, size_t len, unsigned access,
+		   struct rpcrdma_engine_mr *mr);
+	/* Give a registration back.  When it had remote access, the engine
+	 * calls this only after the rkey is dead: invalidated by the peer's
+	 * Send With Invalidate, by a LOCAL_INV that completed, or because
+	 * the connection it was exposed on is gone (the driver must then
+	 * make sure the rkey cannot be used again, e.g. deregister). */
+	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
+};
+
+/* ---------------------------------------------------------------------
+ * Configuration
+ */
+struct rpcrdma_engine_config {
+	uint32_t max_calls;        /* Requester: calls in flight at most;
+				      credits requested; grants are clamped
+				      to it.  Default 64. */
+	uint32_t credits;          /* Responder: credits granted (RFC 8166
+				      §3.3.1).  Default 64 (as Linux). */
+	uint32_t max_inline_send;  /* largest Send we can post.  Default
+				      4096.  Rounded down to 1 KiB. */
+	uint32_t max_inline_recv;  /* receive buffer size.  Default 4096 */
+	bool remote_inv;           /* advertise and use remote invalidation
+				      (RFC 8797 §4.1) */
+	uint32_t max_call_size;    /* Responder: largest rebuilt call accepted
+				      from chunks; bigger -> ERR_CHUNK.
+				      Default 1 MiB. */
+	uint32_t max_chunk_bytes;  /* Responder: largest Write / Reply chunk
+				      total accepted.  Default 1 MiB. */
+	uint32_t sq_depth;         /* send queue entries the driver created;
+				      default 4 * (max_calls + credits) */
+	uint32_t max_retries;      /* resends on a new connection before a
+				      call fails with ERR_DISCONNECTED.
+				      Default 0. */
+	uint32_t xid_seed;         /* first XID */
+	struct rpcrdma_limits limits; /* decode limits (header size is
+					 forced <= max_inline_recv) */
+};
+
+/* Fill every field with its default. */
+void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg);
+
+/*
+ * Create / destroy.  Allocates all buffers up front (receive and send
+ * buffers are registered once through mem->reg).  Errors: RPCRDMA_ERR_INVAL
+ * (NULL or zero sizes, max_inline_* < 1024), RPCRDMA_ERR_NOMEM, or the
+ * error mem->reg returned.
+ */
+int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
+			  const struct rpcrdma_engine_mem_ops *mem,
+			  struct rpcrdma_engine **out);
+/* Completes every call not yet completed with RPCRDMA_ERR_CANCELLED (no
+ * event: the caller is going away), releases all registrations, frees. */
+void rpcrdma_engine_destroy(struct rpcrdma_engine *e);
+
+/* Our RFC 8797 private data (8 bytes) for connect/accept.  Returns its
+ * length or RPCRDMA_ERR_NOSPACE. */
+int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
+				size_t cap);
+
+/* ---------------------------------------------------------------------
+ * Connection inputs
+ */
+
+/* The connection is up.  pdata/len: the peer's private data (NULL/0 when
+ * none; invalid data means 1024-byte thresholds, RFC 8797 §5.1).  ord:
+ * RDMA Reads we may have outstanding (0 is taken as 1).  Posts every
+ * receive buffer, then sends any queued and resent calls.  Errors:
+ * RPCRDMA_ERR_BUSY if already connected. */
+int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
+			       size_t len, uint32_t ord, uint64_t now);
+
+/* The connection is gone.  Every work request the engine handed out is
+ * forgotten (their flushed completions may still be fed in; they are
+ * ignored).  Per-RPC unwinding is described at enum rpcrdma_rq_state and
+ * enum rpcrdma_rs_state. */
+void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now);
+
+/* One work completion.  wr_id must be one the engine handed out.
+ * Returns 0; RPCRDMA_ERR_NOENT for an unknown wr_id (ignored). */
+int rpcrdma_engine_completion(struct rpcrdma_engine *e,
+			      const struct rpcrdma_wc *wc, uint64_t now);
+
+/* Scripted receive: as if a Send carrying buf[0..len) had landed in the
+ * oldest posted receive buffer (with_inv: the Send invalidated inv_rkey).
+ * Errors: RPCRDMA_ERR_NO_RECV if no receive is posted (the engine also
+ * asks to close), RPCRDMA_ERR_NOSPACE if len exceeds the buffer. */
+int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
+			size_t len, bool with_inv, uint32_t inv_rkey,
+			uint64_t now);
+
+/* ---------------------------------------------------------------------
+ * Upper-layer requests
+ */
+
+/* A piece of an XDR stream.  ddp marks a DDP-eligible data item (RFC 8166
+ * §6.1): the bytes of the item only (its length word, if any, stays in the
+ * preceding piece, §3.4.4.1; no roundup padding, the engine adds or drops
+ * it, §3.4.4.4).  Every other piece must be a multiple of 4 bytes long. */
+struct rpcrdma_iov {
+	void *base;
+	size_t len;
+	bool ddp;
+};
+
+#define RPCRDMA_ENGINE_MAX_IOV 32u
+
+struct rpcrdma_call_req {
+	/* The whole RPC Call message, unreduced.  The first piece must start
+	 * with the 4-byte XID, which the engine writes. */
+	const struct rpcrdma_iov *msg;
+	unsigned nmsg;
+	/* Where the reply's Payload stream goes (RFC 8166 §6.2): reply_max
+	 * bytes at most, not counting results placed in Write chunks.  It is
+	 * also the Reply chunk's memory when one is offered. */
+	void *reply_buf;
+	size_t reply_max;
+	/* One Write chunk per DDP-eligible result (§4.3.2); len is the
+	 * largest the result can be; len 0 offers an empty Write chunk to
+	 * force that result inline (§4.3.2.3). */
+	const struct rpcrdma_iov *results;
+	unsigned nresults;
+	void *user; /* returned in the completion event */
+};
+
+/* Start a call.  The buffers stay the caller's but must not be touched
+ * until the completion event.  *xid receives the XID.  Errors:
+ * RPCRDMA_ERR_INVAL (bad description: a non-DDP piece not a multiple of 4,
+ * too many pieces or results, first piece shorter than 4 bytes),
+ * RPCRDMA_ERR_AGAIN (all max_calls slots busy). */
+int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
+			       const struct rpcrdma_call_req *req,
+			       uint32_t *xid, uint64_t now);
+
+struct rpcrdma_reply_req {
+	/* The whole RPC Reply message, unreduced, starting with the call's
+	 * XID.  Pieces marked ddp are DDP-eligible results: each goes into
+	 * the next unconsumed Write chunk the Requester offered, or inline
+	 * when none is left or that chunk is empty (§4.3.2.3). */
+	const struct rpcrdma_iov *msg;
+	unsigned nmsg;
+	void *user; /* returned in the REPLY_SENT event */
+};
+
+/* Answer incoming call `call_id` (from its INCOMING_CALL event).  Small
+ * parts are copied; DDP-eligible results and Long Replies are read by
+ * RDMA Write straight from (or staged from) the caller's buffers, so they
+ * must stay untouched until the REPLY_SENT event with rep->user; the
+ * call message of the INCOMING_CALL event stays valid until then too (a
+ * reply may point into it).  Errors:
+ * RPCRDMA_ERR_NOENT (no such call awaiting a reply),
+ * RPCRDMA_ERR_DISCONNECTED (the call came in on a connection since lost:
+ * nothing is sent, no REPLY_SENT follows; the Requester will resend),
+ * RPCRDMA_ERR_INVAL (XID mismatch, bad description).  A reply that cannot
+ * be delivered (results larger than the offered Write chunk, a Long Reply
+ * without a big enough Reply chunk) is answered with ERR_CHUNK (RFC 8166
+ * §4.5.3) and still returns 0. */
+int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
+				const struct rpcrdma_reply_req *rep,
+				uint64_t now);
+
+/* ---------------------------------------------------------------------
+ * Outputs
+ */
+
+#define RPCRDMA_ENGINE_MAX_SGE 4u
+
+/* A work request to post, in order.  pop_wr sets send.sg_list /
+ * recv.sg_list to point at sge[] inside *wr itself. */
+struct rpcrdma_engine_wr {
+	bool is_recv;
+	struct rpcrdma_send_wr send;
+	struct rpcrdma_recv_wr recv;
+	struct rpcrdma_sge sge[RPCRDMA_ENGINE_MAX_SGE];
+};
+
+/* Next work request to post: 1 and *wr filled, or 0 when none. */
+int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
+			  struct rpcrdma_engine_wr *wr);
+
+enum rpcrdma_engine_event_type {
+	RPCRDMA_EV_CALL_DONE,     /* one of our calls completed */
+	RPCRDMA_EV_INCOMING_CALL, /* the peer called us */
+	RPCRDMA_EV_REPLY_SENT,    /* our reply's buffers are free again */
+	RPCRDMA_EV_CLOSE,         /* the driver must disconnect */
+};
+
+struct rpcrdma_engine_event {
+	enum rpcrdma_engine_event_type type;
+	uint32_t xid;
+	/* CALL_DONE, REPLY_SENT */
+	void *user;
+	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
+				_ERR_CHUNK, _DISCONNECTED (retries used
+				up).  REPLY_SENT: 0, or _DISCONNECTED if
+				the connection died first, or
+				_PEER_ERR_CHUNK if ERR_CHUNK went instead */
+	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
+	unsigned nresults;
+	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into
+				each Write chunk (0: unused or empty) */
+	uint32_t peer_vers_low, peer_vers_high; /* ERR_VERS */
+	/* INCOMING_CALL: the whole unreduced RPC Call message, valid until
+	 * the REPLY_SENT event of its reply (or submit_reply() failing). */
+	uint32_t call_id;
+	const void *call;
+	size_t call_len;
+	unsigned write_chunks;       /* Write chunks offered */
+	size_t write_chunk_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	size_t reply_chunk_len;      /* 0: no Reply chunk */
+	/* CLOSE */
+	int reason;
+};
+
+/* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay
+ * valid as documented per field. */
+int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
+			      struct rpcrdma_engine_event *ev);
+
+/* ---------------------------------------------------------------------
+ * State a user can read
+ */
+struct rpcrdma_engine_counters {
+	/* Requester */
+	uint64_t calls;            /* calls submitted */
+	uint64_t calls_completed;  /* completion events (any status) */
+	uint64_t retransmissions;  /* resends on a new connection */
+	uint64_t short_calls, chunked_calls, long_calls; /* by shape sent */
+	uint64_t replies_inline, replies_long;           /* received */
+	uint64_t credit_stalls;    /* a call waited for a credit */
+	uint64_t mr_stalls;        /* a call waited for a registration */
+	uint64_t sq_stalls;        /* work waited for send queue space */
+	uint64_t local_invs;       /* LOCAL_INV posted */
+	uint64_t remote_invs;      /* rkeys the peer invalidated for us */
+	uint64_t bad_replies;      /* replies discarded (§4.5, §4.6.1) */
+	/* Responder */
+	uint64_t calls_received;
+	uint64_t short_replies, chunked_replies, long_replies; /* sent */
+	uint64_t ord_stalls;       /* RDMA Reads waited for ORD */
+	uint64_t send_with_inv;    /* replies sent With Invalidate */
+	/* Both */
+	uint64_t rdma_read_bytes, rdma_write_bytes;
+	uint64_t err_vers_sent, err_chunk_sent;
+	uint64_t err_vers_recv, err_chunk_recv;
+	uint64_t done_dropped;     /* RDMA_DONE discarded (§4.6.2) */
+	uint64_t short_dropped;    /* under 28 bytes (§4.5) */
+	uint64_t connections;      /* established() calls */
+};
+
+void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,
+				 struct rpcrdma_engine_counters *c);
+
+struct rpcrdma_engine_info {
+	bool connected;
+	uint32_t send_threshold;  /* our Sends (calls and replies) */
+	uint32_t recv_threshold;  /* peer's Sends */
+	bool send_with_inv;       /* we reply With Invalidate */
+	uint32_t credits_granted; /* by the peer, as clamped; 1 until the
+				     first reply (RFC 8166 §3.3.3) */
+	uint32_t calls_in_flight; /* sent, not yet answered */
+	uint32_t recvs_posted;
+	uint32_t ord;
+};
+
+void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
+			     struct rpcrdma_engine_info *info);
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * Engine internals shared by engine.c (connection, buffers, queues,
+ * dispatch), requester.c and responder.c.  Not installed.
+ *
+ * Habits (DESIGN.md): an explicit per-RPC state enum, every state saying
+ * how it unwinds when the connection dies; starvation is a state with a
+ * queue (the pending FIFOs), never a busy loop; wr_id names a typed tag.
+ */
+#ifndef RPCRDMA_ENGINE_INTERNAL_H
+#define RPCRDMA_ENGINE_INTERNAL_H
+
+#include "engine/engine.h"
+#include "wire/cm_private_data.h"
+#include "wire/rpcrdma_v1.h"
+
+#define RPCRDMA_NIL UINT32_MAX
+/* Registrations one call can hold: a Read chunk or PZRC segment per
+ * message piece, one pad, one per Write chunk, one Reply chunk. */
+#define RPCRDMA_RQ_MAX_MR (RPCRDMA_ENGINE_MAX_IOV + RPCRDMA_MAX_WRITE_CHUNKS + 2)
+#define RPCRDMA_RS_MAX_MR (RPCRDMA_ENGINE_MAX_IOV + 2)
+
+/*
+ * Requester per-RPC state.  A call's slot owns its send buffer, its
+ * registrations and (at most) one held receive buffer.
+ */
+enum rpcrdma_rq_state {
+	/* Slot unused. */
+	RQ_FREE = 0,
+	/* Submitted (or to be resent) and waiting on the requester pending
+	 * FIFO; rq->wait says for what: the connection, a credit (RFC 8166
+	 * §3.3.1), a registration (mem->reg returned AGAIN) or send queue
+	 * space.  Holds nothing: a failed attempt releases what it took.
+	 * Connection loss: stays queued; sent on the next connection. */
+	RQ_QUEUED,
+	/* Marshalled and its Send handed out: one credit in use, its
+	 * chunks exposed to the peer.  Waiting for the reply (RDMA_MSG,
+	 * RDMA_NOMSG or RDMA_ERROR with this XID).
+	 * Connection loss: registrations released (the QP is dead, so the
+	 * peer can no longer reach them; release() must kill the rkeys);
+	 * then resent with the same XID if retries remain (-> RQ_QUEUED,
+	 * counted as a retransmission), else completed with
+	 * RPCRDMA_ERR_DISCONNECTED. */
+	RQ_SENT,
+	/* Reply matched and decoded; LOCAL_INV posted for every handle the
+	 * peer did not invalidate; waiting for those completions before
+	 * the upper layer may touch the memory (RFC 8166 §4.4.1).  May hold
+	 * the receive buffer of an inline reply (copied out at the end).
+	 * Connection loss: the peer cannot reach the memory any more, so
+	 * registrations are released and the call completes with the
+	 * reply's status. */
+	RQ_INVALIDATING,
+	/* Completion event queued.  The slot is freed once the event is
+	 * polled and the Send has completed (the send buffer is busy until
+	 * then).  Connection loss: the Send completion will never come, so
+	 * only the poll is waited for.  A call completes exactly once: only
+	 * complete_call() enters this state, and only from the states
+	 * above. */
+	RQ_COMPLETE,
+};
+
+enum rpcrdma_rq_wait {
+	WAIT_NONE = 0,
+	WAIT_CONN,
+	WAIT_CREDIT,
+	WAIT_MR,
+	WAIT_SQ,
+};
+
+/*
+ * Responder per-RPC state.  A slot owns its send buffer, a small call
+ * buffer (inline calls) or a larger registered one (rebuilt from Read
+ * chunks), and the local registrations of its reply.
+ */
+enum rpcrdma_rs_state {
+	/* Slot unused. */
+	RS_FREE = 0,
+	/* Pulling Read chunks with RDMA Read: reads in flight up to the ORD,
+	 * the rest queued (on the responder pending FIFO when the ORD or the
+	 * send queue is exhausted, counted as a stall).
+	 * Connection loss: everything freed; the Requester resends. */
+	RS_READING,
+	/* INCOMING_CALL event queued or delivered; waiting for
+	 * submit_reply().  Connection loss: the slot is marked stale;
+	 * submit_reply() then returns RPCRDMA_ERR_DISCONNECTED and frees
+	 * it. */
+	RS_IN_ULP,
+	/* Reply (or RDMA_ERROR) built but waiting on the responder pending
+	 * FIFO for send queue space.  Connection loss: dropped, REPLY_SENT
+	 * with RPCRDMA_ERR_DISCONNECTED for a ULP reply. */
+	RS_WAIT_SQ,
+	/* RDMA Writes and the Send handed out; waiting for the Send
+	 * completion (then REPLY_SENT).  Connection loss: as RS_WAIT_SQ. */
+	RS_SENDING,
+	/* REPLY_SENT event queued; freed when polled.  Connection loss:
+	 * nothing to do. */
+	RS_DONE,
+};
+
+/* wr_id layout: epoch (16) | kind (8) | op (8) | index (32). */
+enum wr_kind { WRK_RECV = 1, WRK_RQ = 2, WRK_RS = 3 };
+enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE };
+
+struct rq {
+	enum rpcrdma_rq_state state;
+	enum rpcrdma_rq_wait wait;
+	uint32_t idx;
+	uint32_t xid;
+	uint32_t next; /* pending FIFO link */
+	uint16_t epoch; /* connection the Send went out on */
+	struct rpcrdma_call_req req;
+	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
+	struct rpcrdma_iov results[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint8_t *sbuf;
+	bool send_pending;   /* Send handed out, completion not seen */
+	bool event_pending;  /* completion event not yet polled */
+	bool retransmit;     /* next send is a retransmission */
+	bool in_flight;      /* holds a credit */
+	bool reply_offered;  /* a Reply chunk went with the call */
+	uint32_t retries;
+	uint32_t nmr;
+	struct rpcrdma_engine_mr mr[RPCRDMA_RQ_MAX_MR];
+	bool mr_remote[RPCRDMA_RQ_MAX_MR];
+	bool mr_dead[RPCRDMA_RQ_MAX_MR];  /* rkey invalidated */
+	uint32_t inv_pending;
+	uint32_t sq_held;    /* send queue entries reserved */
+	uint8_t pad[4];      /* zero roundup for Long Call pieces */
+	/* Reply as decoded. */
+	int status;
+	size_t reply_len;
+	unsigned nresults;
+	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint32_t vers_low, vers_high;
+	uint32_t held_rbuf;  /* inline reply awaiting copy, or NIL */
+	size_t held_off;
+};
+
+struct rs {
+	enum rpcrdma_rs_state state;
+	uint32_t idx;
+	uint32_t xid;
+	uint32_t next;
+	uint16_t epoch;      /* connection the call came in on */
+	bool stale;
+	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
+	bool send_pending;
+	uint8_t *sbuf;
+	uint8_t *small;      /* preallocated call buffer (recv size) */
+	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
+	bool call_malloced;
+	size_t call_len;
+	struct rpcrdma_engine_mr callmr; /* LOCAL_WRITE on callbuf */
+	bool callmr_valid;
+	/* Chunks the Requester offered (from the call header). */
+	struct rpcrdma_chunk_lists cl;
+	/* Reads: destination offset in callbuf of each read segment. */
+	uint32_t read_dst[RPCRDMA_MAX_READ_SEGMENTS];
+	uint32_t next_read, reads_inflight;
+	/* NOMSG with further chunks: PZRC read to callbuf+scratch, then
+	 * its pieces are moved between the chunks. */
+	size_t scratch;
+	size_t base_len;
+	/* Reply (the call message stays valid until REPLY_SENT). */
+	void *user;
+	int reply_status;
+	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
+	unsigned nmsg;
+	uint32_t nmr;
+	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
+	uint8_t *staging;    /* Long Reply's reduced stream */
+	uint32_t sq_held;
+	uint32_t err;        /* RDMA_ERROR to send: ERR_VERS / ERR_CHUNK */
+	uint32_t err_vers;   /* rdma_vers to echo */
+};
+
+struct fifo {
+	uint32_t head, tail;
+};
+
+struct rpcrdma_engine {
+	struct rpcrdma_engine_config cfg;
+	struct rpcrdma_engine_mem_ops mem;
+	struct rpcrdma_engine_counters ctr;
+
+	/* Connection. */
+	bool connected;
+	bool close_asked;
+	uint16_t epoch;
+	struct rpcrdma_inline_thresholds thr;
+	uint32_t ord;
+	uint32_t reads_inflight;
+	uint32_t sq_avail;
+
+	/* Requester role. */
+	uint32_t granted;      /* clamped grant, >= 1 */
+	uint32_t in_flight;
+	uint32_t next_xid;
+	uint32_t nrq;
+	struct rq *rq;
+	struct fifo rq_pending;
+
+	/* Responder role. */
+	uint32_t nrs;
+	struct rs *rs;
+	struct fifo rs_pending;
+
+	/* Buffers: one registered arena (receive buffers, send buffers,
+	 * responder small call buffers). */
+	uint8_t *arena;
+	size_t arena_len;
+	struct rpcrdma_engine_mr arena_mr;
+	uint32_t rsize, ssize;     /* receive / send buffer bytes */
+	uint32_t nrbuf;
+	uint8_t *rbufs;
+	uint32_t *rfree;           /* stack of free receive buffers */
+	uint32_t nrfree;
+	uint32_t *rposted;         /* ring: posted, oldest first */
+	uint32_t rp_head, rp_count;
+	uint32_t recv_target;
+
+	/* Output queues. */
+	struct rpcrdma_engine_wr *wrq;
+	uint32_t wrq_cap, wrq_head, wrq_count;
+	struct evq_ent { uint8_t kind; uint32_t idx; int reason; } *evq;
+	uint32_t evq_cap, evq_head, evq_count;
+
+	/* Scratch headers (large: embedded chunk lists). */
+	struct rpcrdma_v1_hdr rx_hdr;
+	struct rpcrdma_v1_hdr tx_hdr;
+};
+
+enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
+
+/* engine.c */
+uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
+		       enum wr_op op, uint32_t idx);
+struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e);
+void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
+		     int reason);
+void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason);
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s);
+uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p);
+void rpcrdma_progress(struct rpcrdma_engine *e);
+void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx);
+bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid);
+uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e);
+
+/* requester.c */
+void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
+bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+		      uint32_t rbuf, const uint8_t *msg, size_t len,
+		      bool with_inv, uint32_t inv_rkey);
+void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
+		   const struct rpcrdma_wc *wc);
+void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
+struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+
+/* responder.c */
+void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+		     const uint8_t *msg, size_t len);
+void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
+		      uint32_t err);
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+		   const struct rpcrdma_wc *wc);
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+
+#endif

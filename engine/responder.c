@@ -1,0 +1,676 @@
+/*
+ * Responder role: validate the Requester's chunks against our limits,
+ * pull Read chunks with RDMA Read within the ORD and rebuild the call
+ * (RFC 8166 §3.4.5), push results into Write chunks and the Reply chunk
+ * with RDMA Write before the Send (§3.5.2, §3.5.3), answer errors with
+ * RDMA_ERROR (§4.5).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "wire/rpc_msg.h"
+
+static size_t pad4(size_t n)
+{
+	return (4 - (n & 3)) & 3;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static struct rs *rs_alloc(struct rpcrdma_engine *e)
+{
+	for (uint32_t i = 0; i < e->nrs; i++) {
+		struct rs *s = &e->rs[i];
+		if (s->state != RS_FREE)
+			continue;
+		s->epoch = e->epoch;
+		s->ulp = false;
+		s->send_pending = false;
+		s->callbuf = NULL;
+		s->call_malloced = false;
+		s->callmr_valid = false;
+		s->call_len = 0;
+		s->nmr = 0;
+		s->staging = NULL;
+		s->sq_held = 0;
+		s->err = 0;
+		s->reply_status = 0;
+		s->next_read = s->reads_inflight = 0;
+		s->next = RPCRDMA_NIL;
+		s->cl.nreads = s->cl.nwrites = 0;
+		s->cl.has_reply = false;
+		return s;
+	}
+	return NULL;
+}
+
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
+{
+	for (uint32_t i = 0; i < s->nmr; i++)
+		e->mem.release(e->mem.ctx, &s->mr[i]);
+	s->nmr = 0;
+	free(s->staging);
+	s->staging = NULL;
+	if (s->callmr_valid)
+		e->mem.release(e->mem.ctx, &s->callmr);
+	s->callmr_valid = false;
+	if (s->call_malloced)
+		free(s->callbuf);
+	s->call_malloced = false;
+	s->callbuf = NULL;
+	s->state = RS_FREE;
+}
+
+/* Queue an RDMA_ERROR for xid on slot s (or a fresh slot). */
+static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
+		       uint32_t vers, uint32_t err)
+{
+	s->xid = xid;
+	s->err_vers = vers;
+	s->err = err;
+	s->state = RS_WAIT_SQ;
+	rpcrdma_rs_run(e, s);
+}
+
+void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
+		      uint32_t err)
+{
+	struct rs *s = rs_alloc(e);
+	if (!s) {
+		/* More calls than we granted: the peer broke §3.3.1. */
+		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
+		return;
+	}
+	send_error(e, s, xid, vers, err);
+}
+
+static bool seg_ok(const struct rpcrdma_segment *g)
+{
+	return g->offset <= UINT64_MAX - g->length; /* no wrap */
+}
+
+/* §3.4.4: "The Responder can use such limits to sanity check chunk
+ * sizes before using them in RDMA operations." */
+static bool chunk_ok(const struct rpcrdma_engine *e,
+		     const struct rpcrdma_write_chunk *c)
+{
+	uint64_t t = 0;
+	for (uint32_t i = 0; i < c->nsegs; i++) {
+		if (!seg_ok(&c->segs[i]))
+			return false;
+		t += c->segs[i].length;
+	}
+	return t <= e->cfg.max_chunk_bytes;
+}
+
+/*
+ * Rebuild plan for the Read list (§3.4.5): the base stream (inline
+ * payload, or the Position-Zero Read chunk of a Long Call) with every
+ * other Read chunk reinserted at its position, followed by XDR padding.
+ * Validates positions and sizes; when dst is not NULL also copies the
+ * base pieces from base and zeroes the pads.  Returns the unreduced
+ * length, or 0 when the list is invalid.
+ */
+static uint64_t layout(const struct rpcrdma_engine *e,
+		       const struct rpcrdma_chunk_lists *cl, bool nomsg,
+		       uint64_t base_len, const uint8_t *base, uint8_t *dst,
+		       uint32_t *read_dst, uint64_t scratch)
+{
+	uint64_t u = 0, r = 0, cum = 0;
+	uint32_t i = 0;
+	if (nomsg) {
+		/* The PZRC: every leading segment at position zero. */
+		for (; i < cl->nreads && cl->reads[i].position == 0; i++) {
+			if (!seg_ok(&cl->reads[i].target))
+				return 0;
+			if (read_dst)
+				read_dst[i] = (uint32_t)(scratch + cum);
+			cum += cl->reads[i].target.length;
+		}
+	}
+	while (i < cl->nreads) {
+		uint32_t pos = cl->reads[i].position;
+		if (pos == 0 || pos < u) /* §3.4.5: P0 only in Long Calls; */
+			return 0;        /* chunks in order, not overlapping */
+		uint64_t gap = pos - u;
+		if (r + gap > base_len)
+			return 0;
+		if (dst && gap)
+			memmove(dst + u, base + r, (size_t)gap);
+		r += gap;
+		uint64_t c = 0;
+		for (; i < cl->nreads && cl->reads[i].position == pos; i++) {
+			if (!seg_ok(&cl->reads[i].target))
+				return 0;
+			if (read_dst)
+				read_dst[i] = (uint32_t)(pos + c);
+			c += cl->reads[i].target.length;
+			if (c > e->cfg.max_call_size)
+				return 0;
+		}
+		if (dst)
+			memset(dst + pos + c, 0, pad4((size_t)c));
+		u = pos + c + pad4((size_t)c);
+		if (u > e->cfg.max_call_size)
+			return 0;
+	}
+	if (dst && base_len > r)
+		memmove(dst + u, base + r, (size_t)(base_len - r));
+	u += base_len - r;
+	if (u > e->cfg.max_call_size)
+		return 0;
+	return u;
+}
+
+static void deliver(struct rpcrdma_engine *e, struct rs *s)
+{
+	/* RFC 8166 §4.5.2: the RPC XID must match rdma_xid; RFC 8167 §5.1:
+	 * a call's msg_type is CALL. */
+	if (s->call_len < 8 || be32(s->callbuf) != s->xid ||
+	    be32(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
+		send_error(e, s, s->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		return;
+	}
+	s->state = RS_IN_ULP;
+	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+}
+
+void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+		     const uint8_t *msg, size_t len)
+{
+	e->ctr.calls_received++;
+	struct rs *s = rs_alloc(e);
+	if (!s) {
+		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
+		return;
+	}
+	s->xid = h->xid;
+	const struct rpcrdma_chunk_lists *cl = &h->chunks;
+	bool nomsg = h->proc == RPCRDMA_V1_NOMSG;
+	bool ok = true;
+	for (uint32_t i = 0; i < cl->nwrites; i++)
+		ok = ok && chunk_ok(e, &cl->writes[i]);
+	if (cl->has_reply)
+		ok = ok && chunk_ok(e, &cl->reply);
+	uint64_t base_len = len;
+	if (nomsg) {
+		base_len = 0;
+		if (!cl->nreads || cl->reads[0].position != 0)
+			ok = false; /* nothing carries the call */
+		for (uint32_t i = 0; i < cl->nreads && cl->reads[i].position == 0; i++)
+			base_len += cl->reads[i].target.length;
+		if (base_len > e->cfg.max_call_size)
+			ok = false;
+	}
+	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL, 0) : 0;
+	if (!ok || (!total && cl->nreads)) {
+		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		return;
+	}
+	memcpy(&s->cl, cl, sizeof s->cl);
+	if (!cl->nreads) {
+		/* Short or Chunked-for-the-reply call: all inline. */
+		s->callbuf = s->small;
+		memcpy(s->callbuf, msg, len);
+		s->call_len = len;
+		deliver(e, s);
+		return;
+	}
+	/* A Long Call with further Read chunks reads its PZRC to scratch
+	 * space past the rebuilt message, then spreads it. */
+	bool inserts = nomsg && (s->cl.nreads &&
+		s->cl.reads[s->cl.nreads - 1].position != 0);
+	s->scratch = inserts ? (size_t)total : 0;
+	s->base_len = (size_t)base_len;
+	size_t cap = (size_t)total + (inserts ? (size_t)base_len : 0);
+	s->callbuf = malloc(cap ? cap : 1);
+	if (!s->callbuf) {
+		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		return;
+	}
+	s->call_malloced = true;
+	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
+		       RPCRDMA_ACCESS_LOCAL_WRITE, &s->callmr)) {
+		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		return;
+	}
+	s->callmr_valid = true;
+	s->call_len = (size_t)total;
+	layout(e, &s->cl, nomsg, base_len, nomsg ? NULL : msg,
+	       nomsg ? NULL : s->callbuf, s->read_dst, s->scratch);
+	s->state = RS_READING;
+	rpcrdma_rs_run(e, s);
+}
+
+static void reads_done(struct rpcrdma_engine *e, struct rs *s)
+{
+	/* A Long Call with further chunks: spread the PZRC (the reduced
+	 * stream) around them.  Otherwise everything is in place. */
+	if (s->scratch)
+		layout(e, &s->cl, true, s->base_len, s->callbuf + s->scratch,
+		       s->callbuf, NULL, 0);
+	deliver(e, s);
+}
+
+static void run_reads(struct rpcrdma_engine *e, struct rs *s)
+{
+	while (s->next_read < s->cl.nreads) {
+		const struct rpcrdma_read_segment *rd = &s->cl.reads[s->next_read];
+		if (!rd->target.length) {
+			s->next_read++;
+			continue;
+		}
+		if (e->reads_inflight >= e->ord || !e->sq_avail) {
+			if (e->reads_inflight >= e->ord)
+				e->ctr.ord_stalls++;
+			else
+				e->ctr.sq_stalls++;
+			rpcrdma_rs_enqueue(e, s);
+			return;
+		}
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		if (!w) {
+			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+			return;
+		}
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_READ, s->idx);
+		w->send.opcode = RPCRDMA_WR_RDMA_READ;
+		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+		w->send.num_sge = 1;
+		w->send.rdma.remote_addr = rd->target.offset;
+		w->send.rdma.rkey = rd->target.handle;
+		w->sge[0].addr = rpcrdma_arena_addr(e, s->callbuf +
+							s->read_dst[s->next_read]);
+		w->sge[0].length = rd->target.length;
+		w->sge[0].lkey = s->callmr.lkey;
+		e->sq_avail--;
+		s->sq_held++;
+		e->reads_inflight++;
+		s->reads_inflight++;
+		e->ctr.rdma_read_bytes += rd->target.length;
+		s->next_read++;
+	}
+	if (!s->reads_inflight)
+		reads_done(e, s);
+}
+
+static uint64_t chunk_cap(const struct rpcrdma_write_chunk *c)
+{
+	uint64_t t = 0;
+	for (uint32_t i = 0; i < c->nsegs; i++)
+		t += c->segs[i].length;
+	return t;
+}
+
+/* Emit RDMA Writes of src[0..len) filling chunk c in order (§3.4.6);
+ * records the bytes written per segment in out.  Returns WRs emitted. */
+static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
+			    const uint8_t *src, size_t len, uint32_t lkey,
+			    const struct rpcrdma_write_chunk *c,
+			    struct rpcrdma_write_chunk *out, bool emit)
+{
+	uint32_t n = 0;
+	size_t done = 0;
+	*out = *c;
+	for (uint32_t j = 0; j < c->nsegs; j++) {
+		size_t k = len - done;
+		if (k > c->segs[j].length)
+			k = c->segs[j].length;
+		out->segs[j].length = (uint32_t)k;
+		if (!k)
+			continue;
+		n++;
+		if (emit) {
+			struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+			if (!w)
+				return n;
+			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE, s->idx);
+			w->send.opcode = RPCRDMA_WR_RDMA_WRITE;
+			w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+			w->send.num_sge = 1;
+			w->send.rdma.remote_addr = c->segs[j].offset;
+			w->send.rdma.rkey = c->segs[j].handle;
+			w->sge[0].addr = rpcrdma_arena_addr(e, src + done);
+			w->sge[0].length = (uint32_t)k;
+			w->sge[0].lkey = lkey;
+			e->ctr.rdma_write_bytes += k;
+		}
+		done += k;
+	}
+	return n;
+}
+
+/* The rkey the reply may invalidate at the Requester (RFC 8797 §4.1):
+ * the first handle of the Write list, else the Reply chunk, else the
+ * Read list; 0 when the call exposed none. */
+static bool inv_handle(const struct rs *s, uint32_t *rkey)
+{
+	for (uint32_t i = 0; i < s->cl.nwrites; i++)
+		if (s->cl.writes[i].nsegs) {
+			*rkey = s->cl.writes[i].segs[0].handle;
+			return true;
+		}
+	if (s->cl.has_reply && s->cl.reply.nsegs) {
+		*rkey = s->cl.reply.segs[0].handle;
+		return true;
+	}
+	if (s->cl.nreads) {
+		*rkey = s->cl.reads[0].target.handle;
+		return true;
+	}
+	return false;
+}
+
+static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
+		      bool may_inv)
+{
+	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+	if (!w) {
+		rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+		return;
+	}
+	uint32_t rkey;
+	w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_SEND, s->idx);
+	w->send.opcode = RPCRDMA_WR_SEND;
+	if (may_inv && e->thr.send_with_inv && inv_handle(s, &rkey)) {
+		w->send.opcode = RPCRDMA_WR_SEND_WITH_INV;
+		w->send.invalidate_rkey = rkey;
+		e->ctr.send_with_inv++;
+	}
+	w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+	w->send.num_sge = 1;
+	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
+	w->sge[0].length = (uint32_t)len;
+	w->sge[0].lkey = e->arena_mr.lkey;
+	e->sq_avail--;
+	s->sq_held++;
+	s->send_pending = true;
+	s->state = RS_SENDING;
+}
+
+static void run_error(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (!e->sq_avail) {
+		e->ctr.sq_stalls++;
+		rpcrdma_rs_enqueue(e, s);
+		return;
+	}
+	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
+	rpcrdma_v1_hdr_init(h);
+	h->xid = s->xid;
+	h->vers = s->err_vers; /* §4.5: echo the failing request's */
+	h->credit = rpcrdma_grant_value(e);
+	h->proc = RPCRDMA_V1_ERROR;
+	h->err = s->err;
+	h->vers_low = h->vers_high = RPCRDMA_VERSION_1; /* §4.5.1 */
+	int n = rpcrdma_v1_encode(s->sbuf, e->ssize, h);
+	if (n < 0) {
+		rpcrdma_ask_close(e, n);
+		return;
+	}
+	if (s->err == RPCRDMA_V1_ERR_VERS)
+		e->ctr.err_vers_sent++;
+	else
+		e->ctr.err_chunk_sent++;
+	emit_send(e, s, (size_t)n, false);
+}
+
+/* Build and emit a ULP reply.  Falls back to ERR_CHUNK when the reply
+ * cannot be delivered with the chunks the Requester offered. */
+static void run_reply(struct rpcrdma_engine *e, struct rs *s)
+{
+	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
+	const struct rpcrdma_chunk_lists *cl = &s->cl;
+	uint32_t w = 0, nwr = 0;
+	uint64_t reduced = 0;
+	bool reduce[RPCRDMA_ENGINE_MAX_IOV];
+
+	rpcrdma_v1_hdr_init(h);
+	h->xid = s->xid;
+	h->vers = RPCRDMA_VERSION_1;
+	h->credit = rpcrdma_grant_value(e);
+	h->proc = RPCRDMA_V1_MSG;
+	/* Plan: each DDP-eligible result takes the next Write chunk
+	 * (§4.3.2.1); an empty chunk forces it inline (§4.3.2.3). */
+	for (unsigned i = 0; i < s->nmsg; i++) {
+		const struct rpcrdma_iov *v = &s->msg[i];
+		reduce[i] = false;
+		if (v->ddp && w < cl->nwrites) {
+			const struct rpcrdma_write_chunk *c = &cl->writes[w];
+			if (c->nsegs) {
+				if (chunk_cap(c) < v->len)
+					goto err_chunk;
+				reduce[i] = true;
+				nwr += write_chunk(e, s, v->base, v->len, 0, c,
+						   &h->chunks.writes[w], false);
+			} else {
+				h->chunks.writes[w].nsegs = 0;
+			}
+			w++;
+		}
+		if (!reduce[i])
+			reduced += v->len + pad4(v->len);
+	}
+	/* §4.3.2.2: unconsumed chunks go back unused (same count, empty
+	 * segments). */
+	for (; w < cl->nwrites; w++)
+		write_chunk(e, s, NULL, 0, 0, &cl->writes[w],
+			    &h->chunks.writes[w], false);
+	h->chunks.nwrites = cl->nwrites;
+	bool lng = rpcrdma_v1_size(h) + reduced > e->thr.send;
+	if (lng) {
+		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
+		 * when there is none or it is too small (§4.5.3). */
+		if (!cl->has_reply || chunk_cap(&cl->reply) < reduced)
+			goto err_chunk;
+		h->proc = RPCRDMA_V1_NOMSG;
+		h->chunks.has_reply = true;
+		nwr += write_chunk(e, s, NULL, (size_t)reduced, 0, &cl->reply,
+				   &h->chunks.reply, false);
+		if (rpcrdma_v1_size(h) > e->thr.send)
+			goto err_chunk;
+	}
+	if (e->sq_avail < nwr + 1) {
+		e->ctr.sq_stalls++;
+		rpcrdma_rs_enqueue(e, s);
+		return;
+	}
+	/* Reserve the Writes now; the Send (or an error's) takes the one
+	 * entry left. */
+	e->sq_avail -= nwr;
+	s->sq_held += nwr;
+	/* Register sources and emit: Writes first, the Send last (the
+	 * Send's arrival tells the Requester the data is in place). */
+	w = 0;
+	for (unsigned i = 0; i < s->nmsg; i++) {
+		const struct rpcrdma_iov *v = &s->msg[i];
+		if (v->ddp && w < cl->nwrites) {
+			if (reduce[i]) {
+				struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
+				if (v->len && e->mem.reg(e->mem.ctx, v->base, v->len,
+							 0, mr))
+					goto err_chunk_release;
+				if (v->len)
+					s->nmr++;
+				write_chunk(e, s, v->base, v->len, v->len ? mr->lkey : 0,
+					    &cl->writes[w], &h->chunks.writes[w], true);
+			}
+			w++;
+		}
+	}
+	uint8_t *dst;
+	int hlen;
+	if (lng) {
+		s->staging = malloc(reduced ? (size_t)reduced : 1);
+		if (!s->staging)
+			goto err_chunk_release;
+		dst = s->staging;
+	} else {
+		/* Fits: size(h) + reduced <= thr.send <= ssize. */
+		dst = s->sbuf + rpcrdma_v1_size(h);
+	}
+	uint8_t *p = dst;
+	for (unsigned i = 0; i < s->nmsg; i++) {
+		const struct rpcrdma_iov *v = &s->msg[i];
+		if (reduce[i])
+			continue; /* removed with its padding, §3.4.4.4 */
+		if (v->len)
+			memcpy(p, v->base, v->len);
+		p += v->len;
+		memset(p, 0, pad4(v->len));
+		p += pad4(v->len);
+	}
+	if (lng) {
+		struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
+		if (e->mem.reg(e->mem.ctx, s->staging, reduced ? (size_t)reduced : 1,
+			       0, mr))
+			goto err_chunk_release;
+		s->nmr++;
+		write_chunk(e, s, s->staging, (size_t)reduced, mr->lkey,
+			    &cl->reply, &h->chunks.reply, true);
+	}
+	hlen = rpcrdma_v1_encode(s->sbuf, e->ssize, h);
+	if (hlen < 0) {
+		rpcrdma_ask_close(e, hlen);
+		return;
+	}
+	if (lng)
+		e->ctr.long_replies++;
+	else if (h->chunks.nwrites)
+		e->ctr.chunked_replies++;
+	else
+		e->ctr.short_replies++;
+	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true);
+	return;
+
+err_chunk_release:
+	/* Writes already queued for this slot are harmless (they target
+	 * the Requester's chunks); drop our local registrations after the
+	 * error's Send completes (rs_free). */
+err_chunk:
+	s->reply_status = RPCRDMA_ERR_PEER_ERR_CHUNK;
+	s->err = RPCRDMA_V1_ERR_CHUNK;
+	s->err_vers = RPCRDMA_VERSION_1;
+	run_error(e, s);
+}
+
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (!e->connected || s->epoch != e->epoch)
+		return;
+	switch (s->state) {
+	case RS_READING:
+		run_reads(e, s);
+		break;
+	case RS_WAIT_SQ:
+		if (s->ulp && !s->err)
+			run_reply(e, s);
+		else
+			run_error(e, s);
+		break;
+	default:
+		break;
+	}
+}
+
+int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
+				const struct rpcrdma_reply_req *rep,
+				uint64_t now)
+{
+	(void)now;
+	if (call_id >= e->nrs || e->rs[call_id].state != RS_IN_ULP)
+		return RPCRDMA_ERR_NOENT;
+	struct rs *s = &e->rs[call_id];
+	if (s->epoch != e->epoch) {
+		rpcrdma_rs_free(e, s);
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
+	if (!rep || !rep->msg || !rep->nmsg || rep->nmsg > RPCRDMA_ENGINE_MAX_IOV ||
+	    rep->msg[0].ddp || rep->msg[0].len < 4 || !rep->msg[0].base ||
+	    be32(rep->msg[0].base) != s->xid)
+		return RPCRDMA_ERR_INVAL;
+	for (unsigned i = 0; i < rep->nmsg; i++)
+		if ((!rep->msg[i].base && rep->msg[i].len) ||
+		    (!rep->msg[i].ddp && (rep->msg[i].len & 3)) ||
+		    rep->msg[i].len > UINT32_MAX)
+			return RPCRDMA_ERR_INVAL;
+	memcpy(s->msg, rep->msg, rep->nmsg * sizeof *s->msg);
+	s->nmsg = rep->nmsg;
+	s->user = rep->user;
+	s->ulp = true;
+	s->err = 0;
+	s->reply_status = 0;
+	s->state = RS_WAIT_SQ;
+	rpcrdma_rs_run(e, s);
+	return 0;
+}
+
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+		   const struct rpcrdma_wc *wc)
+{
+	(void)wc;
+	switch (op) {
+	case WRO_READ:
+		if (e->reads_inflight)
+			e->reads_inflight--;
+		if (s->reads_inflight)
+			s->reads_inflight--;
+		if (s->state == RS_READING)
+			run_reads(e, s);
+		break;
+	case WRO_SEND:
+		s->send_pending = false;
+		/* Send completions are in order: everything before it is
+		 * done, so reserved entries never used come back. */
+		e->sq_avail += s->sq_held;
+		s->sq_held = 0;
+		if (s->state != RS_SENDING)
+			break;
+		if (s->ulp) {
+			for (uint32_t i = 0; i < s->nmr; i++)
+				e->mem.release(e->mem.ctx, &s->mr[i]);
+			s->nmr = 0;
+			s->state = RS_DONE;
+			rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+		} else {
+			rpcrdma_rs_free(e, s);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
+{
+	s->sq_held = 0;
+	s->reads_inflight = 0;
+	s->send_pending = false;
+	switch (s->state) {
+	case RS_READING:
+		rpcrdma_rs_free(e, s);
+		break;
+	case RS_IN_ULP:
+		break; /* stale: submit_reply() reports it */
+	case RS_WAIT_SQ:
+	case RS_SENDING:
+		if (s->ulp) {
+			for (uint32_t i = 0; i < s->nmr; i++)
+				e->mem.release(e->mem.ctx, &s->mr[i]);
+			s->nmr = 0;
+			s->reply_status = RPCRDMA_ERR_DISCONNECTED;
+			s->state = RS_DONE;
+			rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+		} else {
+			rpcrdma_rs_free(e, s);
+		}
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,419 @@
+/*
+ * Engine driven by scripted, byte-exact inputs: error replies, reserved
+ * procedures, credits, thresholds, peer errors.  Each test names the RFC
+ * section it checks.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "test_engine_fake.h"
+
+static struct fake *F;
+static struct side S;
+
+struct sent {
+	enum rpcrdma_wr_opcode op;
+	uint8_t bytes[8192];
+	size_t len;
+};
+static struct sent sent[64];
+static int nsent;
+
+/* Pop every work request; keep Sends' bytes. */
+static void drain(void)
+{
+	struct rpcrdma_engine_wr w;
+	nsent = 0;
+	while (rpcrdma_engine_pop_wr(S.e, &w)) {
+		if (w.is_recv)
+			continue;
+		if (nsent >= 64)
+			continue;
+		struct sent *s = &sent[nsent++];
+		s->op = w.send.opcode;
+		s->len = 0;
+		for (int i = 0; i < w.send.num_sge; i++) {
+			memcpy(s->bytes + s->len,
+			       (void *)(uintptr_t)w.send.sg_list[i].addr,
+			       w.send.sg_list[i].length);
+			s->len += w.send.sg_list[i].length;
+		}
+		/* complete it at once */
+		struct rpcrdma_wc wc = {0};
+		wc.wr_id = w.send.wr_id;
+		wc.status = RPCRDMA_WC_SUCCESS;
+		rpcrdma_engine_completion(S.e, &wc, 0);
+	}
+}
+
+static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
+		     uint32_t credits)
+{
+	if (!F)
+		F = calloc(1, sizeof *F);
+	memset(F, 0, sizeof *F);
+	side_init(&S, F, 0);
+	struct rpcrdma_engine_config c;
+	rpcrdma_engine_config_default(&c);
+	c.max_calls = max_calls;
+	c.credits = credits;
+	c.xid_seed = 0x100;
+	CHECK_EQ(side_create(&S, &c), 0);
+	CHECK_EQ(rpcrdma_engine_established(S.e, pdata, len, 4, 0), 0);
+	drain();
+}
+
+static void setup(uint32_t max_calls, uint32_t credits)
+{
+	uint8_t pd[8];
+	rpcrdma_cm_pdata_encode(pd, sizeof pd, 4096, 4096, true);
+	setup_pd(pd, sizeof pd, max_calls, credits);
+}
+
+static void teardown(void)
+{
+	F->conn_down = true; /* outstanding calls die with the engine */
+	rpcrdma_engine_destroy(S.e);
+	S.e = NULL;
+}
+
+static size_t words(uint8_t *p, const uint32_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		put_be32(p + 4 * i, w[i]);
+	return 4 * n;
+}
+
+static void feed(const uint32_t *w, size_t n)
+{
+	uint8_t b[512];
+	size_t len = words(b, w, n);
+	CHECK_EQ(rpcrdma_engine_recv(S.e, b, len, false, 0, 0), 0);
+	drain();
+}
+
+static void check_sent_words(int i, const uint32_t *w, size_t n)
+{
+	uint8_t b[512];
+	size_t len = words(b, w, n);
+	CHECK_EQ(sent[i].len, len);
+	CHECK_MEM(sent[i].bytes, b, len);
+}
+
+/* RFC 8166 §4.5, §4.5.1: a version-2 call is answered ERR_VERS with the
+ * same XID and version, low = high = 1, our grant in rdma_credit. */
+static void test_err_vers(void)
+{
+	setup(8, 32);
+	static const uint32_t in[] = {0xdeadbeef, 2, 5, 0, 0, 0, 0,
+				      0xdeadbeef, 0};
+	feed(in, 9);
+	CHECK_EQ(nsent, 1);
+	static const uint32_t want[] = {0xdeadbeef, 2, 32, 4, 1, 1, 1};
+	check_sent_words(0, want, 7);
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_SEND);
+	/* an RDMA_ERROR of an unknown version is never answered */
+	static const uint32_t err[] = {0x55, 7, 1, 4, 1, 1, 1};
+	feed(err, 7);
+	CHECK_EQ(nsent, 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.err_vers_sent, 1);
+	teardown();
+}
+
+/* RFC 8166 §4.5.2: undecodable headers -> ERR_CHUNK: unknown rdma_proc,
+ * RDMA_NOMSG with no chunk list, a bad list discriminator, RPC XID not
+ * matching rdma_xid. */
+static void test_err_chunk(void)
+{
+	setup(8, 32);
+	static const uint32_t want[] = {0x11, 1, 32, 4, 2};
+	static const uint32_t badproc[] = {0x11, 1, 1, 9, 0, 0, 0};
+	feed(badproc, 7);
+	CHECK_EQ(nsent, 1);
+	check_sent_words(0, want, 5);
+	static const uint32_t nomsg[] = {0x11, 1, 1, 1, 0, 0, 0};
+	feed(nomsg, 7);
+	CHECK_EQ(nsent, 1);
+	check_sent_words(0, want, 5);
+	static const uint32_t badbool[] = {0x11, 1, 1, 0, 7, 0, 0, 0x11, 0};
+	feed(badbool, 9);
+	CHECK_EQ(nsent, 1);
+	check_sent_words(0, want, 5);
+	/* RDMA_MSG CALL whose RPC XID differs from rdma_xid */
+	static const uint32_t xidm[] = {0x11, 1, 1, 0, 0, 0, 0, 0x12, 0, 2,
+					1, 1, 1, 0, 0, 0, 0};
+	feed(xidm, 17);
+	CHECK_EQ(nsent, 1);
+	check_sent_words(0, want, 5);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.err_chunk_sent, 4);
+	teardown();
+}
+
+/* RFC 8166 §4.6.1: RDMA_MSGP is answered ERR_CHUNK; §4.6.2: RDMA_DONE is
+ * silently discarded; §4.5: shorter than 28 bytes silently discarded. */
+static void test_msgp_done_short(void)
+{
+	setup(8, 32);
+	static const uint32_t msgp[] = {0x21, 1, 1, 2, 64, 1024, 0, 0, 0,
+					0x21, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(msgp, 19);
+	CHECK_EQ(nsent, 1);
+	static const uint32_t want[] = {0x21, 1, 32, 4, 2};
+	check_sent_words(0, want, 5);
+	static const uint32_t done[] = {0x22, 1, 1, 3, 0, 0, 0};
+	feed(done, 7);
+	CHECK_EQ(nsent, 0);
+	static const uint32_t shortmsg[] = {0x23, 1, 1, 0, 0, 0};
+	feed(shortmsg, 6);
+	CHECK_EQ(nsent, 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.done_dropped, 1);
+	CHECK_EQ(c.short_dropped, 1);
+	CHECK_EQ(c.err_chunk_sent, 1);
+	teardown();
+}
+
+/* A Short call for the credit tests: 40-byte RPC header. */
+static uint8_t hdrs[16][40];
+static uint8_t rbuf[16][256];
+
+static uint32_t submit(int i)
+{
+	rpc_call_hdr(hdrs[i], 100003, 3, 0);
+	struct rpcrdma_iov v = {hdrs[i], 40, false};
+	struct rpcrdma_call_req r = {&v, 1, rbuf[i], 256, NULL, 0,
+				     (void *)(uintptr_t)(i + 1)};
+	uint32_t xid = 0;
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
+	return xid;
+}
+
+static void reply(uint32_t xid, uint32_t credit)
+{
+	uint32_t w[] = {xid, 1, credit, 0, 0, 0, 0, xid, 1, 0, 0, 0, 0};
+	feed(w, 13);
+}
+
+static int events(struct rpcrdma_engine_event *ev, int max)
+{
+	int n = 0;
+	while (n < max && rpcrdma_engine_poll_event(S.e, &ev[n]))
+		n++;
+	return n;
+}
+
+/* RFC 8166 §3.3.3: one call until a grant; §3.3.1: a grant of 0 counts as
+ * 1 (it "MUST NOT be zero"); large grants are clamped to max_calls;
+ * never more in flight than granted. */
+static void test_credits(void)
+{
+	setup(4, 32);
+	uint32_t x[8];
+	for (int i = 0; i < 4; i++)
+		x[i] = submit(i);
+	drain();
+	CHECK_EQ(nsent, 1); /* one credit before the first reply */
+	/* the call asks for max_calls credits */
+	CHECK_EQ(get_be32(sent[0].bytes + 8), 4);
+	CHECK_EQ(get_be32(sent[0].bytes + 12), 0); /* RDMA_MSG */
+	CHECK_EQ(sent[0].len, 28 + 40);
+	reply(x[0], 0);                 /* grant 0 -> 1 */
+	CHECK_EQ(nsent, 1);
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.credits_granted, 1);
+	CHECK_EQ(in.calls_in_flight, 1);
+	reply(x[1], 1000);              /* clamp to 4 */
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.credits_granted, 4);
+	CHECK_EQ(nsent, 2);             /* x[2], x[3] */
+	reply(x[2], 2);
+	reply(x[3], 2);
+	struct rpcrdma_engine_event ev[8];
+	int n = events(ev, 8);
+	CHECK_EQ(n, 4);
+	for (int i = 0; i < n; i++) {
+		CHECK_EQ(ev[i].type, RPCRDMA_EV_CALL_DONE);
+		CHECK_EQ(ev[i].status, 0);
+		CHECK_EQ(ev[i].reply_len, 24);
+	}
+	/* grant 2: three submitted, two go */
+	for (int i = 4; i < 7; i++)
+		x[i] = submit(i);
+	drain();
+	CHECK_EQ(nsent, 2);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK(c.credit_stalls >= 2);
+	/* §3.3.1: receives posted cover what we grant as Responder */
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK(in.recvs_posted >= 32);
+	teardown();
+}
+
+/* RFC 8166 §4.5: RDMA_ERROR completes the call with that XID: ERR_VERS
+ * with the peer's range, ERR_CHUNK (a 20-byte message); §4.5 replies that
+ * do not decode, or name no call of ours, are silently discarded. */
+static void test_peer_errors(void)
+{
+	setup(4, 32);
+	uint32_t x0 = submit(0);
+	drain();
+	static uint32_t ev_words[7];
+	uint32_t e1[] = {x0, 1, 4, 4, 1, 1, 1};
+	memcpy(ev_words, e1, sizeof e1);
+	feed(ev_words, 7);
+	struct rpcrdma_engine_event ev[4];
+	CHECK_EQ(events(ev, 4), 1);
+	CHECK_EQ(ev[0].status, RPCRDMA_ERR_PEER_ERR_VERS);
+	CHECK_EQ(ev[0].peer_vers_low, 1);
+	CHECK_EQ(ev[0].peer_vers_high, 1);
+	CHECK_EQ(ev[0].xid, x0);
+	uint32_t x1 = submit(1);
+	drain();
+	CHECK_EQ(nsent, 1);
+	/* undecodable reply with our XID: discarded, nothing sent */
+	uint32_t bad[] = {x1, 1, 4, 0, 9, 0, 0, x1, 1};
+	feed(bad, 9);
+	CHECK_EQ(nsent, 0);
+	/* reply for an XID we never sent: discarded */
+	reply(0x999, 4);
+	CHECK_EQ(events(ev, 4), 0);
+	uint32_t e2[] = {x1, 1, 4, 4, 2};
+	feed(e2, 5);
+	CHECK_EQ(events(ev, 4), 1);
+	CHECK_EQ(ev[0].status, RPCRDMA_ERR_PEER_ERR_CHUNK);
+	CHECK_EQ(ev[0].xid, x1);
+	/* a second error for the same XID: the call completed once */
+	feed(e2, 5);
+	CHECK_EQ(events(ev, 4), 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.err_vers_recv, 1);
+	CHECK_EQ(c.err_chunk_recv, 1);
+	CHECK_EQ(c.calls_completed, 2);
+	CHECK(c.bad_replies >= 3);
+	teardown();
+}
+
+/* RFC 8797 §4.2, §5.1: thresholds from private data; none or invalid
+ * means 1024 each way; the peer's receive size caps our sends. */
+static void test_thresholds(void)
+{
+	struct rpcrdma_engine_info in;
+	setup_pd(NULL, 0, 4, 4);
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.send_threshold, 1024);
+	CHECK_EQ(in.recv_threshold, 1024);
+	CHECK(!in.send_with_inv);
+	teardown();
+	static const uint8_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	setup_pd(junk, 8, 4, 4);
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.send_threshold, 1024);
+	teardown();
+	uint8_t pd[8];
+	rpcrdma_cm_pdata_encode(pd, 8, 65536, 2048, true);
+	setup_pd(pd, 8, 4, 4);
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.send_threshold, 2048);
+	CHECK_EQ(in.recv_threshold, 4096); /* our default maximum */
+	CHECK(in.send_with_inv);
+	/* §3.5.3: a 2048-byte threshold makes a 2100-byte call Long */
+	static uint8_t big[2100];
+	rpc_call_hdr(big, 1, 1, 1);
+	struct rpcrdma_iov v = {big, sizeof big, false};
+	struct rpcrdma_call_req r = {&v, 1, rbuf[0], 100, NULL, 0, NULL};
+	uint32_t xid;
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 1);
+	/* RDMA_NOMSG, Read list: one PZRC segment at position 0, no Write
+	 * list, no Reply chunk: 16 + 4 + 20 + 4 + 4 + 4 bytes */
+	CHECK_EQ(get_be32(sent[0].bytes + 12), 1);
+	CHECK_EQ(sent[0].len, 52);
+	CHECK_EQ(get_be32(sent[0].bytes + 16), 1);  /* read list present */
+	CHECK_EQ(get_be32(sent[0].bytes + 20), 0);  /* position zero */
+	CHECK_EQ(get_be32(sent[0].bytes + 28), 2100); /* length */
+	teardown();
+	/* our own private data: RFC 8797 §4 layout */
+	setup(4, 4);
+	CHECK_EQ(rpcrdma_engine_private_data(S.e, pd, 8), 8);
+	static const uint8_t want[8] = {0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3};
+	CHECK_MEM(pd, want, 8);
+	teardown();
+}
+
+/* RFC 8166 §4.3.3: a Reply chunk is offered exactly when the largest
+ * reply may not fit inline: 4096 - 28 (the reply's transport header
+ * with empty lists) = 4068 bytes of Payload stream fit. */
+static void test_reply_chunk_offer(void)
+{
+	setup(4, 4);
+	static uint8_t h[40], rb[8192];
+	rpc_call_hdr(h, 1, 1, 1);
+	struct rpcrdma_iov v = {h, 40, false};
+	struct rpcrdma_call_req r = {&v, 1, rb, 4068, NULL, 0, NULL};
+	uint32_t xid;
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
+	drain();
+	CHECK_EQ(sent[0].len, 28 + 40);  /* no Reply chunk */
+	reply(xid, 4);
+	r.reply_max = 4069;
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
+	drain();
+	CHECK_EQ(sent[0].len, 28 + 20 + 40);  /* Reply chunk, 1 segment */
+	CHECK_EQ(get_be32(sent[0].bytes + 24), 1);  /* present */
+	CHECK_EQ(get_be32(sent[0].bytes + 28), 1);  /* one segment */
+	CHECK_EQ(get_be32(sent[0].bytes + 36), 4069);
+	teardown();
+}
+
+/* RFC 8166 §3.4.4: peer-supplied chunks are checked against limits
+ * before use: a Read chunk past max_call_size and a wrapping Write
+ * segment are answered ERR_CHUNK without any RDMA operation. */
+static void test_segment_limits(void)
+{
+	setup(4, 4);
+	/* RDMA_NOMSG, PZRC of 2 MiB > 1 MiB default */
+	static const uint32_t big[] = {0x31, 1, 1, 1, 1, 0, 0x77, 2u << 20, 0,
+				       0x1000, 0, 0, 0};
+	feed(big, 13);
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_SEND);
+	static const uint32_t want[] = {0x31, 1, 4, 4, 2};
+	check_sent_words(0, want, 5);
+	/* RDMA_MSG with a Write chunk segment whose offset wraps */
+	static const uint32_t wrap[] = {0x32, 1, 1, 0, 0, 1, 1, 0x77, 100,
+					0xffffffff, 0xfffffff0, 0, 0,
+					0x32, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(wrap, 23);
+	CHECK_EQ(nsent, 1);
+	static const uint32_t want2[] = {0x32, 1, 4, 4, 2};
+	check_sent_words(0, want2, 5);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.rdma_read_bytes, 0);
+	teardown();
+}
+
+int main(void)
+{
+	test_err_vers();
+	test_err_chunk();
+	test_msgp_done_short();
+	test_credits();
+	test_peer_errors();
+	test_thresholds();
+	test_reply_chunk_offer();
+	test_segment_limits();
+	free(F);
+	TEST_MAIN_END();
+}

@@ -1,0 +1,633 @@
+/*
+ * Engine back to back: two engines joined by the fake wire of
+ * test_engine_fake.h, every message shape with its data checked.
+ * Each test names the RFC section it checks.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "test_engine_fake.h"
+
+static struct fake *F;
+static struct side A, B; /* A: client (forward Requester), B: server */
+
+/* What the server's upper layer does with a call. */
+enum serve_mode {
+	SERVE_ECHO,      /* reply = header + the call's args, inline */
+	SERVE_RESULT,    /* reply = header + count + DDP result of res_len */
+	SERVE_BIG,       /* reply = header + big_len bytes, no DDP */
+	SERVE_HOLD,      /* do not answer */
+};
+static enum serve_mode mode;
+static size_t res_len, big_len;
+static uint8_t res_data[70000], big_data[70000];
+static uint8_t reply_hdr[64];
+static uint8_t last_call[300000];
+static size_t last_call_len;
+static uint32_t held_calls[64];
+static unsigned nheld;
+static int reply_sent_events, reply_sent_status;
+
+static struct rpcrdma_iov rep_iov[4];
+
+static void serve(struct side *srv, struct side *cli)
+{
+	struct rpcrdma_engine_event ev;
+	for (int round = 0; round < 64; round++) {
+		bool any = false;
+		pump(cli, srv);
+		while (rpcrdma_engine_poll_event(srv->e, &ev)) {
+			any = true;
+			if (ev.type == RPCRDMA_EV_REPLY_SENT) {
+				reply_sent_events++;
+				reply_sent_status = ev.status;
+				continue;
+			}
+			if (ev.type != RPCRDMA_EV_INCOMING_CALL)
+				continue;
+			last_call_len = ev.call_len;
+			memcpy(last_call, ev.call, ev.call_len);
+			if (mode == SERVE_HOLD) {
+				held_calls[nheld++] = ev.call_id;
+				continue;
+			}
+			rpc_reply_hdr(reply_hdr, ev.xid);
+			struct rpcrdma_reply_req rr = {rep_iov, 0, NULL};
+			rep_iov[0] = (struct rpcrdma_iov){reply_hdr, 24, false};
+			if (mode == SERVE_ECHO) {
+				rep_iov[1] = (struct rpcrdma_iov){
+					(uint8_t *)ev.call + 40, ev.call_len - 40, false};
+				rr.nmsg = 2;
+			} else if (mode == SERVE_RESULT) {
+				put_be32(reply_hdr + 24, (uint32_t)res_len);
+				rep_iov[0].len = 28;
+				rep_iov[1] = (struct rpcrdma_iov){res_data, res_len, true};
+				/* a trailing 4-byte item after the result */
+				put_be32(reply_hdr + 28, 0xabcdef01);
+				rep_iov[2] = (struct rpcrdma_iov){reply_hdr + 28, 4, false};
+				rr.nmsg = 3;
+			} else {
+				rep_iov[1] = (struct rpcrdma_iov){big_data, big_len, false};
+				rr.nmsg = 2;
+			}
+			CHECK_EQ(rpcrdma_engine_submit_reply(srv->e, ev.call_id, &rr, 0), 0);
+		}
+		pump(cli, srv);
+		if (!any)
+			return;
+	}
+}
+
+static struct rpcrdma_engine_event done[256];
+static int ndone;
+
+static void collect(struct side *cli)
+{
+	struct rpcrdma_engine_event ev;
+	while (rpcrdma_engine_poll_event(cli->e, &ev))
+		if (ev.type == RPCRDMA_EV_CALL_DONE && ndone < 256)
+			done[ndone++] = ev;
+}
+
+static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
+		  uint32_t ord)
+{
+	if (!F)
+		F = calloc(1, sizeof *F);
+	memset(F, 0, sizeof *F);
+	side_init(&A, F, 0);
+	side_init(&B, F, 1);
+	struct rpcrdma_engine_config c;
+	rpcrdma_engine_config_default(&c);
+	c.max_calls = calls;
+	c.credits = credits;
+	c.remote_inv = rinv_a;
+	c.xid_seed = 0x1000;
+	CHECK_EQ(side_create(&A, &c), 0);
+	c.remote_inv = rinv_b;
+	c.xid_seed = 0x8000;
+	CHECK_EQ(side_create(&B, &c), 0);
+	connect_pair(&A, &B, ord);
+	ndone = 0;
+	nheld = 0;
+	reply_sent_events = 0;
+	mode = SERVE_ECHO;
+	fake_credit_violations = 0;
+}
+
+static void teardown(void)
+{
+	CHECK_EQ(F->violations, 0);
+	CHECK_EQ(fake_credit_violations, 0);
+	rpcrdma_engine_destroy(A.e);
+	rpcrdma_engine_destroy(B.e);
+	A.e = B.e = NULL;
+}
+
+/* A call of args_len bytes of arguments (+ optional DDP argument). */
+static uint8_t call_hdrs[16][64], *call_hdr, args[70000], ddp_arg[300000], reply_buf[300000];
+static struct rpcrdma_iov call_iov[4];
+
+static int start_call(struct side *cli, size_t args_len, size_t ddp_len,
+		      size_t reply_max, struct rpcrdma_iov *results,
+		      unsigned nres, uint32_t *xid)
+{
+	static unsigned ncalls;
+	call_hdr = call_hdrs[ncalls++ % 16];
+	rpc_call_hdr(call_hdr, 100003, 3, 7);
+	fill_pattern(args, args_len, 1);
+	fill_pattern(ddp_arg, ddp_len, 2);
+	unsigned n = 0;
+	call_iov[n++] = (struct rpcrdma_iov){call_hdr, 40, false};
+	if (args_len)
+		call_iov[n++] = (struct rpcrdma_iov){args, args_len, false};
+	if (ddp_len) {
+		/* the count word stays inline (§3.4.4.1) */
+		put_be32(call_hdr + 40, (uint32_t)ddp_len);
+		call_iov[n++] = (struct rpcrdma_iov){call_hdr + 40, 4, false};
+		call_iov[n++] = (struct rpcrdma_iov){ddp_arg, ddp_len, true};
+	}
+	struct rpcrdma_call_req r = {call_iov, n, reply_buf, reply_max,
+				     results, nres, (void *)(uintptr_t)0x77};
+	return rpcrdma_engine_submit_call(cli->e, &r, xid, 0);
+}
+
+/* The call the server saw equals the unreduced stream we submitted. */
+static void check_call_seen(size_t args_len, size_t ddp_len, uint32_t xid)
+{
+	size_t want = 40 + args_len + (ddp_len ? 4 + ddp_len + ((4 - ddp_len % 4) % 4) : 0);
+	CHECK_EQ(last_call_len, want);
+	CHECK_EQ(get_be32(last_call), xid);
+	CHECK_MEM(last_call + 4, call_hdr + 4, 36);
+	CHECK_MEM(last_call + 40, args, args_len);
+	if (ddp_len) {
+		CHECK_EQ(get_be32(last_call + 40 + args_len), ddp_len);
+		CHECK_MEM(last_call + 44 + args_len, ddp_arg, ddp_len);
+		static const uint8_t z[4];
+		CHECK_MEM(last_call + 44 + args_len + ddp_len, z, want - (44 + args_len + ddp_len));
+	}
+}
+
+/* RFC 8166 §3.5.1 Short call and reply; §3.3.3 one credit first. */
+static void test_short(void)
+{
+	setup(16, 8, true, true, 4);
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(A.e, &in);
+	CHECK_EQ(in.credits_granted, 1);
+	CHECK_EQ(in.send_threshold, 4096);
+	CHECK_EQ(in.recv_threshold, 4096);
+	CHECK(in.send_with_inv);
+	uint32_t xid;
+	CHECK_EQ(start_call(&A, 100, 0, 1000, NULL, 0, &xid), 0);
+	CHECK_EQ(xid, 0x1000);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].xid, xid);
+	CHECK(done[0].user == (void *)(uintptr_t)0x77);
+	CHECK_EQ(done[0].reply_len, 24 + 100);
+	CHECK_MEM(reply_buf + 24, args, 100);
+	check_call_seen(100, 0, xid);
+	CHECK_EQ(reply_sent_events, 1);
+	rpcrdma_engine_get_info(A.e, &in);
+	CHECK_EQ(in.credits_granted, 8); /* B grants 8 */
+	CHECK_EQ(in.calls_in_flight, 0);
+	struct rpcrdma_engine_counters ca, cb;
+	rpcrdma_engine_get_counters(A.e, &ca);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(ca.short_calls, 1);
+	CHECK_EQ(ca.calls, 1);
+	CHECK_EQ(ca.calls_completed, 1);
+	CHECK_EQ(ca.replies_inline, 1);
+	CHECK_EQ(cb.calls_received, 1);
+	CHECK_EQ(cb.short_replies, 1);
+	CHECK_EQ(ca.local_invs + ca.remote_invs, 0); /* nothing exposed */
+	teardown();
+}
+
+/* RFC 8166 §3.5.1/§3.5.3 at the call inline threshold: a header of 28
+ * bytes + 4068 payload bytes is exactly 4096 -> Short; 4 more -> Long
+ * Call via the Position-Zero Read chunk. */
+static void test_call_threshold(void)
+{
+	setup(16, 8, true, true, 4);
+	uint32_t xid;
+	/* reply_max 100 -> no Reply chunk, header is 28 bytes */
+	CHECK_EQ(start_call(&A, 4068 - 40, 0, 100, NULL, 0, &xid), 0);
+	mode = SERVE_BIG;
+	big_len = 0;
+	serve(&B, &A);
+	collect(&A);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(A.e, &c);
+	CHECK_EQ(c.short_calls, 1);
+	CHECK_EQ(c.long_calls, 0);
+	check_call_seen(4068 - 40, 0, xid);
+	CHECK_EQ(start_call(&A, 4072 - 40, 0, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	rpcrdma_engine_get_counters(A.e, &c);
+	CHECK_EQ(c.long_calls, 1);
+	check_call_seen(4072 - 40, 0, xid);
+	CHECK_EQ(ndone, 2);
+	CHECK_EQ(done[1].status, 0);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0); /* §4.4.1 nothing left open */
+	struct rpcrdma_engine_counters cb;
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(cb.rdma_read_bytes, 4072);
+	teardown();
+}
+
+/* RFC 8166 §3.5.2 Chunked call: a DDP-eligible argument reduced into a
+ * Read chunk at its XDR position (§4.3.1.1) without roundup (§3.4.5.2),
+ * reinserted with padding by the Responder. */
+static void test_chunked_call(void)
+{
+	setup(16, 8, true, true, 4);
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 0;
+	CHECK_EQ(start_call(&A, 200, 10001, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	struct rpcrdma_engine_counters c, cb;
+	rpcrdma_engine_get_counters(A.e, &c);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(c.chunked_calls, 1);
+	CHECK_EQ(cb.rdma_read_bytes, 10001); /* no padding in the chunk */
+	check_call_seen(200, 10001, xid);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	teardown();
+}
+
+/* RFC 8166 §3.5.3 Long Call whose reduced form is still too large: the
+ * whole stream (DDP item and its padding included) in the PZRC. */
+static void test_long_call_with_ddp(void)
+{
+	setup(16, 8, true, true, 4);
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 0;
+	CHECK_EQ(start_call(&A, 6000, 3001, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	struct rpcrdma_engine_counters c, cb;
+	rpcrdma_engine_get_counters(A.e, &c);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(c.long_calls, 1);
+	CHECK_EQ(cb.rdma_read_bytes, 40 + 6000 + 4 + 3004);
+	check_call_seen(6000, 3001, xid);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	teardown();
+}
+
+/* RFC 8166 §3.4.6, §3.4.6.2, §4.3.2: a DDP-eligible result pushed into
+ * the Write chunk by RDMA Write before the Send; the returned length is
+ * the bytes written (no padding). */
+static void test_write_chunk(void)
+{
+	setup(16, 8, true, true, 4);
+	static uint8_t result[8192];
+	memset(result, 0xee, sizeof result);
+	struct rpcrdma_iov res = {result, sizeof result, false};
+	uint32_t xid;
+	CHECK_EQ(start_call(&A, 8, 0, 200, &res, 1, &xid), 0);
+	mode = SERVE_RESULT;
+	res_len = 5001;
+	fill_pattern(res_data, res_len, 9);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].nresults, 1);
+	CHECK_EQ(done[0].result_len[0], 5001);
+	CHECK_MEM(result, res_data, 5001);
+	CHECK_EQ(result[5001], 0xee); /* §3.4.6.2: no roundup written */
+	/* reduced reply: header + count + trailing item */
+	CHECK_EQ(done[0].reply_len, 32);
+	CHECK_EQ(get_be32(reply_buf + 24), 5001);
+	CHECK_EQ(get_be32(reply_buf + 28), 0xabcdef01);
+	struct rpcrdma_engine_counters cb;
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(cb.chunked_replies, 1);
+	CHECK_EQ(cb.rdma_write_bytes, 5001);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+
+	/* §4.3.2.2 unused Write chunk: the result went another arm. */
+	mode = SERVE_ECHO;
+	CHECK_EQ(start_call(&A, 8, 0, 200, &res, 1, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 2);
+	CHECK_EQ(done[1].status, 0);
+	CHECK_EQ(done[1].result_len[0], 0);
+	CHECK_EQ(done[1].reply_len, 32);
+
+	/* §4.3.2.3 empty Write chunk: the result must come inline. */
+	struct rpcrdma_iov empty = {NULL, 0, false};
+	mode = SERVE_RESULT;
+	res_len = 301;
+	CHECK_EQ(start_call(&A, 8, 0, 1000, &empty, 1, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 3);
+	CHECK_EQ(done[2].status, 0);
+	CHECK_EQ(done[2].result_len[0], 0);
+	CHECK_EQ(done[2].reply_len, 28 + 304 + 4);
+	CHECK_MEM(reply_buf + 28, res_data, 301);
+	CHECK_EQ(get_be32(reply_buf + 28 + 304), 0xabcdef01);
+	teardown();
+}
+
+/* RFC 8166 §3.5.3, §4.3.3: Long Reply through the Reply chunk as
+ * RDMA_NOMSG; §4.5.3 Reply chunk too small -> ERR_CHUNK. */
+static void test_long_reply(void)
+{
+	setup(16, 8, true, true, 4);
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 10000;
+	fill_pattern(big_data, big_len, 5);
+	CHECK_EQ(start_call(&A, 8, 0, 20000, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].reply_len, 10024);
+	CHECK_EQ(get_be32(reply_buf), xid);
+	CHECK_MEM(reply_buf + 24, big_data, 10000);
+	struct rpcrdma_engine_counters ca, cb;
+	rpcrdma_engine_get_counters(A.e, &ca);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(cb.long_replies, 1);
+	CHECK_EQ(ca.replies_long, 1);
+	CHECK_EQ(cb.rdma_write_bytes, 10024);
+	/* Reply chunk offered but a short reply may still come inline. */
+	big_len = 100;
+	CHECK_EQ(start_call(&A, 8, 0, 20000, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 2);
+	CHECK_EQ(done[1].status, 0);
+	CHECK_EQ(done[1].reply_len, 124);
+	CHECK_MEM(reply_buf + 24, big_data, 100);
+	/* Too small: reply_max 6000 (> threshold, chunk offered), reply 8000 */
+	big_len = 8000;
+	CHECK_EQ(start_call(&A, 8, 0, 6000, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 3);
+	CHECK_EQ(done[2].status, RPCRDMA_ERR_PEER_ERR_CHUNK);
+	CHECK_EQ(reply_sent_status, RPCRDMA_ERR_PEER_ERR_CHUNK);
+	rpcrdma_engine_get_counters(A.e, &ca);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(cb.err_chunk_sent, 1);
+	CHECK_EQ(ca.err_chunk_recv, 1);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	teardown();
+}
+
+/* RFC 8797 §4.1: Send With Invalidate when both sides allow it; the
+ * Requester invalidates the rest locally; otherwise all locally.
+ * RFC 8166 §4.4.1: no rkey stays open after completion. */
+static void test_remote_invalidation(void)
+{
+	for (int allow = 0; allow < 2; allow++) {
+		setup(16, 8, true, allow != 0, 4);
+		static uint8_t result[8192];
+		struct rpcrdma_iov res = {result, sizeof result, false};
+		uint32_t xid;
+		mode = SERVE_RESULT;
+		res_len = 2000;
+		/* write chunk + reply chunk + read chunk: three handles */
+		CHECK_EQ(start_call(&A, 8, 9000, 9000, &res, 1, &xid), 0);
+		serve(&B, &A);
+		collect(&A);
+		CHECK_EQ(ndone, 1);
+		CHECK_EQ(done[0].status, 0);
+		CHECK_EQ(done[0].result_len[0], 2000);
+		struct rpcrdma_engine_counters ca, cb;
+		rpcrdma_engine_get_counters(A.e, &ca);
+		rpcrdma_engine_get_counters(B.e, &cb);
+		CHECK_EQ(cb.send_with_inv, allow ? 1 : 0);
+		CHECK_EQ(ca.remote_invs, allow ? 1 : 0);
+		CHECK_EQ(ca.local_invs, allow ? 2 : 3);
+		CHECK_EQ(B.last_send_op, allow ? RPCRDMA_WR_SEND_WITH_INV
+					       : RPCRDMA_WR_SEND);
+		CHECK_EQ(fake_open_rkeys(F, 0), 0);
+		CHECK_EQ(F->live_remote[0], 0);
+		teardown();
+	}
+}
+
+/* RFC 8167: the server calls the client on the same connection; the
+ * reverse-direction credits are accounted separately (§4.1). */
+static void test_reverse_direction(void)
+{
+	setup(16, 4, true, true, 4);
+	uint32_t xid;
+	/* forward call first so A's grant becomes 4 */
+	CHECK_EQ(start_call(&A, 16, 0, 200, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	/* reverse: B is the Requester now, A the Responder */
+	CHECK_EQ(start_call(&B, 64, 0, 200, NULL, 0, &xid), 0);
+	CHECK_EQ(xid, 0x8000);
+	serve(&A, &B);
+	ndone = 0;
+	collect(&B);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].reply_len, 24 + 64);
+	CHECK_MEM(reply_buf + 24, args, 64);
+	struct rpcrdma_engine_info ia, ib;
+	rpcrdma_engine_get_info(A.e, &ia);
+	rpcrdma_engine_get_info(B.e, &ib);
+	CHECK_EQ(ia.credits_granted, 4);  /* granted by B */
+	CHECK_EQ(ib.credits_granted, 4);  /* granted by A */
+	CHECK(ia.recvs_posted >= 4);      /* §3.3.1 receives >= grant */
+	teardown();
+}
+
+/* RFC 8166 §3.3.1/§3.3.3: one call until the first grant, then never
+ * more than granted (checked at every step by the fake). */
+static void test_credit_limit(void)
+{
+	setup(16, 2, true, true, 4);
+	uint32_t xid;
+	mode = SERVE_HOLD;
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 1); /* only one before any grant */
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(A.e, &c);
+	CHECK(c.credit_stalls >= 1);
+	mode = SERVE_ECHO;
+	/* release the held one by answering it properly */
+	rpc_reply_hdr(reply_hdr, 0x1000);
+	struct rpcrdma_iov v = {reply_hdr, 24, false};
+	struct rpcrdma_reply_req rr = {&v, 1, NULL};
+	CHECK_EQ(rpcrdma_engine_submit_reply(B.e, held_calls[0], &rr, 0), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 5);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+	teardown();
+}
+
+/* RFC 8166 §3.3.1: RDMA Reads within the ORD; more segments than the
+ * ORD queue (a stall), the call still arrives intact. */
+static void test_ord(void)
+{
+	setup(16, 8, true, true, 1);
+	/* Long Call with an unaligned DDP piece: 5 PZRC segments, ORD 1 */
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 0;
+	CHECK_EQ(start_call(&A, 6000, 3001, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	struct rpcrdma_engine_counters cb;
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK(cb.ord_stalls >= 1);
+	check_call_seen(6000, 3001, xid);
+	CHECK_EQ(done[0].status, 0);
+	teardown();
+}
+
+/* Connection loss (RFC 8166 §4.5.5, RFC 8167 §5.4): outstanding calls
+ * are resent with the same XID on the new connection or completed with
+ * a clear error; never twice. */
+static void test_conn_loss(void)
+{
+	for (int retries = 0; retries < 2; retries++) {
+		if (!F)
+			F = calloc(1, sizeof *F);
+		memset(F, 0, sizeof *F);
+		side_init(&A, F, 0);
+		side_init(&B, F, 1);
+		struct rpcrdma_engine_config c;
+		rpcrdma_engine_config_default(&c);
+		c.max_calls = 8;
+		c.credits = 8;
+		c.max_retries = (uint32_t)retries;
+		c.xid_seed = 0x1000;
+		CHECK_EQ(side_create(&A, &c), 0);
+		CHECK_EQ(side_create(&B, &c), 0);
+		connect_pair(&A, &B, 4);
+		ndone = 0;
+		nheld = 0;
+		fake_credit_violations = 0;
+		/* grant 8 first */
+		mode = SERVE_ECHO;
+		uint32_t xid;
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+		serve(&B, &A);
+		collect(&A);
+		CHECK_EQ(ndone, 1);
+		/* three calls the server holds; one with a Long Call */
+		mode = SERVE_HOLD;
+		uint32_t x[3];
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &x[0]), 0);
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &x[1]), 0);
+		CHECK_EQ(start_call(&A, 8000, 0, 100, NULL, 0, &x[2]), 0);
+		serve(&B, &A);
+		CHECK_EQ(nheld, 3);
+		disconnect_pair(&A, &B);
+		collect(&A);
+		/* stale reply from the old connection is refused */
+		rpc_reply_hdr(reply_hdr, x[0]);
+		struct rpcrdma_iov v = {reply_hdr, 24, false};
+		struct rpcrdma_reply_req rr = {&v, 1, NULL};
+		CHECK_EQ(rpcrdma_engine_submit_reply(B.e, held_calls[0], &rr, 0),
+			 RPCRDMA_ERR_DISCONNECTED);
+		if (!retries) {
+			CHECK_EQ(ndone, 4);
+			for (int i = 1; i < 4; i++)
+				CHECK_EQ(done[i].status, RPCRDMA_ERR_DISCONNECTED);
+			CHECK_EQ(fake_open_rkeys(F, 0), 0);
+		} else {
+			CHECK_EQ(ndone, 1);
+			nheld = 0;
+			mode = SERVE_BIG;
+			big_len = 0;
+			connect_pair(&A, &B, 4);
+			serve(&B, &A);
+			collect(&A);
+			CHECK_EQ(ndone, 4);
+			for (int i = 1; i < 4; i++) {
+				CHECK_EQ(done[i].status, 0);
+				CHECK(done[i].xid == x[0] || done[i].xid == x[1] ||
+				      done[i].xid == x[2]);
+			}
+			struct rpcrdma_engine_counters ca;
+			rpcrdma_engine_get_counters(A.e, &ca);
+			CHECK_EQ(ca.retransmissions, 3);
+		}
+		/* exactly once: nothing more ever comes */
+		disconnect_pair(&A, &B);
+		connect_pair(&A, &B, 4);
+		serve(&B, &A);
+		int before = ndone;
+		collect(&A);
+		CHECK_EQ(ndone, before);
+		struct rpcrdma_engine_counters ca;
+		rpcrdma_engine_get_counters(A.e, &ca);
+		CHECK_EQ(ca.calls_completed, 4);
+		CHECK_EQ(F->violations, 0);
+		rpcrdma_engine_destroy(A.e);
+		rpcrdma_engine_destroy(B.e);
+	}
+}
+
+/* A registration shortage (mem->reg AGAIN) is a queued state, not a
+ * failure (DESIGN.md: starvation is a state with a queue). */
+static void test_mr_starvation(void)
+{
+	setup(16, 8, true, true, 4);
+	F->again_budget = 1;
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 0;
+	CHECK_EQ(start_call(&A, 200, 10001, 100, NULL, 0, &xid), 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(A.e, &c);
+	CHECK_EQ(c.mr_stalls, 1);
+	/* a completion elsewhere retries it: do a short call */
+	CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 2);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[1].status, 0);
+	teardown();
+}
+
+int main(void)
+{
+	test_short();
+	test_call_threshold();
+	test_chunked_call();
+	test_long_call_with_ddp();
+	test_write_chunk();
+	test_long_reply();
+	test_remote_invalidation();
+	test_reverse_direction();
+	test_credit_limit();
+	test_ord();
+	test_conn_loss();
+	test_mr_starvation();
+	free(F);
+	TEST_MAIN_END();
+}
