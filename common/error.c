@@ -52,6 +52,14 @@ RPCRDMA_EXPORT const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_PEER_ERROR: return "peer reported a transport error";
 	case RPCRDMA_ERR_NO_CREDIT: return "no credit available";
 	case RPCRDMA_ERR_CANCELLED: return "cancelled";
+	case RPCRDMA_ERR_RPC_PROG_UNAVAIL: return "RPC program unavailable";
+	case RPCRDMA_ERR_RPC_PROG_MISMATCH: return "RPC program version mismatch";
+	case RPCRDMA_ERR_RPC_PROC_UNAVAIL: return "RPC procedure unavailable";
+	case RPCRDMA_ERR_RPC_GARBAGE_ARGS: return "RPC arguments undecodable";
+	case RPCRDMA_ERR_RPC_SYSTEM_ERR: return "RPC server system error";
+	case RPCRDMA_ERR_RPC_MISMATCH: return "RPC version mismatch";
+	case RPCRDMA_ERR_RPC_AUTH: return "RPC authentication error";
+	case RPCRDMA_ERR_RPC_BAD_REPLY: return "malformed RPC reply";
 	}
 	return "unknown error";
 }

@@ -65,6 +65,7 @@
 
 #include "provider/provider.h"
 #include "rpcrdma/error.h"
+#include "rpcrdma/iov.h"
 #include "wire/rpcrdma_common.h"
 
 struct rpcrdma_engine;
@@ -186,15 +187,9 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
  * Upper-layer requests
  */
 
-/* A piece of an XDR stream.  ddp marks a DDP-eligible data item (RFC 8166
- * §6.1): the bytes of the item only (its length word, if any, stays in the
- * preceding piece, §3.4.4.1; no roundup padding, the engine adds or drops
- * it, §3.4.4.4).  Every other piece must be a multiple of 4 bytes long. */
-struct rpcrdma_iov {
-	void *base;
-	size_t len;
-	bool ddp;
-};
+/* struct rpcrdma_iov (a piece of an XDR stream, with its DDP-eligible
+ * flag, RFC 8166 §6.1) lives in the public rpcrdma/iov.h so the RPC API
+ * hands the caller's descriptions to the engine unchanged. */
 
 #define RPCRDMA_ENGINE_MAX_IOV 32u
 

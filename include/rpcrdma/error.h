@@ -71,6 +71,16 @@ enum rpcrdma_error {
 	RPCRDMA_ERR_PEER_ERROR = -302,     /* peer answered another RDMA_ERROR */
 	RPCRDMA_ERR_NO_CREDIT = -303,      /* no credit available */
 	RPCRDMA_ERR_CANCELLED = -304,      /* call cancelled (shutdown) */
+	/* ONC RPC reply outcomes (RFC 5531 §9), one code each so a caller
+	 * can tell them apart; the rpc/ layer starts at -310. */
+	RPCRDMA_ERR_RPC_PROG_UNAVAIL = -310,  /* accepted, PROG_UNAVAIL */
+	RPCRDMA_ERR_RPC_PROG_MISMATCH = -311, /* accepted, PROG_MISMATCH */
+	RPCRDMA_ERR_RPC_PROC_UNAVAIL = -312,  /* accepted, PROC_UNAVAIL */
+	RPCRDMA_ERR_RPC_GARBAGE_ARGS = -313,  /* accepted, GARBAGE_ARGS */
+	RPCRDMA_ERR_RPC_SYSTEM_ERR = -314,    /* accepted, SYSTEM_ERR */
+	RPCRDMA_ERR_RPC_MISMATCH = -315,      /* denied, RPC_MISMATCH */
+	RPCRDMA_ERR_RPC_AUTH = -316,          /* denied, AUTH_ERROR */
+	RPCRDMA_ERR_RPC_BAD_REPLY = -317,     /* reply header undecodable */
 };
 
 /* A short, static, English description of an rpcrdma error code.  Never

@@ -1,0 +1,321 @@
+/*
+ * rpcrdma: ONC RPC (RFC 5531) over RPC-over-RDMA version 1 (RFC 8166,
+ * RFC 8797, RFC 8167) — the API applications use.
+ *
+ * A client (struct rpcrdma_clnt) is one RDMA connection to one server,
+ * bound to one program and version.  Calls are thread-safe; many may be in
+ * flight up to the credit limit (more wait in a queue, in order).  A
+ * server (struct rpcrdma_svc) listens on one address, accepts any number
+ * of connections and runs registered procedure handlers on a worker pool.
+ *
+ * Arguments and results are XDR streams the caller encodes and decodes
+ * itself, described as rpcrdma_iov pieces.  A piece marked ddp is a
+ * DDP-eligible data item (RFC 8166 §6.1); which items are eligible is the
+ * Upper-Layer Binding of the program (§6): the client marks arguments and
+ * asks for Write chunks for results (struct rpcrdma_call), the server says
+ * per procedure whether its results may go by DDP (RPCRDMA_ULB_DDP_RESULT).
+ *
+ * Threads: each client and each server runs one event-loop thread that
+ * drives the connection(s); a server adds its worker threads.  Call
+ * completion callbacks and handlers run on library threads and may start
+ * new calls, but must not destroy the client or server they run under.
+ *
+ * Errors are negative enum rpcrdma_error codes (rpcrdma/error.h); each
+ * function lists the ones it returns.  Setting RPCRDMA_DEBUG in the
+ * environment traces connection events and failures on stderr.
+ */
+#ifndef RPCRDMA_RPCRDMA_H
+#define RPCRDMA_RPCRDMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpcrdma/error.h"
+#include "rpcrdma/iov.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RPCRDMA_DEFAULT_PORT 20049 /* RFC 8166 §9.1 (nfsrdma) */
+#define RPCRDMA_MAX_ARGS 31u       /* iovec pieces per call or reply */
+#define RPCRDMA_MAX_DDP_RESULTS 8u /* Write chunks per call */
+
+/* ---------------------------------------------------------------------
+ * Options
+ */
+struct rpcrdma_opts {
+	const char *provider;       /* "iwarp" (default) or "verbs" */
+	const char *device;         /* verbs device name; NULL: the first */
+	uint32_t inline_send;       /* largest Send we post (default 4096) */
+	uint32_t inline_recv;       /* our receive buffers (default 4096) */
+	uint32_t credits;           /* client: calls in flight at most;
+				       server: credits granted per
+				       connection (default 32) */
+	uint32_t backchannel_credits; /* reverse direction (RFC 8167): calls
+				       in flight / credits granted the
+				       other way (default 8) */
+	uint32_t max_msg;           /* largest call or reply moved through
+				       chunks (default 4 MiB + 64 KiB) */
+	unsigned connect_timeout_ms; /* default 5000 */
+	unsigned call_timeout_ms;   /* default per-call time-out; 0: none
+				       (default 30000) */
+	unsigned workers;           /* server (and client callback) handler
+				       threads (default 4) */
+	bool remote_inv;            /* offer and use Send With Invalidate
+				       (RFC 8797 §4.1; default true) */
+};
+
+/* Fills *o with the defaults above. */
+void rpcrdma_opts_default(struct rpcrdma_opts *o);
+
+/* ---------------------------------------------------------------------
+ * Credentials (RFC 5531 §8.2, Appendix A)
+ */
+#define RPCRDMA_CRED_AUTH_NONE 0u
+#define RPCRDMA_CRED_AUTH_SYS 1u
+
+struct rpcrdma_cred {
+	uint32_t flavor;            /* RPCRDMA_CRED_AUTH_NONE / _SYS */
+	/* AUTH_SYS (authsys_parms) */
+	uint32_t stamp;
+	char machinename[256];      /* NUL-terminated, at most 255 octets */
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngids;             /* at most 16 */
+	uint32_t gids[16];
+};
+
+/* ---------------------------------------------------------------------
+ * Client
+ */
+struct rpcrdma_clnt;
+
+/*
+ * Connects to addr ("host", "host:port", "[v6addr]:port"; numeric
+ * addresses or names; default port 20049) and binds the client to
+ * (prog, vers).  opts NULL: defaults.  Blocks until connected or the
+ * connect time-out.  Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_ADDR,
+ * RPCRDMA_ERR_NOTSUP (unknown provider), RPCRDMA_ERR_NO_DEVICE,
+ * RPCRDMA_ERR_CONNREFUSED, RPCRDMA_ERR_TIMEOUT, RPCRDMA_ERR_NOMEM,
+ * RPCRDMA_ERR_SYSTEM, or the provider's error.
+ */
+int rpcrdma_clnt_create(const char *addr, uint32_t prog, uint32_t vers,
+			const struct rpcrdma_opts *opts,
+			struct rpcrdma_clnt **out);
+
+/* Fails every call not yet completed with RPCRDMA_ERR_CANCELLED (each
+ * exactly once: callbacks run before this returns), disconnects, frees.
+ * For a handle from rpcrdma_svc_req_clnt() the connection stays up. */
+void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c);
+
+/* Credential for the following calls: NULL or flavor AUTH_NONE gives
+ * AUTH_NONE.  Errors: RPCRDMA_ERR_INVAL (machinename over 255 octets,
+ * ngids over 16, unknown flavor). */
+int rpcrdma_clnt_set_cred(struct rpcrdma_clnt *c,
+			  const struct rpcrdma_cred *cred);
+
+/* Sends an arbitrary opaque_auth credential (any flavor number, body up
+ * to 400 bytes, encoded by the caller) with an AUTH_NONE verifier.
+ * Errors: RPCRDMA_ERR_INVAL. */
+int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c, uint32_t flavor,
+			      const void *body, size_t len);
+
+/* One call. */
+struct rpcrdma_call {
+	uint32_t proc;
+	/* The XDR-encoded arguments; DDP-eligible items marked ddp.  Copied
+	 * before the call function returns (the caller's memory is free
+	 * again at once). */
+	const struct rpcrdma_iov *args;
+	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
+	/* Largest results stream expected, not counting DDP results; a Reply
+	 * chunk is offered when it may exceed the inline threshold (RFC 8166
+	 * §4.3.3).  0: what fits inline. */
+	size_t reply_max;
+	/* One Write chunk per DDP-eligible result (§4.3.2): its largest
+	 * length (0 offers an empty chunk, forcing that result inline,
+	 * §4.3.2.3). */
+	const size_t *ddp_result_max;
+	unsigned nddp_results;           /* <= RPCRDMA_MAX_DDP_RESULTS */
+	unsigned timeout_ms;             /* 0: the client's default */
+};
+/* Time-outs: the caller gets RPCRDMA_ERR_TIMEOUT, but RPC-over-RDMA has no
+ * way to take back a call that was sent, so its credit and buffers stay
+ * held (by the library) until the late reply arrives or the connection
+ * ends; a late reply is discarded. */
+
+/* The outcome of a call. */
+struct rpcrdma_reply {
+	int status;            /* 0 (SUCCESS) or a negative error: the
+				  RPCRDMA_ERR_RPC_* outcome of the reply,
+				  RPCRDMA_ERR_TIMEOUT, _DISCONNECTED,
+				  _CANCELLED, _PEER_ERR_CHUNK / _VERS ... */
+	uint32_t accept_stat;  /* accepted replies: RFC 5531 accept_stat */
+	uint32_t auth_stat;    /* RPCRDMA_ERR_RPC_AUTH: auth_stat */
+	uint32_t low, high;    /* PROG_MISMATCH / RPC_MISMATCH range */
+	/* SUCCESS: the results stream after the reply header, as it arrived
+	 * (a result moved by DDP is absent from it, RFC 8166 §3.4.5). */
+	const uint8_t *data;
+	size_t len;
+	/* Bytes each Write chunk received (0: the result went inline or was
+	 * empty) and where they are. */
+	unsigned nddp;
+	const uint8_t *ddp[RPCRDMA_MAX_DDP_RESULTS];
+	size_t ddp_len[RPCRDMA_MAX_DDP_RESULTS];
+	void *priv;            /* library's; free with rpcrdma_reply_free */
+};
+
+/* Releases the memory behind rep->data and rep->ddp (idempotent). */
+void rpcrdma_reply_free(struct rpcrdma_reply *rep);
+
+/*
+ * Synchronous call: blocks until the reply, the time-out or the end of
+ * the connection.  Returns rep->status.  rep is always filled in; free it
+ * with rpcrdma_reply_free().  Errors, besides the outcomes listed at
+ * struct rpcrdma_reply: RPCRDMA_ERR_INVAL (bad description: a non-DDP
+ * piece not a multiple of 4, too many pieces), RPCRDMA_ERR_NOMEM,
+ * RPCRDMA_ERR_BUSY (called from the event-loop thread, i.e. from a
+ * completion callback, where waiting would deadlock).
+ */
+int rpcrdma_clnt_call(struct rpcrdma_clnt *c, const struct rpcrdma_call *call,
+		      struct rpcrdma_reply *rep);
+
+/* Completion of an asynchronous call: runs exactly once, on a library
+ * thread (often the client's event loop: start only asynchronous calls
+ * from here, a synchronous one would wait for the loop it blocks).  *rep
+ * is valid during the callback; to keep its data, copy the struct and
+ * call rpcrdma_reply_free() on the copy later, else free it before
+ * returning. */
+typedef void (*rpcrdma_call_cb)(void *arg, struct rpcrdma_reply *rep);
+
+/* Asynchronous call.  Returns 0 when started (cb will run exactly once),
+ * or RPCRDMA_ERR_INVAL / _NOMEM / _DISCONNECTED (cb will not run). */
+int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
+			    const struct rpcrdma_call *call,
+			    rpcrdma_call_cb cb, void *arg);
+
+/* Transport counters (the engine's, RFC 8166 names): how calls and
+ * replies went (Short / Chunked / Long), bytes moved by RDMA Read and
+ * Write, invalidations.  A server's are summed over all its connections,
+ * past and present. */
+struct rpcrdma_stats {
+	/* as Requester */
+	uint64_t calls, calls_completed, short_calls, chunked_calls,
+		long_calls, replies_inline, replies_long, credit_stalls,
+		remote_invs, local_invs;
+	/* as Responder */
+	uint64_t calls_received, short_replies, chunked_replies,
+		long_replies, send_with_inv, err_chunk_sent;
+	/* both */
+	uint64_t rdma_read_bytes, rdma_write_bytes, connections;
+	uint32_t credits_granted; /* client: the server's current grant */
+};
+
+/* Errors: RPCRDMA_ERR_INVAL. */
+int rpcrdma_clnt_stats(struct rpcrdma_clnt *c, struct rpcrdma_stats *s);
+
+/* ---------------------------------------------------------------------
+ * Server
+ */
+struct rpcrdma_svc;
+struct rpcrdma_svc_req; /* one incoming call, valid inside its handler */
+
+/* What a handler returns. */
+enum rpcrdma_svc_stat {
+	RPCRDMA_SVC_OK = 0,           /* results set with _req_reply (none:
+					 empty results) */
+	RPCRDMA_SVC_GARBAGE_ARGS = 4, /* arguments undecodable */
+	RPCRDMA_SVC_SYSTEM_ERR = 5,   /* e.g. memory allocation failure */
+};
+
+typedef enum rpcrdma_svc_stat (*rpcrdma_svc_handler)(
+	struct rpcrdma_svc_req *req, void *arg);
+
+/* Per-procedure Upper-Layer Binding (RFC 8166 §6). */
+enum rpcrdma_ulb_flags {
+	/* Results pieces marked ddp may be placed in the client's Write
+	 * chunks.  Without it every ddp flag of the reply is cleared (the
+	 * results travel inline or in a Reply chunk). */
+	RPCRDMA_ULB_DDP_RESULT = 1u << 0,
+};
+
+/*
+ * Listens on listen_addr ("host[:port]", "[v6]:port"; port 0 picks an
+ * ephemeral one, see rpcrdma_svc_port()) and starts the event loop and
+ * opts->workers handler threads.  Errors: RPCRDMA_ERR_INVAL, _ADDR,
+ * _BUSY (address in use), _NOTSUP, _NO_DEVICE, _NOMEM, _SYSTEM.
+ */
+int rpcrdma_svc_create(const char *listen_addr,
+		       const struct rpcrdma_opts *opts,
+		       struct rpcrdma_svc **out);
+
+/* The port the server listens on. */
+uint16_t rpcrdma_svc_port(const struct rpcrdma_svc *s);
+
+/*
+ * Registers handler for (prog, vers, proc).  The NULL procedure (proc 0)
+ * of every registered (prog, vers) is answered without a handler unless
+ * one is registered for it.  flags: enum rpcrdma_ulb_flags.  Errors:
+ * RPCRDMA_ERR_INVAL, RPCRDMA_ERR_BUSY (already registered),
+ * RPCRDMA_ERR_NOMEM.
+ */
+int rpcrdma_svc_register(struct rpcrdma_svc *s, uint32_t prog, uint32_t vers,
+			 uint32_t proc, rpcrdma_svc_handler handler, void *arg,
+			 unsigned flags);
+
+/* Counters summed over every connection.  Errors: RPCRDMA_ERR_INVAL. */
+int rpcrdma_svc_stats(struct rpcrdma_svc *s, struct rpcrdma_stats *st);
+
+/* Stops accepting, disconnects every connection, waits for running
+ * handlers, frees.  Client handles from rpcrdma_svc_req_clnt() must be
+ * destroyed first. */
+void rpcrdma_svc_destroy(struct rpcrdma_svc *s);
+
+/* ---- inside a handler ---- */
+
+uint32_t rpcrdma_svc_req_prog(const struct rpcrdma_svc_req *r);
+uint32_t rpcrdma_svc_req_vers(const struct rpcrdma_svc_req *r);
+uint32_t rpcrdma_svc_req_proc(const struct rpcrdma_svc_req *r);
+/* The XDR-encoded arguments (DDP items reinserted with their padding). */
+const void *rpcrdma_svc_req_args(const struct rpcrdma_svc_req *r,
+				 size_t *len);
+/* The caller's credential (AUTH_NONE or decoded AUTH_SYS). */
+const struct rpcrdma_cred *rpcrdma_svc_req_cred(const struct rpcrdma_svc_req *r);
+/* Write chunk space the caller offered: how many chunks and each one's
+ * length (lets a handler size a DDP result). */
+unsigned rpcrdma_svc_req_write_chunks(const struct rpcrdma_svc_req *r,
+				      size_t *len, unsigned max);
+
+/* Memory that lives until the reply has been sent (results may point
+ * into it, the arguments, or memory that outlives the server).  NULL when
+ * out of memory. */
+void *rpcrdma_svc_req_alloc(struct rpcrdma_svc_req *r, size_t len);
+
+/* Sets the results: XDR pieces, DDP-eligible results marked ddp.  The
+ * pieces are referenced, not copied.  Errors: RPCRDMA_ERR_INVAL (too
+ * many pieces, a non-DDP piece not a multiple of 4). */
+int rpcrdma_svc_req_reply(struct rpcrdma_svc_req *r,
+			  const struct rpcrdma_iov *res, unsigned n);
+
+/*
+ * Reverse direction (RFC 8167): a client handle on the connection the call
+ * came in on, bound to (prog, vers) — the peer's callback program.  Valid
+ * after the handler returns; destroy it with rpcrdma_clnt_destroy() (the
+ * connection stays up).  Errors: RPCRDMA_ERR_DISCONNECTED, _NOMEM.
+ */
+int rpcrdma_svc_req_clnt(struct rpcrdma_svc_req *r, uint32_t prog,
+			 uint32_t vers, struct rpcrdma_clnt **out);
+
+/* A client answers calls from its server (RFC 8167 callbacks): same
+ * semantics as rpcrdma_svc_register(). */
+int rpcrdma_clnt_register(struct rpcrdma_clnt *c, uint32_t prog,
+			  uint32_t vers, uint32_t proc,
+			  rpcrdma_svc_handler handler, void *arg,
+			  unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,796 @@
+/*
+ * The RPC client (RFC 5531 §9 call side): call records, the RPC call
+ * header, reply header decoding, synchronous and asynchronous calls.
+ *
+ * A call record owns a copy of the arguments, the reply buffer and the
+ * Write chunk buffers, so a caller that timed out may go away while the
+ * engine still holds the record (the engine has no cancel: RFC 8166 gives
+ * a Requester no way to take back a Send).  A record is freed when the
+ * engine is done with it and its completion has been delivered; on a
+ * successful reply its buffers pass to the caller's rpcrdma_reply.
+ *
+ * Exactly-once delivery: `delivered` is set under the connection lock by
+ * whichever of reply, time-out, disconnection or destroy comes first.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_internal.h"
+#include "rpcrdma/export.h"
+#include "wire/auth.h"
+#include "wire/rpc_msg.h"
+
+struct rpc_call {
+	struct rpc_call *prev, *next;  /* x->calls */
+	struct rpc_call *wnext;        /* x->waitq */
+	struct rpc_call *dnext;        /* delivery list */
+	const void *owner;             /* the rpcrdma_clnt */
+	bool in_engine, in_waitq, delivered;
+	bool held;           /* the engine held it when delivery began */
+	bool dpending;       /* delivery (of a held record) under way */
+	bool engine_finished; /* ...and the engine completed it meanwhile */
+	int status;                    /* delivery status (0: decode) */
+	uint64_t deadline;             /* 0: none */
+	rpcrdma_call_cb cb;
+	void *cb_arg;
+	uint32_t xid;
+	struct rpcrdma_engine_event ev; /* CALL_DONE as received */
+	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
+	unsigned niov;
+	struct rpcrdma_iov results[RPCRDMA_MAX_DDP_RESULTS];
+	unsigned nresults;
+	uint8_t *reply_buf;
+	size_t reply_max;
+	uint8_t mem[];                 /* header, args, reply, results */
+};
+
+struct rpcrdma_clnt {
+	struct rpc_xprt *x;
+	bool owns_xprt;                /* false: reverse-direction handle */
+	uint32_t prog, vers;
+	/* Owning client only. */
+	struct rpc_dev rd;
+	struct rpc_loop loop;
+	pthread_mutex_t cred_lock;
+	uint32_t cred_flavor;
+	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
+	uint32_t cred_len;
+};
+
+/* ---------------------------------------------------------------------
+ * Records
+ */
+static void link_call(struct rpc_xprt *x, struct rpc_call *c)
+{
+	c->prev = NULL;
+	c->next = x->calls;
+	if (x->calls)
+		x->calls->prev = c;
+	x->calls = c;
+}
+
+static void unlink_call(struct rpc_xprt *x, struct rpc_call *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		x->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void waitq_remove(struct rpc_xprt *x, struct rpc_call *c)
+{
+	struct rpc_call **pp = &x->waitq_head, *prev = NULL;
+	while (*pp && *pp != c) {
+		prev = *pp;
+		pp = &(*pp)->wnext;
+	}
+	if (!*pp)
+		return;
+	*pp = c->wnext;
+	if (x->waitq_tail == c)
+		x->waitq_tail = prev;
+	c->wnext = NULL;
+	c->in_waitq = false;
+}
+
+static void deliver_later(struct rpc_evbuf *b, struct rpc_call *c, int status)
+{
+	c->delivered = true;
+	c->status = status;
+	c->held = c->in_engine;
+	c->dpending = c->in_engine;
+	c->dnext = b->done;
+	b->done = c;
+}
+
+/* Hands the call to the engine; RPCRDMA_ERR_AGAIN when every slot is
+ * busy. */
+static int submit_locked(struct rpc_xprt *x, struct rpc_call *c)
+{
+	struct rpcrdma_call_req r = {
+		.msg = c->iov, .nmsg = c->niov,
+		.reply_buf = c->reply_buf, .reply_max = c->reply_max,
+		.results = c->nresults ? c->results : NULL,
+		.nresults = c->nresults, .user = c,
+	};
+	int rc = rpcrdma_engine_submit_call(x->e, &r, &c->xid, rpcrdma_rpc_now_ms());
+	if (rc == 0) {
+		c->in_engine = true;
+		x->in_engine++;
+	}
+	return rc;
+}
+
+void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
+					     struct rpc_evbuf *b)
+{
+	while (x->waitq_head && !x->dead) {
+		struct rpc_call *c = x->waitq_head;
+		int rc = submit_locked(x, c);
+		if (rc == RPCRDMA_ERR_AGAIN)
+			return;
+		waitq_remove(x, c);
+		if (rc < 0) {
+			unlink_call(x, c);
+			deliver_later(b, c, rc);
+		}
+	}
+}
+
+void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
+					 const struct rpcrdma_engine_event *ev,
+					 struct rpc_evbuf *b)
+{
+	struct rpc_call *c = ev->user;
+
+	if (!c || !c->in_engine)
+		return;
+	c->in_engine = false;
+	x->in_engine--;
+	unlink_call(x, c);
+	if (c->delivered) {
+		/* Its caller already had a time-out or an error; if that
+		 * delivery is still running, it frees the record. */
+		if (c->dpending)
+			c->engine_finished = true;
+		else
+			free(c);
+		return;
+	}
+	c->ev = *ev;
+	deliver_later(b, c, 0);
+}
+
+void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
+				   const void *owner, struct rpc_evbuf *b)
+{
+	struct rpc_call *c = x->calls, *n;
+
+	for (; c; c = n) {
+		n = c->next;
+		if (c->delivered || (owner && c->owner != owner))
+			continue;
+		if (now && (!c->deadline || c->deadline > now))
+			continue;
+		if (c->in_waitq)
+			waitq_remove(x, c);
+		if (!c->in_engine)
+			unlink_call(x, c);
+		/* A record still in the engine stays linked: freed when the
+		 * engine completes it or is destroyed. */
+		deliver_later(b, c, status);
+	}
+}
+
+void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x)
+{
+	while (x->calls) {
+		struct rpc_call *c = x->calls;
+		unlink_call(x, c);
+		free(c);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Reply decoding (RFC 5531 §9)
+ */
+static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
+{
+	struct rpcrdma_rpc_msg m;
+	const struct rpcrdma_engine_event *ev = &c->ev;
+
+	if (ev->status) {
+		rep->status = ev->status;
+		return;
+	}
+	int hl = rpcrdma_rpc_msg_decode(c->reply_buf, ev->reply_len, &m);
+	if (hl < 0 || m.mtype != RPCRDMA_RPC_REPLY || m.xid != c->xid) {
+		rep->status = RPCRDMA_ERR_RPC_BAD_REPLY;
+		return;
+	}
+	if (m.reply.stat == RPCRDMA_RPC_MSG_DENIED) {
+		if (m.reply.rejected.stat == RPCRDMA_RPC_RPC_MISMATCH) {
+			rep->status = RPCRDMA_ERR_RPC_MISMATCH;
+			rep->low = m.reply.rejected.mismatch.low;
+			rep->high = m.reply.rejected.mismatch.high;
+		} else {
+			rep->status = RPCRDMA_ERR_RPC_AUTH;
+			rep->auth_stat = m.reply.rejected.auth_stat;
+		}
+		return;
+	}
+	rep->accept_stat = m.reply.accepted.stat;
+	switch (m.reply.accepted.stat) {
+	case RPCRDMA_RPC_SUCCESS:
+		rep->status = 0;
+		rep->data = c->reply_buf + hl;
+		rep->len = ev->reply_len - (size_t)hl;
+		rep->nddp = c->nresults;
+		for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++) {
+			rep->ddp[i] = c->results[i].base;
+			rep->ddp_len[i] = ev->result_len[i];
+		}
+		rep->priv = c; /* the buffers are the caller's now */
+		break;
+	case RPCRDMA_RPC_PROG_UNAVAIL:
+		rep->status = RPCRDMA_ERR_RPC_PROG_UNAVAIL;
+		break;
+	case RPCRDMA_RPC_PROG_MISMATCH:
+		rep->status = RPCRDMA_ERR_RPC_PROG_MISMATCH;
+		rep->low = m.reply.accepted.mismatch.low;
+		rep->high = m.reply.accepted.mismatch.high;
+		break;
+	case RPCRDMA_RPC_PROC_UNAVAIL:
+		rep->status = RPCRDMA_ERR_RPC_PROC_UNAVAIL;
+		break;
+	case RPCRDMA_RPC_GARBAGE_ARGS:
+		rep->status = RPCRDMA_ERR_RPC_GARBAGE_ARGS;
+		break;
+	default:
+		rep->status = RPCRDMA_ERR_RPC_SYSTEM_ERR;
+		break;
+	}
+}
+
+void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
+{
+	struct rpc_call *c = b->done;
+
+	b->done = NULL;
+	while (c) {
+		struct rpc_call *n = c->dnext;
+		struct rpcrdma_reply rep;
+		rpcrdma_call_cb cb = c->cb;
+		void *arg = c->cb_arg;
+
+		memset(&rep, 0, sizeof(rep));
+		if (c->held) {
+			/* The engine may complete the record at any moment
+			 * now: take what we need, then settle who frees. */
+			rep.status = c->status;
+			pthread_mutex_lock(&x->lock);
+			c->dpending = false;
+			bool free_now = c->engine_finished;
+			pthread_mutex_unlock(&x->lock);
+			if (free_now)
+				free(c);
+		} else {
+			if (c->status)
+				rep.status = c->status;
+			else
+				decode_reply(c, &rep);
+			/* Unless the reply owns the buffers now, nothing
+			 * in rep points into the record. */
+			if (rep.priv != c)
+				free(c);
+		}
+		cb(arg, &rep);
+		c = n;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Building a call
+ */
+static size_t round8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		      struct rpc_call **out)
+{
+	struct rpcrdma_rpc_msg m;
+	size_t args_len = 0, res_len = 0, reply_max;
+
+	if (!call || call->nargs > RPCRDMA_MAX_ARGS ||
+	    (call->nargs && !call->args) ||
+	    call->nddp_results > RPCRDMA_MAX_DDP_RESULTS ||
+	    (call->nddp_results && !call->ddp_result_max))
+		return RPCRDMA_ERR_INVAL;
+	for (unsigned i = 0; i < call->nargs; i++) {
+		if (call->args[i].len && !call->args[i].base)
+			return RPCRDMA_ERR_INVAL;
+		args_len += round8(call->args[i].len);
+	}
+	for (unsigned i = 0; i < call->nddp_results; i++)
+		res_len += round8(call->ddp_result_max[i]);
+	/* Without a stated maximum the reply must fit inline, so no Reply
+	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us). */
+	if (call->reply_max)
+		reply_max = round8(call->reply_max + 32 + RPCRDMA_AUTH_MAX_BODY);
+	else
+		reply_max = cl->x->opts.inline_recv;
+
+	memset(&m, 0, sizeof(m));
+	m.mtype = RPCRDMA_RPC_CALL;
+	m.call.prog = cl->prog;
+	m.call.vers = cl->vers;
+	m.call.proc = call->proc;
+	m.call.verf = rpcrdma_auth_none();
+	uint8_t hdr[64 + RPCRDMA_AUTH_MAX_BODY];
+	pthread_mutex_lock(&cl->cred_lock);
+	m.call.cred.flavor = cl->cred_flavor;
+	m.call.cred.len = cl->cred_len;
+	m.call.cred.body = cl->cred_len ? cl->cred_body : NULL;
+	int hl = rpcrdma_rpc_msg_encode(&m, hdr, sizeof(hdr));
+	pthread_mutex_unlock(&cl->cred_lock);
+	if (hl < 0)
+		return hl;
+
+	size_t total = round8((size_t)hl) + args_len + reply_max + res_len;
+	struct rpc_call *c = calloc(1, sizeof(*c) + total);
+	if (!c)
+		return RPCRDMA_ERR_NOMEM;
+	uint8_t *p = c->mem;
+	memcpy(p, hdr, (size_t)hl);
+	/* Consecutive non-DDP pieces are copied back to back into one
+	 * piece; each DDP item gets a piece of its own. */
+	struct rpcrdma_iov *cur = &c->iov[0];
+	*cur = (struct rpcrdma_iov){p, (size_t)hl, false};
+	c->niov = 1;
+	p += round8((size_t)hl);
+	uint8_t *run_end = c->mem + hl;
+	for (unsigned i = 0; i < call->nargs; i++) {
+		const struct rpcrdma_iov *a = &call->args[i];
+		if (!a->ddp) {
+			if (!cur->ddp && (uint8_t *)cur->base + cur->len == run_end) {
+				if (a->len)
+					memcpy(run_end, a->base, a->len);
+				cur->len += a->len;
+				run_end += a->len;
+				continue;
+			}
+		}
+		if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
+			free(c);
+			return RPCRDMA_ERR_INVAL;
+		}
+		/* Past everything written so far, 8-aligned. */
+		p = c->mem + round8((size_t)(run_end - c->mem));
+		if (a->len)
+			memcpy(p, a->base, a->len);
+		cur = &c->iov[c->niov++];
+		*cur = (struct rpcrdma_iov){p, a->len, a->ddp};
+		run_end = p + a->len;
+	}
+	for (unsigned i = 0; i < c->niov; i++)
+		if (!c->iov[i].ddp && (c->iov[i].len & 3)) {
+			free(c);
+			return RPCRDMA_ERR_INVAL;
+		}
+	p = c->mem + round8((size_t)(run_end - c->mem));
+	c->reply_buf = p;
+	c->reply_max = reply_max;
+	p += reply_max;
+	c->nresults = call->nddp_results;
+	for (unsigned i = 0; i < call->nddp_results; i++) {
+		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],
+						     true};
+		p += round8(call->ddp_result_max[i]);
+	}
+	c->owner = cl;
+	unsigned to = call->timeout_ms ? call->timeout_ms
+				       : cl->x->opts.call_timeout_ms;
+	c->deadline = to ? rpcrdma_rpc_now_ms() + to : 0;
+	*out = c;
+	return 0;
+}
+
+static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		      rpcrdma_call_cb cb, void *arg)
+{
+	struct rpc_xprt *x = cl->x;
+	struct rpc_call *c;
+	struct rpc_evbuf b = {.n = 0};
+	int rc = build_call(cl, call, &c);
+
+	if (rc < 0)
+		return rc;
+	c->cb = cb;
+	c->cb_arg = arg;
+	pthread_mutex_lock(&x->lock);
+	if (x->dead || !x->connected) {
+		pthread_mutex_unlock(&x->lock);
+		free(c);
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
+	link_call(x, c);
+	/* FIFO: nobody overtakes calls already waiting for a slot. */
+	rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
+	if (rc == RPCRDMA_ERR_AGAIN) {
+		c->in_waitq = true;
+		if (x->waitq_tail)
+			x->waitq_tail->wnext = c;
+		else
+			x->waitq_head = c;
+		x->waitq_tail = c;
+		rc = 0;
+	} else if (rc < 0) {
+		unlink_call(x, c);
+		pthread_mutex_unlock(&x->lock);
+		free(c);
+		return rc;
+	}
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
+					   const struct rpcrdma_call *call,
+					   rpcrdma_call_cb cb, void *arg)
+{
+	if (!c || !cb)
+		return RPCRDMA_ERR_INVAL;
+	return start_call(c, call, cb, arg);
+}
+
+struct sync_wait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+	struct rpcrdma_reply *rep;
+};
+
+static void sync_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct sync_wait *w = arg;
+
+	pthread_mutex_lock(&w->m);
+	*w->rep = *rep;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *c,
+				     const struct rpcrdma_call *call,
+				     struct rpcrdma_reply *rep)
+{
+	struct sync_wait w;
+
+	if (!rep)
+		return RPCRDMA_ERR_INVAL;
+	memset(rep, 0, sizeof(*rep));
+	if (!c) {
+		rep->status = RPCRDMA_ERR_INVAL;
+		return rep->status;
+	}
+	struct rpc_loop *l = c->x ? c->x->loop : NULL;
+	if (l && l->started && pthread_equal(pthread_self(), l->thread)) {
+		/* Waiting here would stop the loop that brings the reply. */
+		rep->status = RPCRDMA_ERR_BUSY;
+		return rep->status;
+	}
+	pthread_mutex_init(&w.m, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	w.done = false;
+	w.rep = rep;
+	int rc = start_call(c, call, sync_cb, &w);
+	if (rc < 0) {
+		rep->status = rc;
+	} else {
+		pthread_mutex_lock(&w.m);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.m);
+		pthread_mutex_unlock(&w.m);
+	}
+	pthread_cond_destroy(&w.cv);
+	pthread_mutex_destroy(&w.m);
+	return rep->status;
+}
+
+RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
+{
+	if (!rep)
+		return;
+	free(rep->priv);
+	rep->priv = NULL;
+	rep->data = NULL;
+	rep->len = 0;
+	rep->nddp = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Credentials
+ */
+RPCRDMA_EXPORT int rpcrdma_clnt_set_cred(struct rpcrdma_clnt *c,
+					 const struct rpcrdma_cred *cred)
+{
+	uint8_t body[RPCRDMA_AUTHSYS_MAX_BODY];
+	int len = 0;
+
+	if (!c)
+		return RPCRDMA_ERR_INVAL;
+	if (cred && cred->flavor == RPCRDMA_CRED_AUTH_SYS) {
+		struct rpcrdma_authsys_parms p;
+		size_t nl = strnlen(cred->machinename,
+				    sizeof(cred->machinename));
+		if (nl > RPCRDMA_AUTHSYS_MAX_NAME ||
+		    cred->ngids > RPCRDMA_AUTHSYS_MAX_GIDS)
+			return RPCRDMA_ERR_INVAL;
+		memset(&p, 0, sizeof(p));
+		p.stamp = cred->stamp;
+		p.machinename_len = (uint32_t)nl;
+		p.machinename = cred->machinename;
+		p.uid = cred->uid;
+		p.gid = cred->gid;
+		p.ngids = cred->ngids;
+		memcpy(p.gids, cred->gids, sizeof(p.gids));
+		len = rpcrdma_authsys_encode(&p, body, sizeof(body));
+		if (len < 0)
+			return RPCRDMA_ERR_INVAL;
+		return rpcrdma_clnt_set_cred_raw(c, RPCRDMA_AUTH_SYS, body,
+						 (size_t)len);
+	}
+	if (cred && cred->flavor != RPCRDMA_CRED_AUTH_NONE)
+		return RPCRDMA_ERR_INVAL;
+	return rpcrdma_clnt_set_cred_raw(c, RPCRDMA_AUTH_NONE, NULL, 0);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c,
+					     uint32_t flavor,
+					     const void *body, size_t len)
+{
+	if (!c || len > RPCRDMA_AUTH_MAX_BODY || (len && !body))
+		return RPCRDMA_ERR_INVAL;
+	pthread_mutex_lock(&c->cred_lock);
+	c->cred_flavor = flavor;
+	c->cred_len = (uint32_t)len;
+	if (len)
+		memcpy(c->cred_body, body, len);
+	pthread_mutex_unlock(&c->cred_lock);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Create / destroy
+ */
+static void clnt_on_cm(void *owner, struct rpcrdma_cm_event *ev)
+{
+	struct rpcrdma_clnt *c = owner;
+
+	switch (ev->type) {
+	case RPCRDMA_CM_EVENT_DISCONNECTED:
+	case RPCRDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RPCRDMA_CM_EVENT_CONNECT_ERROR:
+	case RPCRDMA_CM_EVENT_UNREACHABLE:
+	case RPCRDMA_CM_EVENT_REJECTED:
+		if (ev->id == c->x->id)
+			rpcrdma_rpc_xprt_lost(c->x, RPCRDMA_ERR_DISCONNECTED);
+		break;
+	default:
+		break;
+	}
+}
+
+static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
+{
+	struct rpcrdma_clnt *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->prog = prog;
+	c->vers = vers;
+	c->cred_flavor = RPCRDMA_AUTH_NONE;
+	pthread_mutex_init(&c->cred_lock, NULL);
+	c->loop.wakefd = -1;
+	return c;
+}
+
+static int cm_to_err(const struct rpc_cm_ev *ev)
+{
+	switch (ev->type) {
+	case RPCRDMA_CM_EVENT_REJECTED:
+		return RPCRDMA_ERR_CONNREFUSED;
+	case RPCRDMA_CM_EVENT_UNREACHABLE:
+		return RPCRDMA_ERR_ADDR;
+	default:
+		return ev->status < 0 ? ev->status : RPCRDMA_ERR_CONNREFUSED;
+	}
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
+				       uint32_t vers,
+				       const struct rpcrdma_opts *opts,
+				       struct rpcrdma_clnt **out)
+{
+	struct rpcrdma_opts o;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct rpcrdma_cm_id *id = NULL;
+	struct rpc_cm_ev ev;
+	int rc;
+
+	if (!addr || !out)
+		return RPCRDMA_ERR_INVAL;
+	*out = NULL;
+	rpcrdma_rpc_opts_fill(opts, &o);
+	rc = rpcrdma_rpc_parse_addr(addr, &ss, &sl);
+	if (rc < 0)
+		return rc;
+	struct rpcrdma_clnt *c = clnt_alloc(prog, vers);
+	if (!c)
+		return RPCRDMA_ERR_NOMEM;
+	c->owns_xprt = true;
+	rc = rpcrdma_rpc_dev_open(&o, &c->rd);
+	if (rc < 0)
+		goto fail;
+	const struct rpcrdma_provider_ops *ops = c->rd.ops;
+	rc = ops->create_id(c->rd.ch, c, &id);
+	if (rc < 0)
+		goto fail;
+	rc = ops->resolve(id, (struct sockaddr *)&ss, sl);
+	if (rc < 0)
+		goto fail;
+	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false, id, &c->x);
+	if (rc < 0)
+		goto fail;
+	id = NULL; /* the connection owns it */
+	uint8_t pd[16];
+	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
+	if (pl < 0) {
+		rc = pl;
+		goto fail;
+	}
+	/* RFC 8797 §4: our inline sizes and remote invalidation go in the
+	 * connect private data. */
+	struct rpcrdma_conn_param cp = {
+		.private_data = pd, .private_data_len = (uint8_t)pl,
+		.responder_resources = (uint8_t)c->x->ird,
+		.initiator_depth = (uint8_t)c->x->ord,
+	};
+	rc = ops->connect(c->x->id, &cp);
+	if (rc < 0)
+		goto fail;
+	rc = rpcrdma_rpc_wait_cm(&c->rd, (int)o.connect_timeout_ms + 1000, &ev);
+	if (rc < 0)
+		goto fail;
+	if (ev.type != RPCRDMA_CM_EVENT_ESTABLISHED) {
+		rc = cm_to_err(&ev);
+		goto fail;
+	}
+	/* Our ORD is bounded by the IRD the peer offered. */
+	uint32_t ord = c->x->ord;
+	if (ev.ird && ev.ird < ord)
+		ord = ev.ird;
+	rc = rpcrdma_rpc_loop_init(&c->loop, &c->rd, clnt_on_cm, NULL, c);
+	if (rc < 0)
+		goto fail;
+	c->x->loop = &c->loop;
+	c->loop.xprts = c->x;
+	rc = rpcrdma_rpc_xprt_established(c->x, ev.pdata_len ? ev.pdata : NULL,
+					  ev.pdata_len, ord);
+	if (rc < 0)
+		goto fail;
+	rc = rpcrdma_rpc_loop_start(&c->loop);
+	if (rc < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	if (id)
+		c->rd.ops->destroy_id(id);
+	rpcrdma_clnt_destroy(c);
+	return rc;
+}
+
+int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
+			     struct rpcrdma_clnt **out)
+{
+	struct rpcrdma_clnt *c = clnt_alloc(prog, vers);
+	if (!c)
+		return RPCRDMA_ERR_NOMEM;
+	pthread_mutex_lock(&x->lock);
+	if (x->dead) {
+		pthread_mutex_unlock(&x->lock);
+		pthread_mutex_destroy(&c->cred_lock);
+		free(c);
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
+	x->refs++;
+	pthread_mutex_unlock(&x->lock);
+	c->x = x;
+	*out = c;
+	return 0;
+}
+
+RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
+{
+	struct rpc_evbuf b = {.n = 0};
+
+	if (!c)
+		return;
+	struct rpc_xprt *x = c->x;
+	if (x) {
+		/* Every call of this handle completes now, exactly once. */
+		pthread_mutex_lock(&x->lock);
+		rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_CANCELLED, 0, c, &b);
+		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	}
+	if (!c->owns_xprt) {
+		if (x)
+			rpcrdma_rpc_xprt_put(x);
+		pthread_mutex_destroy(&c->cred_lock);
+		free(c);
+		return;
+	}
+	rpcrdma_rpc_loop_stop(&c->loop);
+	if (x && x->connected && !x->dead) {
+		/* Orderly close: wait (briefly) for DISCONNECTED so the peer
+		 * sees the end before the QP goes. */
+		struct rpc_cm_ev ev;
+		c->rd.ops->disconnect(x->id);
+		uint64_t end = rpcrdma_rpc_now_ms() + 1000;
+		while (rpcrdma_rpc_now_ms() < end &&
+		       rpcrdma_rpc_wait_cm(&c->rd, 100, &ev) == 0)
+			if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED &&
+			    ev.id == x->id)
+				break;
+	}
+	if (x) {
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_CANCELLED);
+		if (x->disp) {
+			rpcrdma_rpc_disp_destroy(x->disp);
+			x->disp = NULL;
+		}
+		rpcrdma_rpc_xprt_destroy(x);
+	}
+	if (c->loop.wakefd >= 0)
+		rpcrdma_rpc_loop_fini(&c->loop);
+	rpcrdma_rpc_dev_close(&c->rd);
+	pthread_mutex_destroy(&c->cred_lock);
+	free(c);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_register(struct rpcrdma_clnt *c,
+					 uint32_t prog, uint32_t vers,
+					 uint32_t proc,
+					 rpcrdma_svc_handler handler,
+					 void *arg, unsigned flags)
+{
+	if (!c || !handler || !c->owns_xprt)
+		return RPCRDMA_ERR_INVAL;
+	struct rpc_xprt *x = c->x;
+	pthread_mutex_lock(&x->lock);
+	if (!x->disp)
+		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
+	struct rpc_disp *d = x->disp;
+	pthread_mutex_unlock(&x->lock);
+	if (!d)
+		return RPCRDMA_ERR_NOMEM;
+	return rpcrdma_rpc_disp_register(d, prog, vers, proc, handler, arg, flags);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
+				      struct rpcrdma_stats *s)
+{
+	if (!c || !s)
+		return RPCRDMA_ERR_INVAL;
+	memset(s, 0, sizeof(*s));
+	rpcrdma_rpc_xprt_add_stats(c->x, s);
+	return 0;
+}

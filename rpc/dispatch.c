@@ -1,0 +1,503 @@
+/*
+ * Incoming calls (RFC 5531 §9 reply side): decode the call header, check
+ * the credential, find the handler, run it on a worker, send the reply.
+ * Used by the server for forward calls and by a client for reverse
+ * direction calls (RFC 8167): every connection is both Requester and
+ * Responder.
+ *
+ * Answers given without a handler (RFC 5531 §9):
+ *   rpcvers != 2                  MSG_DENIED RPC_MISMATCH (2, 2)
+ *   AUTH_SYS body malformed       MSG_DENIED AUTH_ERROR AUTH_BADCRED
+ *   other unknown flavor          MSG_DENIED AUTH_ERROR AUTH_REJECTEDCRED
+ *   program not registered        PROG_UNAVAIL
+ *   version not registered        PROG_MISMATCH (lowest, highest)
+ *   NULL procedure (proc 0)       SUCCESS, no results
+ *   procedure not registered      PROC_UNAVAIL
+ *   header undecodable            GARBAGE_ARGS
+ * A request holds a reference on its connection until its reply is sent
+ * (REPLY_SENT) or could not be (submit_reply failed): the engine keeps the
+ * call's bytes valid until then, so handlers read them in place.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_internal.h"
+#include "rpcrdma/export.h"
+#include "wire/auth.h"
+#include "wire/rpc_msg.h"
+
+struct rpc_reg {
+	uint32_t prog, vers, proc;
+	rpcrdma_svc_handler h;
+	void *arg;
+	unsigned flags;
+};
+
+struct rpc_disp {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct rpc_reg *regs;
+	size_t nregs, cap;
+	struct rpcrdma_svc_req *qhead, *qtail;
+	pthread_t *thr;
+	unsigned nthr;
+	bool stop;
+};
+
+struct req_block {
+	struct req_block *next;
+	max_align_t data[];
+};
+
+struct rpcrdma_svc_req {
+	struct rpc_xprt *x;
+	struct rpcrdma_svc_req *next;
+	struct rpc_reg reg;
+	uint32_t call_id, xid;
+	uint32_t prog, vers, proc;
+	const uint8_t *args;
+	size_t args_len;
+	struct rpcrdma_cred cred;
+	unsigned nwc;
+	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct req_block *blocks;
+	uint8_t hdr[64];
+	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
+	unsigned niov;
+};
+
+/* ---------------------------------------------------------------------
+ * Registrations
+ */
+static void *worker_main(void *arg);
+
+struct rpc_disp *rpcrdma_rpc_disp_create(unsigned workers)
+{
+	struct rpc_disp *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	if (!workers)
+		workers = 1;
+	d->thr = calloc(workers, sizeof(*d->thr));
+	if (!d->thr) {
+		rpcrdma_rpc_disp_destroy(d);
+		return NULL;
+	}
+	for (unsigned i = 0; i < workers; i++) {
+		if (pthread_create(&d->thr[i], NULL, worker_main, d) != 0)
+			break;
+		d->nthr++;
+	}
+	if (!d->nthr) {
+		rpcrdma_rpc_disp_destroy(d);
+		return NULL;
+	}
+	return d;
+}
+
+void rpcrdma_rpc_disp_destroy(struct rpc_disp *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->lock);
+	for (unsigned i = 0; i < d->nthr; i++)
+		pthread_join(d->thr[i], NULL);
+	free(d->thr);
+	free(d->regs);
+	pthread_cond_destroy(&d->cv);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
+			      uint32_t proc, rpcrdma_svc_handler h, void *arg,
+			      unsigned flags)
+{
+	if (!d || !h)
+		return RPCRDMA_ERR_INVAL;
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nregs; i++)
+		if (d->regs[i].prog == prog && d->regs[i].vers == vers &&
+		    d->regs[i].proc == proc) {
+			pthread_mutex_unlock(&d->lock);
+			return RPCRDMA_ERR_BUSY;
+		}
+	if (d->nregs == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		struct rpc_reg *r = realloc(d->regs, cap * sizeof(*r));
+		if (!r) {
+			pthread_mutex_unlock(&d->lock);
+			return RPCRDMA_ERR_NOMEM;
+		}
+		d->regs = r;
+		d->cap = cap;
+	}
+	d->regs[d->nregs++] = (struct rpc_reg){prog, vers, proc, h, arg, flags};
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Replies
+ */
+static void req_free(struct rpcrdma_svc_req *r)
+{
+	struct req_block *b = r->blocks;
+	while (b) {
+		struct req_block *n = b->next;
+		free(b);
+		b = n;
+	}
+	struct rpc_xprt *x = r->x;
+	free(r);
+	rpcrdma_rpc_xprt_put(x);
+}
+
+static size_t encode_accepted(struct rpcrdma_svc_req *r, uint32_t stat,
+			      uint32_t low, uint32_t high)
+{
+	struct rpcrdma_rpc_msg m;
+	memset(&m, 0, sizeof(m));
+	m.xid = r->xid;
+	m.mtype = RPCRDMA_RPC_REPLY;
+	m.reply.stat = RPCRDMA_RPC_MSG_ACCEPTED;
+	m.reply.accepted.verf = rpcrdma_auth_none();
+	m.reply.accepted.stat = stat;
+	m.reply.accepted.mismatch.low = low;
+	m.reply.accepted.mismatch.high = high;
+	int hl = rpcrdma_rpc_msg_encode(&m, r->hdr, sizeof(r->hdr));
+	return hl > 0 ? (size_t)hl : 0;
+}
+
+static size_t encode_denied(struct rpcrdma_svc_req *r, uint32_t stat,
+			    uint32_t auth_stat)
+{
+	struct rpcrdma_rpc_msg m;
+	memset(&m, 0, sizeof(m));
+	m.xid = r->xid;
+	m.mtype = RPCRDMA_RPC_REPLY;
+	m.reply.stat = RPCRDMA_RPC_MSG_DENIED;
+	m.reply.rejected.stat = stat;
+	m.reply.rejected.mismatch.low = RPCRDMA_RPC_VERS;
+	m.reply.rejected.mismatch.high = RPCRDMA_RPC_VERS;
+	m.reply.rejected.auth_stat = auth_stat;
+	int hl = rpcrdma_rpc_msg_encode(&m, r->hdr, sizeof(r->hdr));
+	return hl > 0 ? (size_t)hl : 0;
+}
+
+/* Sends the reply: r->hdr (hlen bytes) followed by r->iov[1..niov). */
+static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
+{
+	struct rpc_xprt *x = r->x;
+	struct rpc_evbuf b = {.n = 0};
+
+	/* r (and the reference it holds) may be freed by another thread
+	 * once the reply is submitted; keep x alive until we are done. */
+	rpcrdma_rpc_xprt_get(x);
+	r->iov[0] = (struct rpcrdma_iov){r->hdr, hlen, false};
+	if (!r->niov)
+		r->niov = 1;
+	struct rpcrdma_reply_req rr = {r->iov, r->niov, r};
+	pthread_mutex_lock(&x->lock);
+	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
+					     rpcrdma_rpc_now_ms());
+	if (rc == RPCRDMA_ERR_INVAL) {
+		/* A bad results description from the handler: the call
+		 * still gets an answer, SYSTEM_ERR, instead of none. */
+		r->iov[0].len = encode_accepted(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
+		rr.nmsg = 1;
+		rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
+						 rpcrdma_rpc_now_ms());
+	}
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	if (rc < 0)
+		req_free(r); /* no REPLY_SENT will come */
+	rpcrdma_rpc_xprt_put(x);
+}
+
+static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
+		   uint32_t high)
+{
+	r->niov = 1;
+	req_finish(r, encode_accepted(r, stat, low, high));
+}
+
+/* ---------------------------------------------------------------------
+ * Workers
+ */
+/* The procedure's Upper-Layer Binding allows no DDP (RFC 8166 §6): every
+ * result goes in the Payload stream, so a data item the handler marked
+ * ddp needs the XDR roundup padding the transport would otherwise have
+ * added (§3.4.4.4).  An item whose length is not a multiple of 4 is
+ * copied with its padding (inline pieces must be whole XDR words).
+ * False when out of memory. */
+static bool inline_all(struct rpcrdma_svc_req *r)
+{
+	for (unsigned i = 1; i < r->niov; i++) {
+		struct rpcrdma_iov *v = &r->iov[i];
+		size_t pad = (4 - (v->len & 3)) & 3;
+		if (v->ddp && pad) {
+			uint8_t *p = rpcrdma_svc_req_alloc(r, v->len + pad);
+			if (!p)
+				return false;
+			memcpy(p, v->base, v->len);
+			memset(p + v->len, 0, pad);
+			v->base = p;
+			v->len += pad;
+		}
+		v->ddp = false;
+	}
+	return true;
+}
+
+static void run_handler(struct rpcrdma_svc_req *r)
+{
+	enum rpcrdma_svc_stat st = r->reg.h(r, r->reg.arg);
+
+	if (st == RPCRDMA_SVC_GARBAGE_ARGS) {
+		answer(r, RPCRDMA_RPC_GARBAGE_ARGS, 0, 0);
+		return;
+	}
+	if (st != RPCRDMA_SVC_OK) {
+		answer(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
+		return;
+	}
+	if (!r->niov)
+		r->niov = 1;
+	if (!(r->reg.flags & RPCRDMA_ULB_DDP_RESULT) && !inline_all(r)) {
+		answer(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
+		return;
+	}
+	req_finish(r, encode_accepted(r, RPCRDMA_RPC_SUCCESS, 0, 0));
+}
+
+static void *worker_main(void *arg)
+{
+	struct rpc_disp *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!d->qhead && !d->stop)
+			pthread_cond_wait(&d->cv, &d->lock);
+		struct rpcrdma_svc_req *r = d->qhead;
+		if (!r)
+			break; /* stopping and nothing queued */
+		d->qhead = r->next;
+		if (!d->qhead)
+			d->qtail = NULL;
+		pthread_mutex_unlock(&d->lock);
+		run_handler(r);
+		pthread_mutex_lock(&d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Incoming
+ */
+static int decode_cred(const struct rpcrdma_opaque_auth *a,
+		       struct rpcrdma_cred *c)
+{
+	struct rpcrdma_authsys_parms p;
+
+	memset(c, 0, sizeof(*c));
+	if (a->flavor == RPCRDMA_AUTH_NONE)
+		return 0;
+	if (a->flavor != RPCRDMA_AUTH_SYS)
+		return RPCRDMA_RPC_AUTH_REJECTEDCRED;
+	if (rpcrdma_authsys_decode(a, &p) < 0)
+		return RPCRDMA_RPC_AUTH_BADCRED;
+	c->flavor = RPCRDMA_CRED_AUTH_SYS;
+	c->stamp = p.stamp;
+	memcpy(c->machinename, p.machinename, p.machinename_len);
+	c->machinename[p.machinename_len] = 0;
+	c->uid = p.uid;
+	c->gid = p.gid;
+	c->ngids = p.ngids;
+	memcpy(c->gids, p.gids, sizeof(c->gids));
+	return 0;
+}
+
+void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
+			       const struct rpcrdma_engine_event *ev)
+{
+	struct rpcrdma_rpc_msg m;
+	struct rpcrdma_svc_req *r = calloc(1, sizeof(*r));
+
+	pthread_mutex_lock(&x->lock);
+	struct rpc_disp *d = x->disp;
+	if (!r) {
+		/* Out of memory: no reply can be built.  The engine's slot
+		 * stays busy and the Requester's call times out. */
+		pthread_mutex_unlock(&x->lock);
+		rpcrdma_rpc_trace("conn %p: no memory for call %#x", (void *)x,
+				  ev->xid);
+		return;
+	}
+	x->refs++;
+	pthread_mutex_unlock(&x->lock);
+	r->x = x;
+	r->call_id = ev->call_id;
+	r->xid = ev->xid;
+	r->nwc = ev->write_chunks;
+	for (unsigned i = 0; i < r->nwc && i < RPCRDMA_MAX_WRITE_CHUNKS; i++)
+		r->wc_len[i] = ev->write_chunk_len[i];
+
+	int hl = rpcrdma_rpc_msg_decode(ev->call, ev->call_len, &m);
+	if (hl == RPCRDMA_ERR_BAD_RPCVERS) {
+		r->niov = 1;
+		req_finish(r, encode_denied(r, RPCRDMA_RPC_RPC_MISMATCH, 0));
+		return;
+	}
+	if (hl < 0 || m.mtype != RPCRDMA_RPC_CALL) {
+		answer(r, RPCRDMA_RPC_GARBAGE_ARGS, 0, 0);
+		return;
+	}
+	r->prog = m.call.prog;
+	r->vers = m.call.vers;
+	r->proc = m.call.proc;
+	r->args = (const uint8_t *)ev->call + hl;
+	r->args_len = ev->call_len - (size_t)hl;
+	int as = decode_cred(&m.call.cred, &r->cred);
+	if (as) {
+		r->niov = 1;
+		req_finish(r, encode_denied(r, RPCRDMA_RPC_AUTH_ERROR,
+					    (uint32_t)as));
+		return;
+	}
+
+	bool prog_seen = false, vers_seen = false, found = false;
+	uint32_t lo = UINT32_MAX, hi = 0;
+	if (d) {
+		pthread_mutex_lock(&d->lock);
+		for (size_t i = 0; i < d->nregs; i++) {
+			const struct rpc_reg *g = &d->regs[i];
+			if (g->prog != r->prog)
+				continue;
+			prog_seen = true;
+			lo = g->vers < lo ? g->vers : lo;
+			hi = g->vers > hi ? g->vers : hi;
+			if (g->vers != r->vers)
+				continue;
+			vers_seen = true;
+			if (g->proc == r->proc) {
+				r->reg = *g;
+				found = true;
+			}
+		}
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (!prog_seen) {
+		answer(r, RPCRDMA_RPC_PROG_UNAVAIL, 0, 0);
+		return;
+	}
+	if (!vers_seen) {
+		answer(r, RPCRDMA_RPC_PROG_MISMATCH, lo, hi);
+		return;
+	}
+	if (!found) {
+		/* RFC 5531 §12.1 (by convention, procedure 0 of every
+		 * program takes and returns nothing). */
+		answer(r, r->proc == 0 ? RPCRDMA_RPC_SUCCESS
+				       : RPCRDMA_RPC_PROC_UNAVAIL, 0, 0);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->qtail)
+		d->qtail->next = r;
+	else
+		d->qhead = r;
+	d->qtail = r;
+	pthread_cond_signal(&d->cv);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void rpcrdma_rpc_disp_reply_sent(struct rpc_xprt *x,
+				 const struct rpcrdma_engine_event *ev)
+{
+	(void)x;
+	if (ev->user)
+		req_free(ev->user);
+}
+
+/* ---------------------------------------------------------------------
+ * Handler API
+ */
+RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_prog(const struct rpcrdma_svc_req *r)
+{
+	return r->prog;
+}
+
+RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_vers(const struct rpcrdma_svc_req *r)
+{
+	return r->vers;
+}
+
+RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_proc(const struct rpcrdma_svc_req *r)
+{
+	return r->proc;
+}
+
+RPCRDMA_EXPORT const void *rpcrdma_svc_req_args(const struct rpcrdma_svc_req *r,
+						size_t *len)
+{
+	if (len)
+		*len = r->args_len;
+	return r->args;
+}
+
+RPCRDMA_EXPORT const struct rpcrdma_cred *
+rpcrdma_svc_req_cred(const struct rpcrdma_svc_req *r)
+{
+	return &r->cred;
+}
+
+RPCRDMA_EXPORT unsigned rpcrdma_svc_req_write_chunks(
+	const struct rpcrdma_svc_req *r, size_t *len, unsigned max)
+{
+	for (unsigned i = 0; i < r->nwc && i < max && len; i++)
+		len[i] = r->wc_len[i];
+	return r->nwc;
+}
+
+RPCRDMA_EXPORT void *rpcrdma_svc_req_alloc(struct rpcrdma_svc_req *r,
+					   size_t len)
+{
+	struct req_block *b = malloc(sizeof(*b) + (len ? len : 1));
+	if (!b)
+		return NULL;
+	b->next = r->blocks;
+	r->blocks = b;
+	return b->data;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_req_reply(struct rpcrdma_svc_req *r,
+					 const struct rpcrdma_iov *res,
+					 unsigned n)
+{
+	if (!r || n > RPCRDMA_MAX_ARGS || (n && !res))
+		return RPCRDMA_ERR_INVAL;
+	for (unsigned i = 0; i < n; i++)
+		if ((!res[i].ddp && (res[i].len & 3)) ||
+		    (res[i].len && !res[i].base))
+			return RPCRDMA_ERR_INVAL;
+	memcpy(&r->iov[1], res, n * sizeof(*res));
+	r->niov = n + 1;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_req_clnt(struct rpcrdma_svc_req *r,
+					uint32_t prog, uint32_t vers,
+					struct rpcrdma_clnt **out)
+{
+	if (!r || !out)
+		return RPCRDMA_ERR_INVAL;
+	return rpcrdma_rpc_clnt_on_xprt(r->x, prog, vers, out);
+}

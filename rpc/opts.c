@@ -1,0 +1,80 @@
+/* Options and their defaults; the engine's monotonic clock; tracing. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rpc/rpc_internal.h"
+#include "rpcrdma/export.h"
+
+RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->provider = "iwarp";
+	o->inline_send = 4096;
+	o->inline_recv = 4096;
+	o->credits = 32;
+	o->backchannel_credits = 8;
+	/* A 4 MiB payload plus room for the RPC and upper-layer headers. */
+	o->max_msg = (4u << 20) + (64u << 10);
+	o->connect_timeout_ms = 5000;
+	o->call_timeout_ms = 30000;
+	o->workers = 4;
+	o->remote_inv = true;
+}
+
+void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
+			   struct rpcrdma_opts *out)
+{
+	struct rpcrdma_opts d;
+
+	rpcrdma_opts_default(&d);
+	if (!in) {
+		*out = d;
+		return;
+	}
+	*out = *in;
+	if (!out->provider)
+		out->provider = d.provider;
+	if (!out->inline_send)
+		out->inline_send = d.inline_send;
+	if (!out->inline_recv)
+		out->inline_recv = d.inline_recv;
+	if (!out->credits)
+		out->credits = d.credits;
+	if (!out->backchannel_credits)
+		out->backchannel_credits = d.backchannel_credits;
+	if (!out->max_msg)
+		out->max_msg = d.max_msg;
+	if (!out->connect_timeout_ms)
+		out->connect_timeout_ms = d.connect_timeout_ms;
+	if (!out->workers)
+		out->workers = d.workers;
+}
+
+uint64_t rpcrdma_rpc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void rpcrdma_rpc_trace(const char *fmt, ...)
+{
+	static int on = -1;
+	va_list ap;
+
+	if (on < 0)
+		on = getenv("RPCRDMA_DEBUG") != NULL;
+	if (!on)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "[rpcrdma] ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}

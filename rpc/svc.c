@@ -1,0 +1,254 @@
+/*
+ * The RPC server: a listener, any number of connections (one engine
+ * each), one event-loop thread for all of them and a worker pool for
+ * handlers (dispatch.c).
+ *
+ * Accepting: on CONNECT_REQUEST the connection's QP and engine are created
+ * and the engine is told the connection is up (with the client's RFC 8797
+ * private data) BEFORE accept, so its receives are posted before the
+ * client can send: a Send arriving with no posted receive is fatal to an
+ * RDMA connection (RFC 8166 §3.3.1 and the rdma-core habit).
+ * A connection that ends is reaped by the loop once no request or
+ * reverse-direction handle refers to it.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_internal.h"
+#include "rpcrdma/export.h"
+
+struct rpcrdma_svc {
+	struct rpcrdma_opts opts;
+	struct rpc_dev rd;
+	struct rpc_loop loop;
+	struct rpcrdma_cm_id *listen_id;
+	uint16_t port;
+	struct rpc_disp *disp;
+	/* Guards loop.xprts against rpcrdma_svc_stats() (only the loop
+	 * thread changes the list) and the counters of reaped
+	 * connections. */
+	pthread_mutex_t list_lock;
+	struct rpcrdma_stats reaped;
+};
+
+static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
+{
+	const struct rpcrdma_provider_ops *ops = s->rd.ops;
+	struct rpc_xprt *x = NULL;
+	uint8_t pd[16];
+	int rc;
+
+	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, ev->id, &x);
+	if (rc < 0) {
+		ops->reject(ev->id, NULL, 0);
+		ops->destroy_id(ev->id);
+		return;
+	}
+	x->disp = s->disp;
+	x->loop = &s->loop;
+	uint32_t ord = x->ord;
+	if (ev->responder_resources && ev->responder_resources < ord)
+		ord = ev->responder_resources;
+	int pl = rpcrdma_rpc_xprt_pdata(x, pd, sizeof(pd));
+	rc = pl < 0 ? pl
+		    : rpcrdma_rpc_xprt_established(x, ev->private_data,
+						   ev->private_data_len, ord);
+	if (rc == 0) {
+		struct rpcrdma_conn_param cp = {
+			.private_data = pd, .private_data_len = (uint8_t)pl,
+			.responder_resources = (uint8_t)x->ird,
+			.initiator_depth = (uint8_t)ord,
+		};
+		rc = ops->accept(x->id, &cp);
+	}
+	if (rc < 0) {
+		ops->reject(x->id, NULL, 0);
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+		rpcrdma_rpc_xprt_destroy(x);
+		return;
+	}
+	pthread_mutex_lock(&s->list_lock);
+	x->next = s->loop.xprts;
+	s->loop.xprts = x;
+	pthread_mutex_unlock(&s->list_lock);
+}
+
+static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)
+{
+	struct rpcrdma_svc *s = owner;
+	struct rpc_xprt *x;
+
+	if (ev->type == RPCRDMA_CM_EVENT_CONNECT_REQUEST) {
+		svc_accept(s, ev);
+		return;
+	}
+	x = rpcrdma_rpc_loop_find(&s->loop, ev->id);
+	if (!x)
+		return;
+	switch (ev->type) {
+	case RPCRDMA_CM_EVENT_ESTABLISHED:
+		break;
+	case RPCRDMA_CM_EVENT_DISCONNECTED:
+	case RPCRDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RPCRDMA_CM_EVENT_CONNECT_ERROR:
+	case RPCRDMA_CM_EVENT_UNREACHABLE:
+	case RPCRDMA_CM_EVENT_REJECTED:
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Reap connections that are gone and no longer referenced. */
+static void svc_round(void *owner)
+{
+	struct rpcrdma_svc *s = owner;
+	struct rpc_xprt **pp = &s->loop.xprts;
+
+	while (*pp) {
+		struct rpc_xprt *x = *pp;
+		pthread_mutex_lock(&x->lock);
+		bool gone = x->dead && x->refs == 0;
+		pthread_mutex_unlock(&x->lock);
+		if (gone) {
+			pthread_mutex_lock(&s->list_lock);
+			*pp = x->next;
+			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
+			pthread_mutex_unlock(&s->list_lock);
+			rpcrdma_rpc_xprt_destroy(x);
+		} else {
+			pp = &x->next;
+		}
+	}
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
+				      const struct rpcrdma_opts *opts,
+				      struct rpcrdma_svc **out)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int rc;
+
+	if (!listen_addr || !out)
+		return RPCRDMA_ERR_INVAL;
+	*out = NULL;
+	struct rpcrdma_svc *s = calloc(1, sizeof(*s));
+	if (!s)
+		return RPCRDMA_ERR_NOMEM;
+	s->loop.wakefd = -1;
+	pthread_mutex_init(&s->list_lock, NULL);
+	rpcrdma_rpc_opts_fill(opts, &s->opts);
+	rc = rpcrdma_rpc_parse_addr(listen_addr, &ss, &sl);
+	if (rc < 0)
+		goto fail;
+	rc = rpcrdma_rpc_dev_open(&s->opts, &s->rd);
+	if (rc < 0)
+		goto fail;
+	rc = s->rd.ops->create_id(s->rd.ch, s, &s->listen_id);
+	if (rc < 0)
+		goto fail;
+	rc = s->rd.ops->listen(s->listen_id, (struct sockaddr *)&ss, sl, 128);
+	if (rc < 0)
+		goto fail;
+	const struct sockaddr_storage *la = &s->listen_id->local_addr;
+	if (la->ss_family == AF_INET6)
+		s->port = ntohs(((const struct sockaddr_in6 *)la)->sin6_port);
+	else
+		s->port = ntohs(((const struct sockaddr_in *)la)->sin_port);
+	s->disp = rpcrdma_rpc_disp_create(s->opts.workers);
+	if (!s->disp) {
+		rc = RPCRDMA_ERR_NOMEM;
+		goto fail;
+	}
+	rc = rpcrdma_rpc_loop_init(&s->loop, &s->rd, svc_on_cm, svc_round, s);
+	if (rc < 0)
+		goto fail;
+	rc = rpcrdma_rpc_loop_start(&s->loop);
+	if (rc < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	rpcrdma_svc_destroy(s);
+	return rc;
+}
+
+RPCRDMA_EXPORT uint16_t rpcrdma_svc_port(const struct rpcrdma_svc *s)
+{
+	return s ? s->port : 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_register(struct rpcrdma_svc *s, uint32_t prog,
+					uint32_t vers, uint32_t proc,
+					rpcrdma_svc_handler handler, void *arg,
+					unsigned flags)
+{
+	if (!s)
+		return RPCRDMA_ERR_INVAL;
+	return rpcrdma_rpc_disp_register(s->disp, prog, vers, proc, handler, arg,
+				 flags);
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
+{
+	if (!s)
+		return;
+	const struct rpcrdma_provider_ops *ops = s->rd.ops;
+	rpcrdma_rpc_loop_stop(&s->loop);
+	if (s->listen_id)
+		ops->destroy_id(s->listen_id);
+	s->listen_id = NULL;
+	/* Disconnect everything, give the peers a moment to see it, then
+	 * unwind every engine so waiting handlers' replies fail fast. */
+	unsigned live = 0;
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
+		if (!x->dead) {
+			ops->disconnect(x->id);
+			live++;
+		}
+	uint64_t end = rpcrdma_rpc_now_ms() + 1000;
+	while (live && rpcrdma_rpc_now_ms() < end) {
+		struct rpc_cm_ev ev;
+		if (rpcrdma_rpc_wait_cm(&s->rd, 100, &ev) < 0)
+			continue;
+		struct rpc_xprt *x = rpcrdma_rpc_loop_find(&s->loop, ev.id);
+		if (x && ev.type == RPCRDMA_CM_EVENT_DISCONNECTED && !x->dead) {
+			rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+			live--;
+		}
+	}
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+	/* Handlers still queued run now; their replies find the
+	 * connection gone. */
+	rpcrdma_rpc_disp_destroy(s->disp);
+	s->disp = NULL;
+	while (s->loop.xprts) {
+		struct rpc_xprt *x = s->loop.xprts;
+		s->loop.xprts = x->next;
+		rpcrdma_rpc_xprt_destroy(x);
+	}
+	if (s->loop.wakefd >= 0)
+		rpcrdma_rpc_loop_fini(&s->loop);
+	rpcrdma_rpc_dev_close(&s->rd);
+	pthread_mutex_destroy(&s->list_lock);
+	free(s);
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_stats(struct rpcrdma_svc *s,
+				     struct rpcrdma_stats *st)
+{
+	if (!s || !st)
+		return RPCRDMA_ERR_INVAL;
+	pthread_mutex_lock(&s->list_lock);
+	*st = s->reaped;
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
+		rpcrdma_rpc_xprt_add_stats(x, st);
+	pthread_mutex_unlock(&s->list_lock);
+	st->credits_granted = 0;
+	return 0;
+}

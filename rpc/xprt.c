@@ -1,0 +1,454 @@
+/*
+ * The transport driver: one engine over one provider connection.
+ *
+ * It owns the connection's CQ (send and receive completions) and QP,
+ * registers memory for the engine (struct rpcrdma_engine_mem_ops; see
+ * mem_reg() for how exposed memory is made invalidatable), feeds
+ * completions to the engine, posts the work requests the engine pops in
+ * their order, and acts on the engine's events after dropping the
+ * connection lock (rpc_internal.h).  A work request that cannot be posted,
+ * or the engine's CLOSE event, makes the loop disconnect; DISCONNECTED then
+ * unwinds the engine, which completes or fails every RPC.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/rpc_internal.h"
+
+/* ---------------------------------------------------------------------
+ * Memory registration for the engine
+ *
+ * Local-only registrations are plain MRs.  A registration with remote
+ * access is exposed to the peer and must be invalidatable (the engine
+ * fences it with the peer's Send With Invalidate or its own LOCAL_INV
+ * before release, RFC 8166 §4.4.1 / RFC 8797 §4.1).  iWARP invalidates
+ * only memory windows (RFC 5040 §5.4), so when the device has them the
+ * region is an MR with MW_BIND and the rkey handed out is that of a
+ * type-2 window bound over it by an unsignaled BIND_MW posted right
+ * away: it precedes, in send queue order, the Send that advertises it.
+ */
+struct xprt_reg {
+	struct rpcrdma_mr *mr;
+	struct rpcrdma_mw *mw;
+};
+
+static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
+		   struct rpcrdma_engine_mr *mr)
+{
+	struct rpc_xprt *x = ctx;
+	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+	unsigned remote = access & (RPCRDMA_ACCESS_REMOTE_READ |
+				    RPCRDMA_ACCESS_REMOTE_WRITE);
+	bool use_mw = remote && (x->rd->attr.caps & RPCRDMA_DEV_CAP_MW);
+	struct xprt_reg *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (!r)
+		return RPCRDMA_ERR_AGAIN;
+	/* Local write always: RDMA Read results and receives land here. */
+	unsigned acc = access | RPCRDMA_ACCESS_LOCAL_WRITE;
+	if (use_mw)
+		acc |= RPCRDMA_ACCESS_MW_BIND;
+	rc = ops->reg_mr(x->rd->pd, addr, len, acc, &r->mr);
+	if (rc < 0)
+		goto fail;
+	mr->rkey = remote ? r->mr->rkey : 0;
+	if (use_mw) {
+		rc = ops->alloc_mw(x->rd->pd, &r->mw);
+		if (rc < 0)
+			goto fail;
+		struct rpcrdma_send_wr w, *bad = NULL;
+		memset(&w, 0, sizeof(w));
+		w.opcode = RPCRDMA_WR_BIND_MW;
+		w.bind_mw.mw = r->mw;
+		w.bind_mw.mr = r->mr;
+		w.bind_mw.addr = (uint64_t)(uintptr_t)addr;
+		w.bind_mw.length = len;
+		w.bind_mw.access = remote;
+		w.bind_mw.key = ++x->mw_key;
+		rc = rpcrdma_post_send(x->qp, &w, &bad);
+		if (rc < 0)
+			goto fail;
+		mr->rkey = r->mw->rkey;
+	}
+	mr->addr = addr;
+	mr->length = len;
+	mr->lkey = r->mr->lkey;
+	mr->remote_addr = (uint64_t)(uintptr_t)addr;
+	mr->cookie = r;
+	return 0;
+fail:
+	if (r->mw)
+		ops->dealloc_mw(r->mw);
+	if (r->mr)
+		ops->dereg_mr(r->mr);
+	free(r);
+	return rc == RPCRDMA_ERR_NOMEM ? RPCRDMA_ERR_AGAIN : rc;
+}
+
+static void mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
+{
+	struct rpc_xprt *x = ctx;
+	struct xprt_reg *r = mr->cookie;
+
+	/* The engine calls this once the rkey is dead; freeing the window
+	 * and the region makes sure it can never be used again. */
+	if (r) {
+		if (r->mw)
+			x->rd->ops->dealloc_mw(r->mw);
+		if (r->mr)
+			x->rd->ops->dereg_mr(r->mr);
+		free(r);
+	}
+	mr->cookie = NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Create / destroy
+ */
+int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
+			    bool server, struct rpcrdma_cm_id *id,
+			    struct rpc_xprt **out)
+{
+	struct rpcrdma_engine_config cfg;
+	struct rpcrdma_qp_attr qa;
+	struct rpc_xprt *x;
+	int rc;
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return RPCRDMA_ERR_NOMEM;
+	pthread_mutex_init(&x->lock, NULL);
+	x->rd = rd;
+	x->opts = *o;
+	x->id = id;
+
+	rpcrdma_engine_config_default(&cfg);
+	cfg.max_calls = server ? o->backchannel_credits : o->credits;
+	cfg.credits = server ? o->credits : o->backchannel_credits;
+	cfg.max_inline_send = o->inline_send;
+	cfg.max_inline_recv = o->inline_recv;
+	cfg.remote_inv = o->remote_inv &&
+			 (rd->attr.caps & RPCRDMA_DEV_CAP_SEND_WITH_INV);
+	cfg.max_call_size = o->max_msg;
+	cfg.max_chunk_bytes = o->max_msg;
+	cfg.xid_seed = (uint32_t)rpcrdma_rpc_now_ms() * 2654435761u ^
+		       (uint32_t)(uintptr_t)x;
+	/* Engine: receives = credits + 2 * max_calls; sends bounded by
+	 * sq_depth.  Size the QP and the CQ to hold all of them. */
+	uint32_t nrecv = cfg.credits + 2 * cfg.max_calls;
+	uint32_t nsend = 4 * (cfg.max_calls + cfg.credits);
+	if (rd->attr.max_qp_wr && nsend > rd->attr.max_qp_wr)
+		nsend = rd->attr.max_qp_wr;
+	if (rd->attr.max_qp_wr && nrecv > rd->attr.max_qp_wr) {
+		rc = RPCRDMA_ERR_INVAL;
+		goto fail;
+	}
+	cfg.sq_depth = nsend;
+	/* RDMA Reads in flight each way (RFC 5040 IRD/ORD), capped like
+	 * librdmacm users usually do; the peer's offer lowers our ORD at
+	 * connection time. */
+	x->ord = rd->attr.max_qp_init_rd_atom ? rd->attr.max_qp_init_rd_atom
+					      : 1;
+	if (x->ord > 16)
+		x->ord = 16;
+	x->ird = rd->attr.max_qp_rd_atom ? rd->attr.max_qp_rd_atom : 1;
+	if (x->ird > 16)
+		x->ird = 16;
+
+	rc = rd->ops->create_cq(rd->dev, (int)(2 * nsend + nrecv) + 4096, x,
+				&x->cq);
+	if (rc < 0)
+		goto fail;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = x->cq;
+	qa.recv_cq = x->cq;
+	/* Room for the BIND_MW of every registration the engine may hold
+	 * beside its own sq_depth accounting. */
+	qa.max_send_wr = nsend + 2 * (cfg.max_calls + 2 * cfg.credits) *
+					 (RPCRDMA_MAX_DDP_RESULTS + 2);
+	if (rd->attr.max_qp_wr && qa.max_send_wr > rd->attr.max_qp_wr)
+		qa.max_send_wr = rd->attr.max_qp_wr;
+	qa.max_recv_wr = nrecv;
+	qa.max_send_sge = RPCRDMA_ENGINE_MAX_SGE;
+	if (rd->attr.max_sge && qa.max_send_sge > rd->attr.max_sge)
+		qa.max_send_sge = rd->attr.max_sge;
+	qa.max_recv_sge = 1;
+	qa.context = x;
+	rc = rd->ops->create_qp(id, rd->pd, &qa, &x->qp);
+	if (rc < 0)
+		goto fail;
+	struct rpcrdma_engine_mem_ops mem = {
+		.ctx = x, .reg = mem_reg, .release = mem_release,
+	};
+	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
+	if (rc < 0)
+		goto fail;
+	rd->ops->req_notify_cq(x->cq);
+	*out = x;
+	return 0;
+fail:
+	x->id = NULL; /* the caller still owns the id */
+	rpcrdma_rpc_xprt_destroy(x);
+	return rc;
+}
+
+void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
+{
+	if (!x)
+		return;
+	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+
+	/* Engine first: it releases (deregisters) every registration while
+	 * the PD is alive; then the QP, whose CQ can only go after it. */
+	if (x->e)
+		rpcrdma_engine_destroy(x->e);
+	rpcrdma_rpc_calls_free_all(x);
+	if (x->qp)
+		ops->destroy_qp(x->qp);
+	if (x->id)
+		ops->destroy_id(x->id);
+	if (x->cq)
+		ops->destroy_cq(x->cq);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}
+
+int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap)
+{
+	return rpcrdma_engine_private_data(x->e, buf, cap);
+}
+
+int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
+				 size_t len, uint32_t ord)
+{
+	struct rpc_evbuf b = {.n = 0};
+	int rc;
+
+	pthread_mutex_lock(&x->lock);
+	rc = rpcrdma_engine_established(x->e, pdata, len, ord, rpcrdma_rpc_now_ms());
+	if (rc == 0)
+		x->connected = true;
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	return rc;
+}
+
+void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
+{
+	struct rpc_evbuf b = {.n = 0};
+
+	pthread_mutex_lock(&x->lock);
+	if (!x->dead) {
+		x->dead = true;
+		x->connected = false;
+		rpcrdma_engine_conn_lost(x->e, rpcrdma_rpc_now_ms());
+	}
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	/* Calls the engine keeps queued for a next connection, and those
+	 * waiting for a slot, fail now: a client does not reconnect. */
+	rpcrdma_rpc_calls_fail_locked(x, status, 0, NULL, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+}
+
+void rpcrdma_rpc_xprt_get(struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&x->lock);
+	x->refs++;
+	pthread_mutex_unlock(&x->lock);
+}
+
+void rpcrdma_rpc_xprt_put(struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&x->lock);
+	x->refs--;
+	/* Once the lock is dropped the loop may reap x: read what the
+	 * wake-up needs first. */
+	struct rpc_loop *loop = x->refs == 0 ? x->loop : NULL;
+	pthread_mutex_unlock(&x->lock);
+	if (loop)
+		rpcrdma_rpc_loop_wake(loop);
+}
+
+/* ---------------------------------------------------------------------
+ * Posting and events
+ */
+static void post_failed(struct rpc_xprt *x)
+{
+	/* A work request the engine produced could not be posted: the QP is
+	 * broken.  Disconnect; conn_lost() then unwinds every RPC. */
+	if (!x->close_req) {
+		x->close_req = true;
+		if (x->loop)
+			rpcrdma_rpc_loop_wake(x->loop);
+	}
+}
+
+/* Connections this thread is delivering events of.  A completion
+ * callback that starts a call on the same connection (or a reply made
+ * from the loop) pumps that engine again inside the delivery; it then
+ * posts work requests but leaves the engine's events to the outer
+ * delivery loop, which polls again when the callback returns, so
+ * callbacks never nest deeper than the connections involved. */
+#define DELIVER_NEST 8
+static _Thread_local struct rpc_xprt *delivering[DELIVER_NEST];
+static _Thread_local unsigned ndelivering;
+
+static bool delivering_now(const struct rpc_xprt *x)
+{
+	for (unsigned i = 0; i < ndelivering && i < DELIVER_NEST; i++)
+		if (delivering[i] == x)
+			return true;
+	return false;
+}
+
+void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+{
+	struct rpcrdma_engine_wr w;
+
+	while (rpcrdma_engine_pop_wr(x->e, &w)) {
+		int rc;
+		if (x->dead || x->close_req)
+			continue; /* nothing may go out any more */
+		if (w.is_recv) {
+			struct rpcrdma_recv_wr *bad = NULL;
+			w.recv.next = NULL;
+			rc = rpcrdma_post_recv(x->qp, &w.recv, &bad);
+		} else {
+			struct rpcrdma_send_wr *bad = NULL;
+			w.send.next = NULL;
+			rc = rpcrdma_post_send(x->qp, &w.send, &bad);
+		}
+		if (rc < 0)
+			rpcrdma_rpc_trace("conn %p: post %s failed: %s", (void *)x,
+				  w.is_recv ? "recv" : "send",
+				  rpcrdma_strerror(rc));
+		if (rc < 0)
+			post_failed(x);
+	}
+	bool nested = delivering_now(x);
+	while (!nested && b->n < sizeof(b->ev) / sizeof(b->ev[0])) {
+		struct rpcrdma_engine_event *ev = &b->ev[b->n];
+		if (!rpcrdma_engine_poll_event(x->e, ev))
+			break;
+		switch (ev->type) {
+		case RPCRDMA_EV_CALL_DONE:
+			/* Bookkeeping needs the lock; the user's completion
+			 * runs after it is dropped. */
+			rpcrdma_rpc_call_engine_done_locked(x, ev, b);
+			break;
+		case RPCRDMA_EV_CLOSE:
+			rpcrdma_rpc_trace("conn %p: engine asks to close: %s",
+				  (void *)x, rpcrdma_strerror(ev->reason));
+			post_failed(x);
+			break;
+		default:
+			b->n++;
+			break;
+		}
+	}
+	if (!x->dead)
+		rpcrdma_rpc_calls_submit_waiting_locked(x, b);
+}
+
+void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
+{
+	for (;;) {
+		pthread_mutex_unlock(&x->lock);
+		if (ndelivering < DELIVER_NEST)
+			delivering[ndelivering] = x;
+		ndelivering++;
+		rpcrdma_rpc_calls_deliver(x, b);
+		for (unsigned i = 0; i < b->n; i++) {
+			if (b->ev[i].type == RPCRDMA_EV_INCOMING_CALL)
+				rpcrdma_rpc_disp_incoming(x, &b->ev[i]);
+			else if (b->ev[i].type == RPCRDMA_EV_REPLY_SENT)
+				rpcrdma_rpc_disp_reply_sent(x, &b->ev[i]);
+		}
+		ndelivering--;
+		b->n = 0;
+		/* More events may have been left behind (a full buffer). */
+		pthread_mutex_lock(&x->lock);
+		rpcrdma_rpc_xprt_pump_locked(x, b);
+		if (!b->n && !b->done)
+			break;
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
+void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
+{
+	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+	struct rpc_evbuf b = {.n = 0};
+	struct rpcrdma_wc wc[32];
+
+	pthread_mutex_lock(&x->lock);
+	if (x->cq) {
+		/* Arm, drain, ack: consume the notification, drain, re-arm,
+		 * drain again so a completion between the last poll and the
+		 * arm still wakes us (provider.h). */
+		if (fd_ready)
+			ops->ack_cq_events(x->cq);
+		for (int pass = 0; pass < 2; pass++) {
+			int n;
+			while ((n = ops->poll_cq(x->cq, 32, wc)) > 0) {
+				for (int i = 0; i < n; i++)
+					if (wc[i].status &&
+					    wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
+						rpcrdma_rpc_trace("conn %p: wc status %d op %d "
+							  "vendor_err %#x", (void *)x,
+							  wc[i].status, wc[i].opcode,
+							  wc[i].vendor_err);
+				for (int i = 0; i < n; i++)
+					rpcrdma_engine_completion(x->e, &wc[i],
+								  now);
+				rpcrdma_rpc_xprt_pump_locked(x, &b);
+			}
+			if (pass == 0)
+				ops->req_notify_cq(x->cq);
+		}
+	}
+	bool lost = false;
+	if (x->close_req && !x->disconnect_sent && x->id && !x->dead) {
+		x->disconnect_sent = true;
+		/* DISCONNECTED follows and unwinds the engine; if the
+		 * provider cannot even start the disconnect, unwind now. */
+		lost = ops->disconnect(x->id) < 0;
+	}
+	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	if (lost)
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+}
+
+void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
+{
+	struct rpcrdma_engine_counters k;
+	struct rpcrdma_engine_info in;
+
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_engine_get_counters(x->e, &k);
+	rpcrdma_engine_get_info(x->e, &in);
+	pthread_mutex_unlock(&x->lock);
+	s->calls += k.calls;
+	s->calls_completed += k.calls_completed;
+	s->short_calls += k.short_calls;
+	s->chunked_calls += k.chunked_calls;
+	s->long_calls += k.long_calls;
+	s->replies_inline += k.replies_inline;
+	s->replies_long += k.replies_long;
+	s->credit_stalls += k.credit_stalls;
+	s->remote_invs += k.remote_invs;
+	s->local_invs += k.local_invs;
+	s->calls_received += k.calls_received;
+	s->short_replies += k.short_replies;
+	s->chunked_replies += k.chunked_replies;
+	s->long_replies += k.long_replies;
+	s->send_with_inv += k.send_with_inv;
+	s->err_chunk_sent += k.err_chunk_sent;
+	s->rdma_read_bytes += k.rdma_read_bytes;
+	s->rdma_write_bytes += k.rdma_write_bytes;
+	s->connections += k.connections;
+	s->credits_granted = in.credits_granted;
+}

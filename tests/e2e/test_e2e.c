@@ -1,0 +1,1104 @@
+/*
+ * End to end: an rpcrdma server and client in one process (a forked child
+ * for the server-killed case) over the soft-iWARP provider on loopback.
+ *
+ *   test_e2e ADDR          every case, server on ADDR (127.0.0.1 or ::1)
+ *   test_e2e ADDR kill     the server process dies mid-call
+ *
+ * Each case checks the data byte for byte and the client's transport
+ * counters, so a case proves which RPC-over-RDMA shape was used (RFC 8166
+ * §3.5: Short, Chunked, Long Call; §3.5.3/§4.3.3 Long Reply).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpcrdma/rpcrdma.h"
+#include "test.h"
+
+#define PROG 0x20000099u
+#define CB_PROG 0x40000099u
+
+enum {
+	P_ECHO = 1,    /* results = arguments */
+	P_CHECK = 2,   /* u32 len, opaque<> (DDP) -> u32 ok, u32 len */
+	P_READ = 3,    /* u32 len, u32 seed -> u32 len, opaque<> (DDP) */
+	P_BIG = 4,     /* u32 len -> len bytes, no DDP */
+	P_GARBAGE = 5, /* handler says the arguments are garbage */
+	P_WHOAMI = 6,  /* -> flavor, uid, gid, ngids, gids..., namelen */
+	P_SLEEP = 7,   /* u32 ms -> u32 ms */
+	P_CALLBACK = 8, /* u32 v -> u32 (v + 1) * 2 via a callback */
+	P_SUM = 9,     /* any -> u32 sum of bytes, u32 len */
+	P_READ_NODDP = 10, /* P_READ whose ULB allows no DDP */
+};
+
+static char addr_host[64];
+static const char *family = "127.0.0.1";
+static uint16_t port;
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint8_t pat(uint32_t seed, size_t i)
+{
+	uint32_t x = (uint32_t)i * 2654435761u ^ seed * 40503u;
+	x ^= x >> 13;
+	return (uint8_t)(x + (i >> 8) + seed);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Server procedures                                                    */
+
+static enum rpcrdma_svc_stat h_echo(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const void *args = rpcrdma_svc_req_args(r, &len);
+	struct rpcrdma_iov iov = {(void *)args, len, false};
+	return rpcrdma_svc_req_reply(r, &iov, 1) ? RPCRDMA_SVC_SYSTEM_ERR
+						: RPCRDMA_SVC_OK;
+}
+
+static enum rpcrdma_svc_stat h_check(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len < 4)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	uint32_t n = get32(p);
+	if (len < 4 + (size_t)n)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	uint32_t ok = 1;
+	for (uint32_t i = 0; i < n; i++)
+		if (p[4 + i] != pat(7, i)) {
+			ok = 0;
+			break;
+		}
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
+	put32(out, ok);
+	put32(out + 4, n);
+	struct rpcrdma_iov iov = {out, 8, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static enum rpcrdma_svc_stat h_read(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len != 8)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	uint32_t n = get32(p), seed = get32(p + 4);
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 8 + n);
+	if (!out)
+		return RPCRDMA_SVC_SYSTEM_ERR;
+	put32(out, n);
+	for (uint32_t i = 0; i < n; i++)
+		out[4 + i] = pat(seed, i);
+	struct rpcrdma_iov iov[2] = {{out, 4, false}, {out + 4, n, true}};
+	rpcrdma_svc_req_reply(r, iov, 2);
+	return RPCRDMA_SVC_OK;
+}
+
+static enum rpcrdma_svc_stat h_big(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len != 4)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	uint32_t n = get32(p) & ~3u;
+	uint8_t *out = rpcrdma_svc_req_alloc(r, n);
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = pat(3, i);
+	struct rpcrdma_iov iov = {out, n, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static enum rpcrdma_svc_stat h_garbage(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)r;
+	(void)a;
+	return RPCRDMA_SVC_GARBAGE_ARGS;
+}
+
+static enum rpcrdma_svc_stat h_whoami(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	const struct rpcrdma_cred *c = rpcrdma_svc_req_cred(r);
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 4 * 24);
+	size_t k = 0;
+	put32(out + 4 * k++, c->flavor);
+	put32(out + 4 * k++, c->uid);
+	put32(out + 4 * k++, c->gid);
+	put32(out + 4 * k++, c->ngids);
+	for (uint32_t i = 0; i < c->ngids && i < 16; i++)
+		put32(out + 4 * k++, c->gids[i]);
+	put32(out + 4 * k++, (uint32_t)strlen(c->machinename));
+	struct rpcrdma_iov iov = {out, 4 * k, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static atomic_int sleepers; /* P_SLEEP handlers started */
+
+static enum rpcrdma_svc_stat h_sleep(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len != 4)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	atomic_fetch_add(&sleepers, 1);
+	usleep(get32(p) * 1000u);
+	struct rpcrdma_iov iov = {(void *)p, 4, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static enum rpcrdma_svc_stat h_sum(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	uint32_t sum = 0;
+	for (size_t i = 0; i < len; i++)
+		sum += p[i];
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
+	put32(out, sum);
+	put32(out + 4, (uint32_t)len);
+	struct rpcrdma_iov iov = {out, 8, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+/* RFC 8167: call the client's callback program on this connection. */
+static enum rpcrdma_svc_stat h_callback(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len != 4)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	struct rpcrdma_clnt *cb;
+	if (rpcrdma_svc_req_clnt(r, CB_PROG, 1, &cb))
+		return RPCRDMA_SVC_SYSTEM_ERR;
+	uint8_t arg[4];
+	put32(arg, get32(p) + 1);
+	struct rpcrdma_iov iov = {arg, 4, false};
+	struct rpcrdma_call call = {.proc = 1, .args = &iov, .nargs = 1,
+				    .timeout_ms = 5000};
+	struct rpcrdma_reply rep;
+	int rc = rpcrdma_clnt_call(cb, &call, &rep);
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
+	put32(out, rc == 0 && rep.len == 4 ? get32(rep.data) : 0xdeadu);
+	put32(out + 4, (uint32_t)-rc);
+	rpcrdma_reply_free(&rep);
+	rpcrdma_clnt_destroy(cb);
+	struct rpcrdma_iov res = {out, 8, false};
+	rpcrdma_svc_req_reply(r, &res, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static atomic_int cb_calls;
+
+/* The client's callback procedure: v -> v * 2. */
+static enum rpcrdma_svc_stat h_cb_double(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
+	if (len != 4)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	atomic_fetch_add(&cb_calls, 1);
+	uint8_t *out = rpcrdma_svc_req_alloc(r, 4);
+	put32(out, get32(p) * 2);
+	struct rpcrdma_iov iov = {out, 4, false};
+	rpcrdma_svc_req_reply(r, &iov, 1);
+	return RPCRDMA_SVC_OK;
+}
+
+static struct rpcrdma_svc *start_server(const char *listen)
+{
+	struct rpcrdma_opts o;
+	struct rpcrdma_svc *s = NULL;
+	rpcrdma_opts_default(&o);
+	o.workers = 4;
+	int rc = rpcrdma_svc_create(listen, &o, &s);
+	if (rc) {
+		fprintf(stderr, "svc_create(%s): %s\n", listen,
+			rpcrdma_strerror(rc));
+		return NULL;
+	}
+	static const struct {
+		uint32_t proc;
+		rpcrdma_svc_handler h;
+		unsigned flags;
+	} procs[] = {
+		{P_ECHO, h_echo, 0}, {P_CHECK, h_check, 0},
+		{P_READ, h_read, RPCRDMA_ULB_DDP_RESULT}, {P_BIG, h_big, 0},
+		{P_GARBAGE, h_garbage, 0}, {P_WHOAMI, h_whoami, 0},
+		{P_SLEEP, h_sleep, 0}, {P_CALLBACK, h_callback, 0},
+		{P_SUM, h_sum, 0}, {P_READ_NODDP, h_read, 0},
+	};
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		rpcrdma_svc_register(s, PROG, 1, procs[i].proc, procs[i].h,
+				     NULL, procs[i].flags);
+		rpcrdma_svc_register(s, PROG, 3, procs[i].proc, procs[i].h,
+				     NULL, procs[i].flags);
+	}
+	return s;
+}
+
+/* Without CHECK: callable from any thread (the harness counters are
+ * not atomic). */
+static int open_client(uint32_t prog, uint32_t vers, struct rpcrdma_clnt **c)
+{
+	char a[96];
+	*c = NULL;
+	if (strchr(addr_host, ':'))
+		snprintf(a, sizeof(a), "[%s]:%u", addr_host, port);
+	else
+		snprintf(a, sizeof(a), "%s:%u", addr_host, port);
+	int rc = rpcrdma_clnt_create(a, prog, vers, NULL, c);
+	if (rc)
+		fprintf(stderr, "clnt_create(%s): %s\n", a, rpcrdma_strerror(rc));
+	return rc;
+}
+
+static struct rpcrdma_clnt *connect_client(uint32_t prog, uint32_t vers)
+{
+	struct rpcrdma_clnt *c;
+	CHECK_EQ(open_client(prog, vers, &c), 0);
+	return c;
+}
+
+static struct rpcrdma_svc *srv; /* in-process server (not "kill") */
+
+static struct rpcrdma_stats stats(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_stats s;
+	CHECK_EQ(rpcrdma_clnt_stats(c, &s), 0);
+	return s;
+}
+
+static struct rpcrdma_stats svc_stats(void)
+{
+	struct rpcrdma_stats s;
+	memset(&s, 0, sizeof(s));
+	if (srv)
+		CHECK_EQ(rpcrdma_svc_stats(srv, &s), 0);
+	return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* Cases                                                                */
+
+static void case_null(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_call call = {.proc = 0};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 0);
+	CHECK_EQ(rep.accept_stat, 0);
+	rpcrdma_reply_free(&rep);
+}
+
+static void case_echo(struct rpcrdma_clnt *c)
+{
+	uint8_t buf[100];
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pat(1, i);
+	struct rpcrdma_stats s0 = stats(c);
+	struct rpcrdma_iov iov[2] = {{buf, 60, false}, {buf + 60, 40, false}};
+	struct rpcrdma_call call = {.proc = P_ECHO, .args = iov, .nargs = 2};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, sizeof(buf));
+	if (rep.len == sizeof(buf))
+		CHECK_MEM(rep.data, buf, sizeof(buf));
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s1 = stats(c);
+	CHECK_EQ(s1.short_calls - s0.short_calls, 1);    /* §3.5.1 */
+	CHECK_EQ(s1.replies_inline - s0.replies_inline, 1);
+}
+
+static void case_ddp_arg(struct rpcrdma_clnt *c)
+{
+	const uint32_t n = 1u << 20;
+	uint8_t *data = malloc(n), hdr[4];
+	for (uint32_t i = 0; i < n; i++)
+		data[i] = pat(7, i);
+	put32(hdr, n);
+	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
+	struct rpcrdma_iov iov[2] = {{hdr, 4, false}, {data, n, true}};
+	struct rpcrdma_call call = {.proc = P_CHECK, .args = iov, .nargs = 2};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 8);
+	if (rep.len == 8) {
+		CHECK_EQ(get32(rep.data), 1); /* server saw every byte */
+		CHECK_EQ(get32(rep.data + 4), n);
+	}
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s1 = stats(c);
+	CHECK_EQ(s1.chunked_calls - s0.chunked_calls, 1); /* §3.5.2 */
+	/* The server pulled the Read chunk (§3.4.5), and the rkey was
+	 * invalidated before the call completed (§4.4.1). */
+	struct rpcrdma_stats v1 = svc_stats();
+	CHECK(v1.rdma_read_bytes - v0.rdma_read_bytes >= n);
+	CHECK(s1.remote_invs + s1.local_invs > s0.remote_invs + s0.local_invs);
+	free(data);
+}
+
+static void case_write_chunk(struct rpcrdma_clnt *c)
+{
+	const uint32_t n = 1u << 20;
+	uint8_t args[8];
+	put32(args, n);
+	put32(args + 4, 11);
+	size_t max = n;
+	struct rpcrdma_iov iov = {args, 8, false};
+	struct rpcrdma_call call = {.proc = P_READ, .args = &iov, .nargs = 1,
+				    .ddp_result_max = &max, .nddp_results = 1};
+	struct rpcrdma_reply rep;
+	struct rpcrdma_stats v0 = svc_stats();
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	/* The length word stays inline; the data went by Write chunk
+	 * (RFC 8166 §4.3.2), so the inline stream is 4 bytes. */
+	CHECK_EQ(rep.len, 4);
+	CHECK_EQ(rep.nddp, 1);
+	CHECK_EQ(rep.ddp_len[0], n);
+	if (rep.len == 4 && rep.ddp_len[0] == n) {
+		CHECK_EQ(get32(rep.data), n);
+		size_t bad = SIZE_MAX;
+		for (uint32_t i = 0; i < n && bad == SIZE_MAX; i++)
+			if (rep.ddp[0][i] != pat(11, i))
+				bad = i;
+		CHECK(bad == SIZE_MAX);
+	}
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats v1 = svc_stats();
+	CHECK_EQ(v1.chunked_replies - v0.chunked_replies, 1);
+	CHECK(v1.rdma_write_bytes - v0.rdma_write_bytes >= n);
+
+	/* The same result from a procedure whose Upper-Layer Binding allows
+	 * no DDP: it comes inline, XDR-padded (RFC 8166 §6), and the Write
+	 * chunk is returned unused. */
+	put32(args, 1001);
+	call.proc = P_READ_NODDP;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 4 + 1004);
+	CHECK_EQ(rep.ddp_len[0], 0);
+	if (rep.len == 1008) {
+		CHECK_EQ(get32(rep.data), 1001);
+		size_t bad = SIZE_MAX;
+		for (uint32_t i = 0; i < 1001 && bad == SIZE_MAX; i++)
+			if (rep.data[4 + i] != pat(11, i))
+				bad = i;
+		CHECK(bad == SIZE_MAX);
+	}
+	rpcrdma_reply_free(&rep);
+
+	/* An empty Write chunk forces a DDP-eligible result inline
+	 * (RFC 8166 §4.3.2.3). */
+	size_t zero = 0;
+	call.proc = P_READ;
+	call.ddp_result_max = &zero;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 4 + 1004);
+	CHECK_EQ(rep.ddp_len[0], 0);
+	if (rep.len == 1008)
+		CHECK_EQ(rep.data[4 + 1000], pat(11, 1000));
+	rpcrdma_reply_free(&rep);
+}
+
+static void case_long_reply(struct rpcrdma_clnt *c)
+{
+	const uint32_t n = 64u << 10;
+	uint8_t args[4];
+	put32(args, n);
+	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
+	struct rpcrdma_iov iov = {args, 4, false};
+	struct rpcrdma_call call = {.proc = P_BIG, .args = &iov, .nargs = 1,
+				    .reply_max = n};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, n);
+	if (rep.len == n) {
+		size_t bad = SIZE_MAX;
+		for (uint32_t i = 0; i < n && bad == SIZE_MAX; i++)
+			if (rep.data[i] != pat(3, i))
+				bad = i;
+		CHECK(bad == SIZE_MAX);
+	}
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s1 = stats(c);
+	CHECK_EQ(s1.replies_long - s0.replies_long, 1); /* §3.5.3 */
+	struct rpcrdma_stats v1 = svc_stats();
+	CHECK_EQ(v1.long_replies - v0.long_replies, 1);
+	CHECK(v1.rdma_write_bytes - v0.rdma_write_bytes >= n);
+	/* Without reply_max a reply over the inline threshold cannot come
+	 * back: the server answers ERR_CHUNK (§4.5.3). */
+	call.reply_max = 0;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_PEER_ERR_CHUNK);
+	rpcrdma_reply_free(&rep);
+}
+
+static void case_long_call(struct rpcrdma_clnt *c)
+{
+	const size_t n = 16u << 10;
+	uint8_t *buf = malloc(n);
+	uint32_t sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		buf[i] = pat(5, i);
+		sum += buf[i];
+	}
+	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
+	struct rpcrdma_iov iov = {buf, n, false};
+	struct rpcrdma_call call = {.proc = P_SUM, .args = &iov, .nargs = 1};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 8);
+	if (rep.len == 8) {
+		CHECK_EQ(get32(rep.data), sum);
+		CHECK_EQ(get32(rep.data + 4), n);
+	}
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s1 = stats(c);
+	CHECK_EQ(s1.long_calls - s0.long_calls, 1); /* §3.5.3 Long Call */
+	/* The whole call came by RDMA Read (Position-Zero Read chunk). */
+	struct rpcrdma_stats v1 = svc_stats();
+	CHECK(v1.rdma_read_bytes - v0.rdma_read_bytes >= n);
+	free(buf);
+}
+
+/* 64 calls in flight from 8 threads: more than the 32 credits. */
+struct conc {
+	struct rpcrdma_clnt *c;
+	int id;
+	atomic_int done, ok;
+};
+
+struct conc_call {
+	struct conc *k;
+	uint8_t args[64];
+};
+
+static void conc_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct conc_call *cc = arg;
+	if (rep->status == 0 && rep->len == sizeof(cc->args) &&
+	    memcmp(rep->data, cc->args, sizeof(cc->args)) == 0)
+		atomic_fetch_add(&cc->k->ok, 1);
+	rpcrdma_reply_free(rep);
+	atomic_fetch_add(&cc->k->done, 1);
+}
+
+static void *conc_thread(void *arg)
+{
+	struct conc *k = arg;
+	struct conc_call calls[8];
+	for (int i = 0; i < 8; i++) {
+		calls[i].k = k;
+		for (size_t j = 0; j < sizeof(calls[i].args); j++)
+			calls[i].args[j] = pat((uint32_t)(k->id * 8 + i), j);
+		struct rpcrdma_iov iov = {calls[i].args, sizeof(calls[i].args),
+					  false};
+		struct rpcrdma_call call = {.proc = P_ECHO, .args = &iov,
+					    .nargs = 1};
+		if (rpcrdma_clnt_call_async(k->c, &call, conc_cb, &calls[i]))
+			atomic_fetch_add(&k->done, 1);
+	}
+	while (atomic_load(&k->done) < 8)
+		usleep(1000);
+	return NULL;
+}
+
+static void case_concurrent(struct rpcrdma_clnt *c)
+{
+	pthread_t t[8];
+	struct conc k[8];
+	for (int i = 0; i < 8; i++) {
+		k[i].c = c;
+		k[i].id = i;
+		atomic_init(&k[i].done, 0);
+		atomic_init(&k[i].ok, 0);
+		pthread_create(&t[i], NULL, conc_thread, &k[i]);
+	}
+	int ok = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ(atomic_load(&k[i].done), 8);
+		ok += atomic_load(&k[i].ok);
+	}
+	CHECK_EQ(ok, 64);
+	struct rpcrdma_stats s = stats(c);
+	CHECK(s.credits_granted > 1); /* the server's grant (§3.3) */
+}
+
+/* Callbacks that start the next call (and try a synchronous one, which
+ * must refuse on the loop thread instead of deadlocking). */
+struct chain {
+	struct rpcrdma_clnt *c;
+	atomic_int left, done, busy, errors;
+};
+
+static void chain_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct chain *ch = arg;
+	if (rep->status)
+		atomic_fetch_add(&ch->errors, 1);
+	rpcrdma_reply_free(rep);
+	struct rpcrdma_call call = {.proc = 0};
+	if (atomic_load(&ch->left) % 50 == 0) {
+		struct rpcrdma_reply r2;
+		int rc = rpcrdma_clnt_call(ch->c, &call, &r2);
+		if (rc == RPCRDMA_ERR_BUSY)
+			atomic_fetch_add(&ch->busy, 1);
+		rpcrdma_reply_free(&r2);
+	}
+	if (atomic_fetch_sub(&ch->left, 1) > 1) {
+		if (rpcrdma_clnt_call_async(ch->c, &call, chain_cb, ch))
+			atomic_fetch_add(&ch->errors, 1);
+	} else {
+		atomic_store(&ch->done, 1);
+	}
+}
+
+static void case_async_chain(struct rpcrdma_clnt *c)
+{
+	static struct chain ch[4];
+	for (int i = 0; i < 4; i++) {
+		ch[i].c = c;
+		atomic_init(&ch[i].left, 200);
+		atomic_init(&ch[i].done, 0);
+		atomic_init(&ch[i].busy, 0);
+		atomic_init(&ch[i].errors, 0);
+		struct rpcrdma_call call = {.proc = 0};
+		CHECK_EQ(rpcrdma_clnt_call_async(c, &call, chain_cb, &ch[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		for (int k = 0; k < 1000 && !atomic_load(&ch[i].done); k++)
+			usleep(10000);
+		CHECK_EQ(atomic_load(&ch[i].done), 1);
+		CHECK_EQ(atomic_load(&ch[i].errors), 0);
+	}
+	int busy = 0;
+	for (int i = 0; i < 4; i++)
+		busy += atomic_load(&ch[i].busy);
+	printf("sync calls refused on the loop thread: %d\n", busy);
+}
+
+static void case_errors(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_reply rep;
+	struct rpcrdma_call call = {.proc = 99};
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_RPC_PROC_UNAVAIL);
+	CHECK_EQ(rep.accept_stat, 3);
+	uint8_t junk[4] = {0};
+	struct rpcrdma_iov iov = {junk, 4, false};
+	call = (struct rpcrdma_call){.proc = P_GARBAGE, .args = &iov,
+				     .nargs = 1};
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_RPC_GARBAGE_ARGS);
+
+	struct rpcrdma_clnt *c2 = connect_client(PROG + 1, 1);
+	if (c2) {
+		call = (struct rpcrdma_call){.proc = 0};
+		CHECK_EQ(rpcrdma_clnt_call(c2, &call, &rep),
+			 RPCRDMA_ERR_RPC_PROG_UNAVAIL);
+		rpcrdma_clnt_destroy(c2);
+	}
+	struct rpcrdma_clnt *c3 = connect_client(PROG, 2);
+	if (c3) {
+		call = (struct rpcrdma_call){.proc = 0};
+		CHECK_EQ(rpcrdma_clnt_call(c3, &call, &rep),
+			 RPCRDMA_ERR_RPC_PROG_MISMATCH);
+		CHECK_EQ(rep.low, 1);
+		CHECK_EQ(rep.high, 3);
+		rpcrdma_clnt_destroy(c3);
+	}
+}
+
+static void case_auth(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_cred cr;
+	memset(&cr, 0, sizeof(cr));
+	cr.flavor = RPCRDMA_CRED_AUTH_SYS;
+	cr.stamp = 42;
+	strcpy(cr.machinename, "e2e-host");
+	cr.uid = 1001;
+	cr.gid = 100;
+	cr.ngids = 3;
+	cr.gids[0] = 4;
+	cr.gids[1] = 24;
+	cr.gids[2] = 27;
+	CHECK_EQ(rpcrdma_clnt_set_cred(c, &cr), 0);
+	struct rpcrdma_call call = {.proc = P_WHOAMI};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 4 * 8);
+	if (rep.len == 32) {
+		CHECK_EQ(get32(rep.data), RPCRDMA_CRED_AUTH_SYS);
+		CHECK_EQ(get32(rep.data + 4), 1001);
+		CHECK_EQ(get32(rep.data + 8), 100);
+		CHECK_EQ(get32(rep.data + 12), 3);
+		CHECK_EQ(get32(rep.data + 20), 24);
+		CHECK_EQ(get32(rep.data + 28), 8);
+	}
+	rpcrdma_reply_free(&rep);
+	/* A malformed AUTH_SYS body: RFC 5531 §9 AUTH_ERROR/AUTH_BADCRED. */
+	uint8_t bad[8] = {0, 0, 0, 1, 0, 0, 1, 0}; /* name length 256 */
+	CHECK_EQ(rpcrdma_clnt_set_cred_raw(c, RPCRDMA_CRED_AUTH_SYS, bad, 8), 0);
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_RPC_AUTH);
+	CHECK_EQ(rep.auth_stat, 1);
+	CHECK_EQ(rpcrdma_clnt_set_cred(c, NULL), 0);
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	if (rep.len >= 4)
+		CHECK_EQ(get32(rep.data), RPCRDMA_CRED_AUTH_NONE);
+	rpcrdma_reply_free(&rep);
+}
+
+static void case_timeout(struct rpcrdma_clnt *c)
+{
+	uint8_t args[4];
+	put32(args, 800);
+	struct rpcrdma_iov iov = {args, 4, false};
+	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1,
+				    .timeout_ms = 100};
+	struct rpcrdma_reply rep;
+	double t0 = now_s();
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_TIMEOUT);
+	double dt = now_s() - t0;
+	CHECK(dt >= 0.09 && dt < 0.7);
+	/* The connection is still good and the late reply is dropped. */
+	case_null(c);
+	usleep(800000);
+	case_null(c);
+}
+
+static void case_reverse(struct rpcrdma_clnt *c)
+{
+	uint8_t args[4];
+	put32(args, 20);
+	struct rpcrdma_iov iov = {args, 4, false};
+	struct rpcrdma_call call = {.proc = P_CALLBACK, .args = &iov,
+				    .nargs = 1};
+	struct rpcrdma_reply rep;
+	int before = atomic_load(&cb_calls);
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
+	CHECK_EQ(rep.len, 8);
+	if (rep.len == 8) {
+		CHECK_EQ(get32(rep.data), 42); /* (20 + 1) * 2 */
+		CHECK_EQ(get32(rep.data + 4), 0);
+	}
+	rpcrdma_reply_free(&rep);
+	CHECK_EQ(atomic_load(&cb_calls) - before, 1);
+	struct rpcrdma_stats s = stats(c);
+	CHECK(s.calls_received >= 1); /* RFC 8167: we were the Responder */
+}
+
+/* Several connections at once, each mixing Short and Chunked calls. */
+static void *multi_thread(void *arg)
+{
+	atomic_int *ok = arg;
+	struct rpcrdma_clnt *c;
+	if (open_client(PROG, 1, &c))
+		return NULL;
+	static const uint32_t sizes[] = {4, 4001, 12000, 63999};
+	uint8_t *data = malloc(64000), hdr[4];
+	for (size_t i = 0; i < 64000; i++)
+		data[i] = pat(7, i);
+	for (int i = 0; i < 20; i++) {
+		uint32_t n = sizes[i % 4];
+		put32(hdr, n);
+		struct rpcrdma_iov iov[2] = {{hdr, 4, false},
+					     {data, n, (i & 1) != 0}};
+		struct rpcrdma_call call = {.proc = P_CHECK, .args = iov,
+					    .nargs = 2};
+		struct rpcrdma_reply rep;
+		if (rpcrdma_clnt_call(c, &call, &rep) == 0 && rep.len == 8 &&
+		    get32(rep.data) == 1 && get32(rep.data + 4) == n)
+			atomic_fetch_add(ok, 1);
+		rpcrdma_reply_free(&rep);
+	}
+	free(data);
+	rpcrdma_clnt_destroy(c);
+	return NULL;
+}
+
+static void case_multi_conn(void)
+{
+	pthread_t t[4];
+	atomic_int ok;
+	atomic_init(&ok, 0);
+	struct rpcrdma_stats v0 = svc_stats();
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, multi_thread, &ok);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(atomic_load(&ok), 80);
+	struct rpcrdma_stats v1 = svc_stats();
+	CHECK_EQ(v1.connections - v0.connections, 4);
+}
+
+static atomic_int cancel_cbs, cancel_status;
+
+static void cancel_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	(void)arg;
+	atomic_fetch_add(&cancel_cbs, 1);
+	atomic_store(&cancel_status, rep->status);
+	rpcrdma_reply_free(rep);
+}
+
+/* Destroy with a call outstanding: its callback runs once. */
+static void case_destroy_outstanding(void)
+{
+	struct rpcrdma_clnt *c = connect_client(PROG, 1);
+	if (!c)
+		return;
+	uint8_t args[4];
+	put32(args, 300);
+	struct rpcrdma_iov iov = {args, 4, false};
+	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1};
+	CHECK_EQ(rpcrdma_clnt_call_async(c, &call, cancel_cb, NULL), 0);
+	usleep(50000);
+	rpcrdma_clnt_destroy(c);
+	CHECK_EQ(atomic_load(&cancel_cbs), 1);
+	CHECK_EQ(atomic_load(&cancel_status), RPCRDMA_ERR_CANCELLED);
+	usleep(400000); /* the server's late reply meets a dead connection */
+	CHECK_EQ(atomic_load(&cancel_cbs), 1);
+}
+
+/* A second server destroyed while a handler runs: the client's call
+ * fails once with DISCONNECTED; destroy waits for the handler. */
+static void case_svc_destroy_midcall(void)
+{
+	char listen[96];
+	uint16_t keep = port;
+	if (strchr(addr_host, ':'))
+		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
+	else
+		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	struct rpcrdma_svc *s2 = start_server(listen);
+	CHECK(s2 != NULL);
+	if (!s2)
+		return;
+	port = rpcrdma_svc_port(s2);
+	struct rpcrdma_clnt *c = connect_client(PROG, 1);
+	port = keep;
+	if (c) {
+		atomic_store(&cancel_cbs, 0);
+		uint8_t args[4];
+		put32(args, 300);
+		struct rpcrdma_iov iov = {args, 4, false};
+		struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov,
+					    .nargs = 1};
+		int before = atomic_load(&sleepers);
+		CHECK_EQ(rpcrdma_clnt_call_async(c, &call, cancel_cb, NULL), 0);
+		for (int i = 0; i < 5000 && atomic_load(&sleepers) == before; i++)
+			usleep(1000);
+		CHECK(atomic_load(&sleepers) > before);
+		double t0 = now_s();
+		rpcrdma_svc_destroy(s2);
+		s2 = NULL;
+		CHECK(now_s() - t0 >= 0.25); /* the handler ran to its end */
+		for (int i = 0; i < 200 && !atomic_load(&cancel_cbs); i++)
+			usleep(10000);
+		CHECK_EQ(atomic_load(&cancel_cbs), 1);
+		CHECK_EQ(atomic_load(&cancel_status), RPCRDMA_ERR_DISCONNECTED);
+		rpcrdma_clnt_destroy(c);
+		CHECK_EQ(atomic_load(&cancel_cbs), 1);
+	}
+	if (s2)
+		rpcrdma_svc_destroy(s2);
+	/* Nobody listens there any more: connecting fails cleanly. */
+	struct rpcrdma_clnt *c2 = NULL;
+	struct rpcrdma_opts o;
+	rpcrdma_opts_default(&o);
+	o.connect_timeout_ms = 2000;
+	int rc = rpcrdma_clnt_create(strchr(addr_host, ':') ? "[::1]:1"
+							    : "127.0.0.1:1",
+				     PROG, 1, &o, &c2);
+	CHECK(rc < 0 && c2 == NULL);
+	printf("connect to a closed port: %s\n", rpcrdma_strerror(rc));
+	CHECK_EQ(rpcrdma_clnt_create("no:such:[addr", PROG, 1, NULL, &c2),
+		 RPCRDMA_ERR_ADDR);
+	o.provider = "no-such-provider";
+	CHECK_EQ(rpcrdma_clnt_create("127.0.0.1:1", PROG, 1, &o, &c2),
+		 RPCRDMA_ERR_NOTSUP);
+}
+
+static void null_rate(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_call call = {.proc = 0};
+	struct rpcrdma_reply rep;
+	int n = 0;
+	double t0 = now_s();
+	while (now_s() - t0 < 1.0) {
+		int rc = rpcrdma_clnt_call(c, &call, &rep);
+		rpcrdma_reply_free(&rep);
+		if (rc != 0)
+			break;
+		n++;
+	}
+	printf("NULL calls (sync, 1 thread): %.0f calls/s\n",
+	       n / (now_s() - t0));
+	CHECK(n > 10);
+}
+
+static atomic_int rate_stop;
+
+static void *rate_thread(void *arg)
+{
+	struct rpcrdma_clnt *c = arg;
+	struct rpcrdma_call call = {.proc = 0};
+	long n = 0;
+	while (!atomic_load(&rate_stop)) {
+		struct rpcrdma_reply rep;
+		int rc = rpcrdma_clnt_call(c, &call, &rep);
+		rpcrdma_reply_free(&rep);
+		if (rc)
+			break;
+		n++;
+	}
+	return (void *)n;
+}
+
+/* Rough numbers (ASan build): NULL calls from 8 threads, 1 MiB Write
+ * chunk results. */
+static void rates(struct rpcrdma_clnt *c)
+{
+	pthread_t t[8];
+	atomic_store(&rate_stop, 0);
+	double t0 = now_s();
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, rate_thread, c);
+	usleep(1000000);
+	atomic_store(&rate_stop, 1);
+	long total = 0;
+	for (int i = 0; i < 8; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		total += (long)r;
+	}
+	printf("NULL calls (sync, 8 threads): %.0f calls/s\n",
+	       total / (now_s() - t0));
+	CHECK(total > 10);
+
+	const uint32_t n = 1u << 20;
+	uint8_t args[8];
+	put32(args, n);
+	put32(args + 4, 11);
+	size_t max = n;
+	struct rpcrdma_iov iov = {args, 8, false};
+	struct rpcrdma_call call = {.proc = P_READ, .args = &iov, .nargs = 1,
+				    .ddp_result_max = &max, .nddp_results = 1};
+	int k = 0;
+	t0 = now_s();
+	while (now_s() - t0 < 1.0) {
+		struct rpcrdma_reply rep;
+		int rc = rpcrdma_clnt_call(c, &call, &rep);
+		bool good = rc == 0 && rep.ddp_len[0] == n;
+		rpcrdma_reply_free(&rep);
+		if (!good)
+			break;
+		k++;
+	}
+	printf("1 MiB Write-chunk results (sync, 1 thread): %.1f MiB/s\n",
+	       k / (now_s() - t0));
+	CHECK(k > 0);
+}
+
+#define RUN(name, ...)                                                      \
+	do {                                                                \
+		double _t = now_s();                                        \
+		int _f = test_failed;                                       \
+		__VA_ARGS__;                                                \
+		printf("%-22s %s %.3f s\n", name,                           \
+		       test_failed == _f ? "ok  " : "FAIL", now_s() - _t);  \
+		fflush(stdout);                                             \
+	} while (0)
+
+static int run_all(void)
+{
+	char listen[96];
+	if (strchr(addr_host, ':'))
+		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
+	else
+		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	struct rpcrdma_svc *s = start_server(listen);
+	CHECK(s != NULL);
+	if (!s)
+		TEST_MAIN_END();
+	srv = s;
+	port = rpcrdma_svc_port(s);
+	CHECK(port != 0);
+	struct rpcrdma_clnt *c = connect_client(PROG, 1);
+	if (!c) {
+		rpcrdma_svc_destroy(s);
+		TEST_MAIN_END();
+	}
+	CHECK_EQ(rpcrdma_clnt_register(c, CB_PROG, 1, 1, h_cb_double, NULL, 0),
+		 0);
+	RUN("null", case_null(c));
+	RUN("echo", case_echo(c));
+	RUN("ddp_arg_1MiB", case_ddp_arg(c));
+	RUN("write_chunk_1MiB", case_write_chunk(c));
+	RUN("long_reply", case_long_reply(c));
+	RUN("long_call", case_long_call(c));
+	RUN("concurrent_64x8", case_concurrent(c));
+	RUN("async_chain", case_async_chain(c));
+	RUN("multi_connection_4", case_multi_conn());
+	RUN("rpc_errors", case_errors(c));
+	RUN("auth_sys", case_auth(c));
+	RUN("reverse_direction", case_reverse(c));
+	RUN("timeout", case_timeout(c));
+	RUN("destroy_outstanding", case_destroy_outstanding());
+	RUN("svc_destroy_midcall", case_svc_destroy_midcall());
+	RUN("null_rate", null_rate(c));
+	RUN("rates", rates(c));
+	rpcrdma_clnt_destroy(c);
+	srv = NULL;
+	rpcrdma_svc_destroy(s);
+	TEST_MAIN_END();
+}
+
+/* The server lives in a child process that is SIGKILLed mid-call. */
+static int run_kill(void)
+{
+	int pfd[2];
+	char listen[96];
+	if (pipe(pfd) != 0)
+		return 1;
+	if (strchr(addr_host, ':'))
+		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
+	else
+		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		struct rpcrdma_svc *s = start_server(listen);
+		uint16_t p = s ? rpcrdma_svc_port(s) : 0;
+		ssize_t w = write(pfd[1], &p, sizeof(p));
+		(void)w;
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	uint16_t p = 0;
+	ssize_t r = read(pfd[0], &p, sizeof(p));
+	close(pfd[0]);
+	CHECK(r == sizeof(p) && p != 0);
+	port = p;
+	struct rpcrdma_clnt *c = p ? connect_client(PROG, 1) : NULL;
+	if (c) {
+		case_null(c);
+		/* One sync call in flight and one async call. */
+		uint8_t args[4];
+		put32(args, 20000);
+		struct rpcrdma_iov iov = {args, 4, false};
+		struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov,
+					    .nargs = 1};
+		CHECK_EQ(rpcrdma_clnt_call_async(c, &call, cancel_cb, NULL), 0);
+		struct rpcrdma_reply rep;
+		double t0 = now_s();
+		pid_t killer = fork();
+		if (killer == 0) {
+			usleep(300000);
+			kill(pid, SIGKILL);
+			_exit(0);
+		}
+		int rc = rpcrdma_clnt_call(c, &call, &rep);
+		double dt = now_s() - t0;
+		printf("call after server kill: %s after %.3f s\n",
+		       rpcrdma_strerror(rc), dt);
+		CHECK_EQ(rc, RPCRDMA_ERR_DISCONNECTED);
+		CHECK(dt < 10.0);
+		usleep(100000);
+		CHECK_EQ(atomic_load(&cancel_cbs), 1);
+		CHECK_EQ(atomic_load(&cancel_status), RPCRDMA_ERR_DISCONNECTED);
+		/* Later calls fail at once, the same way. */
+		struct rpcrdma_call nc = {.proc = 0};
+		CHECK_EQ(rpcrdma_clnt_call(c, &nc, &rep),
+			 RPCRDMA_ERR_DISCONNECTED);
+		rpcrdma_clnt_destroy(c);
+		CHECK_EQ(atomic_load(&cancel_cbs), 1);
+		waitpid(killer, NULL, 0);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	TEST_MAIN_END();
+}
+
+/* True when a TCP socket can bind the loopback address of this family
+ * (some containers have no ::1). */
+static bool loopback_usable(const char *host)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	memset(&ss, 0, sizeof(ss));
+	if (strchr(host, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*a);
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return false;
+	bool ok = bind(fd, (struct sockaddr *)&ss, len) == 0;
+	close(fd);
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1)
+		family = argv[1];
+	snprintf(addr_host, sizeof(addr_host), "%s", family);
+	if (!loopback_usable(addr_host)) {
+		printf("skip: %s not usable here\n", addr_host);
+		return 77;
+	}
+	if (argc > 2 && strcmp(argv[2], "kill") == 0)
+		return run_kill();
+	return run_all();
+}
