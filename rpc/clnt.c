@@ -202,6 +202,7 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 	struct rpcrdma_rpc_msg m;
 	const struct rpcrdma_engine_event *ev = &c->ev;
 
+	rep->xid = c->xid;
 	if (ev->status) {
 		rep->status = ev->status;
 		return;
@@ -783,6 +784,26 @@ RPCRDMA_EXPORT int rpcrdma_clnt_register(struct rpcrdma_clnt *c,
 	if (!d)
 		return RPCRDMA_ERR_NOMEM;
 	return rpcrdma_rpc_disp_register(d, prog, vers, proc, handler, arg, flags);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_register_any(struct rpcrdma_clnt *c,
+					     uint32_t prog, uint32_t vers,
+					     rpcrdma_svc_handler handler,
+					     void *arg)
+{
+	if (!c || !handler || !c->owns_xprt)
+		return RPCRDMA_ERR_INVAL;
+	struct rpc_xprt *x = c->x;
+	pthread_mutex_lock(&x->lock);
+	if (!x->disp)
+		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
+	struct rpc_disp *d = x->disp;
+	pthread_mutex_unlock(&x->lock);
+	if (!d)
+		return RPCRDMA_ERR_NOMEM;
+	return rpcrdma_rpc_disp_register(d, prog, vers, 0, handler, arg,
+					 RPCRDMA_ULB_DDP_RESULT |
+						 RPCRDMA_RPC_REG_ANY_PROC);
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,

@@ -58,6 +58,8 @@ struct rpcrdma_svc_req {
 	const uint8_t *args;
 	size_t args_len;
 	struct rpcrdma_cred cred;
+	struct rpcrdma_opaque_auth raw_cred; /* body points into the call */
+	bool raw;          /* the handler gave the whole reply message */
 	unsigned nwc;
 	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	struct req_block *blocks;
@@ -123,7 +125,11 @@ int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 	pthread_mutex_lock(&d->lock);
 	for (size_t i = 0; i < d->nregs; i++)
 		if (d->regs[i].prog == prog && d->regs[i].vers == vers &&
-		    d->regs[i].proc == proc) {
+		    d->regs[i].proc == proc &&
+		    (d->regs[i].flags & (RPCRDMA_RPC_REG_ANY_PROC |
+					 RPCRDMA_RPC_REG_ANY_PROG)) ==
+			    (flags & (RPCRDMA_RPC_REG_ANY_PROC |
+				      RPCRDMA_RPC_REG_ANY_PROG))) {
 			pthread_mutex_unlock(&d->lock);
 			return RPCRDMA_ERR_BUSY;
 		}
@@ -199,9 +205,11 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 	/* r (and the reference it holds) may be freed by another thread
 	 * once the reply is submitted; keep x alive until we are done. */
 	rpcrdma_rpc_xprt_get(x);
-	r->iov[0] = (struct rpcrdma_iov){r->hdr, hlen, false};
-	if (!r->niov)
-		r->niov = 1;
+	if (!r->raw) {
+		r->iov[0] = (struct rpcrdma_iov){r->hdr, hlen, false};
+		if (!r->niov)
+			r->niov = 1;
+	}
 	struct rpcrdma_reply_req rr = {r->iov, r->niov, r};
 	pthread_mutex_lock(&x->lock);
 	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
@@ -209,6 +217,8 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 	if (rc == RPCRDMA_ERR_INVAL) {
 		/* A bad results description from the handler: the call
 		 * still gets an answer, SYSTEM_ERR, instead of none. */
+		r->raw = false;
+		r->iov[0] = (struct rpcrdma_iov){r->hdr, 0, false};
 		r->iov[0].len = encode_accepted(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
 		rr.nmsg = 1;
 		rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
@@ -224,6 +234,7 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
 		   uint32_t high)
 {
+	r->raw = false;
 	r->niov = 1;
 	req_finish(r, encode_accepted(r, stat, low, high));
 }
@@ -239,7 +250,7 @@ static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
  * False when out of memory. */
 static bool inline_all(struct rpcrdma_svc_req *r)
 {
-	for (unsigned i = 1; i < r->niov; i++) {
+	for (unsigned i = r->raw ? 0 : 1; i < r->niov; i++) {
 		struct rpcrdma_iov *v = &r->iov[i];
 		size_t pad = (4 - (v->len & 3)) & 3;
 		if (v->ddp && pad) {
@@ -266,6 +277,16 @@ static void run_handler(struct rpcrdma_svc_req *r)
 	}
 	if (st != RPCRDMA_SVC_OK) {
 		answer(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
+		return;
+	}
+	if (r->raw) {
+		/* The handler encoded the whole reply, header included
+		 * (rpcrdma_svc_req_reply_raw). */
+		if (!(r->reg.flags & RPCRDMA_ULB_DDP_RESULT) && !inline_all(r)) {
+			answer(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
+			return;
+		}
+		req_finish(r, 0);
 		return;
 	}
 	if (!r->niov)
@@ -365,6 +386,7 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 	r->proc = m.call.proc;
 	r->args = (const uint8_t *)ev->call + hl;
 	r->args_len = ev->call_len - (size_t)hl;
+	r->raw_cred = m.call.cred;
 	int as = decode_cred(&m.call.cred, &r->cred);
 	if (as) {
 		r->niov = 1;
@@ -379,6 +401,14 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 		pthread_mutex_lock(&d->lock);
 		for (size_t i = 0; i < d->nregs; i++) {
 			const struct rpc_reg *g = &d->regs[i];
+			if (g->flags & RPCRDMA_RPC_REG_ANY_PROG) {
+				/* Takes every call; the handler answers
+				 * PROG_UNAVAIL etc. itself (libtirpc's
+				 * svc_run does, for svc_rdma_create). */
+				prog_seen = vers_seen = found = true;
+				r->reg = *g;
+				break;
+			}
 			if (g->prog != r->prog)
 				continue;
 			prog_seen = true;
@@ -387,7 +417,8 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 			if (g->vers != r->vers)
 				continue;
 			vers_seen = true;
-			if (g->proc == r->proc) {
+			if (g->proc == r->proc ||
+			    (g->flags & RPCRDMA_RPC_REG_ANY_PROC)) {
 				r->reg = *g;
 				found = true;
 			}
@@ -490,6 +521,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_reply(struct rpcrdma_svc_req *r,
 			return RPCRDMA_ERR_INVAL;
 	memcpy(&r->iov[1], res, n * sizeof(*res));
 	r->niov = n + 1;
+	r->raw = false;
 	return 0;
 }
 
@@ -500,4 +532,42 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_clnt(struct rpcrdma_svc_req *r,
 	if (!r || !out)
 		return RPCRDMA_ERR_INVAL;
 	return rpcrdma_rpc_clnt_on_xprt(r->x, prog, vers, out);
+}
+
+RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_xid(const struct rpcrdma_svc_req *r)
+{
+	return r->xid;
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_req_cred_raw(const struct rpcrdma_svc_req *r,
+					     uint32_t *flavor,
+					     const void **body, size_t *len)
+{
+	if (flavor)
+		*flavor = r->raw_cred.flavor;
+	if (body)
+		*body = r->raw_cred.body;
+	if (len)
+		*len = r->raw_cred.len;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_req_reply_raw(struct rpcrdma_svc_req *r,
+					     const struct rpcrdma_iov *msg,
+					     unsigned n)
+{
+	if (!r || !msg || n == 0 || n > RPCRDMA_ENGINE_MAX_IOV)
+		return RPCRDMA_ERR_INVAL;
+	/* The XID the engine matches replies by must lead the message. */
+	if (msg[0].len < 4 || msg[0].ddp)
+		return RPCRDMA_ERR_INVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (!msg[i].base && msg[i].len)
+			return RPCRDMA_ERR_INVAL;
+		if (!msg[i].ddp && (msg[i].len & 3))
+			return RPCRDMA_ERR_INVAL;
+		r->iov[i] = msg[i];
+	}
+	r->niov = n;
+	r->raw = true;
+	return 0;
 }

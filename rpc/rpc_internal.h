@@ -201,6 +201,12 @@ int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,
 struct rpc_disp *rpcrdma_rpc_disp_create(unsigned workers);
 /* Runs queued handlers to the end, joins the workers, frees. */
 void rpcrdma_rpc_disp_destroy(struct rpc_disp *d);
+/* Internal registration flags (beside enum rpcrdma_ulb_flags): the
+ * handler takes every procedure of (prog, vers), or every call at all
+ * (rpcrdma_clnt_register_any / rpcrdma_svc_register_any). */
+#define RPCRDMA_RPC_REG_ANY_PROC (1u << 30)
+#define RPCRDMA_RPC_REG_ANY_PROG (1u << 31)
+
 int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 			      uint32_t proc, rpcrdma_svc_handler h, void *arg,
 			      unsigned flags);

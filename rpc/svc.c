@@ -193,6 +193,17 @@ RPCRDMA_EXPORT int rpcrdma_svc_register(struct rpcrdma_svc *s, uint32_t prog,
 				 flags);
 }
 
+RPCRDMA_EXPORT int rpcrdma_svc_register_any(struct rpcrdma_svc *s,
+					    rpcrdma_svc_handler handler,
+					    void *arg)
+{
+	if (!s || !handler)
+		return RPCRDMA_ERR_INVAL;
+	return rpcrdma_rpc_disp_register(s->disp, 0, 0, 0, handler, arg,
+					 RPCRDMA_ULB_DDP_RESULT |
+						 RPCRDMA_RPC_REG_ANY_PROG);
+}
+
 RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 {
 	if (!s)

@@ -164,6 +164,7 @@ struct rpcrdma_reply {
 	unsigned nddp;
 	const uint8_t *ddp[RPCRDMA_MAX_DDP_RESULTS];
 	size_t ddp_len[RPCRDMA_MAX_DDP_RESULTS];
+	uint32_t xid;          /* the call's XID (0 if it was never sent) */
 	void *priv;            /* library's; free with rpcrdma_reply_free */
 };
 
@@ -308,12 +309,49 @@ int rpcrdma_svc_req_reply(struct rpcrdma_svc_req *r,
 int rpcrdma_svc_req_clnt(struct rpcrdma_svc_req *r, uint32_t prog,
 			 uint32_t vers, struct rpcrdma_clnt **out);
 
+/* The call's XID (RFC 5531 §9). */
+uint32_t rpcrdma_svc_req_xid(const struct rpcrdma_svc_req *r);
+
+/* The credential exactly as it arrived: flavor and opaque body (valid
+ * until the reply has been sent).  For adapters that authenticate
+ * themselves (libtirpc's _authenticate). */
+void rpcrdma_svc_req_cred_raw(const struct rpcrdma_svc_req *r,
+			      uint32_t *flavor, const void **body,
+			      size_t *len);
+
+/*
+ * Sets the whole reply message instead of results: the caller encodes the
+ * RPC reply header itself (starting with the call's XID, any reply_stat,
+ * accept_stat or reject_stat), then the results; pieces marked ddp go in
+ * the Requester's Write chunks when the registration allows DDP results.
+ * Pieces are referenced, not copied.  The handler then returns
+ * RPCRDMA_SVC_OK.  Errors: RPCRDMA_ERR_INVAL (first piece shorter than the
+ * XID or marked ddp, too many pieces, a non-DDP piece not a multiple of 4).
+ */
+int rpcrdma_svc_req_reply_raw(struct rpcrdma_svc_req *r,
+			      const struct rpcrdma_iov *msg, unsigned n);
+
+/* Registers handler for every call the server receives, whatever its
+ * program, version or procedure; the handler must answer each (with
+ * rpcrdma_svc_req_reply_raw, for PROG_UNAVAIL and the like).  Used by
+ * svc_rdma_create (rpcrdma/tirpc.h).  Errors: RPCRDMA_ERR_INVAL,
+ * RPCRDMA_ERR_BUSY (already registered), RPCRDMA_ERR_NOMEM. */
+int rpcrdma_svc_register_any(struct rpcrdma_svc *s,
+			     rpcrdma_svc_handler handler, void *arg);
+
 /* A client answers calls from its server (RFC 8167 callbacks): same
  * semantics as rpcrdma_svc_register(). */
 int rpcrdma_clnt_register(struct rpcrdma_clnt *c, uint32_t prog,
 			  uint32_t vers, uint32_t proc,
 			  rpcrdma_svc_handler handler, void *arg,
 			  unsigned flags);
+
+/* Every procedure of the callback program (prog, vers) goes to handler,
+ * which may answer with rpcrdma_svc_req_reply_raw (DDP results allowed).
+ * Errors as rpcrdma_clnt_register(). */
+int rpcrdma_clnt_register_any(struct rpcrdma_clnt *c, uint32_t prog,
+			      uint32_t vers, rpcrdma_svc_handler handler,
+			      void *arg);
 
 #ifdef __cplusplus
 }

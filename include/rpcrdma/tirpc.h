@@ -1,0 +1,135 @@
+/*
+ * rpcrdma/tirpc.h — RPC-over-RDMA for libtirpc programs.
+ *
+ * A CLIENT* and an SVCXPRT* that carry ONC RPC over RPC-over-RDMA version 1
+ * (RFC 8166), so rpcgen-generated stubs and dispatch functions run
+ * unchanged: only the line that creates the client or the transport
+ * changes.
+ *
+ *   CLIENT *c = clnt_rdma_create("server:20049", PROG, VERS, NULL);
+ *   ... rpcgen client stubs, clnt_call, clnt_control, clnt_geterr,
+ *       clnt_perror, clnt_freeres, clnt_destroy ...
+ *
+ *   SVCXPRT *x = svc_rdma_create("0.0.0.0:20049", NULL);
+ *   svc_register(x, PROG, VERS, prog_1, 0);   protocol 0: no rpcbind
+ *   svc_run();
+ *
+ * Upper-Layer Binding (RFC 8166 §6): which XDR data item of a procedure's
+ * arguments or results may be moved by direct data placement is a
+ * property of the program, not of the generated code.  Declare it per
+ * procedure with clnt_rdma_set_ulb() / svc_rdma_set_ulb(); the generated
+ * XDR routines are not edited.  The eligible item is the first opaque or
+ * string body of at least ddp_min bytes that the XDR routine moves (an
+ * NFS WRITE's data, a READ result's data).  Everything else travels
+ * inline, or in a Long Call / Reply chunk when too big for the inline
+ * threshold.
+ *
+ * Link with -lrpcrdma -ltirpc (pkg-config rpcrdma).
+ */
+#ifndef RPCRDMA_TIRPC_H
+#define RPCRDMA_TIRPC_H
+
+#include <rpc/rpc.h>
+
+#include "rpcrdma/rpcrdma.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One procedure's Upper-Layer Binding. */
+struct rpcrdma_ulb_proc {
+	rpcproc_t proc;
+	/* The first opaque/string argument body of at least ddp_min bytes
+	 * goes in a Read chunk (RFC 8166 §3.4.5). */
+	bool ddp_arg;
+	/* > 0: offer one Write chunk of this many bytes for the first
+	 * opaque/string result body of at least ddp_min bytes (§3.4.6). */
+	size_t ddp_result_max;
+	/* Largest results stream besides the DDP result; a Reply chunk is
+	 * offered when it may not fit inline (§4.3.3).  0: the client's
+	 * default (RPCRDMA_TIRPC_REPLY_MAX). */
+	size_t reply_max;
+	/* 0: RPCRDMA_TIRPC_DDP_MIN. */
+	size_t ddp_min;
+};
+
+#define RPCRDMA_TIRPC_DDP_MIN 1024u
+#define RPCRDMA_TIRPC_REPLY_MAX (256u * 1024u)
+
+/*
+ * A CLIENT for (prog, vers) at host: "name", "name:port" or
+ * "[v6addr]:port" (default port 20049).  opts NULL: defaults (provider
+ * "iwarp").  On failure returns NULL with rpc_createerr set
+ * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a bad address,
+ * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise.
+ * The CLIENT starts with AUTH_NONE in cl_auth; replace it as with any
+ * libtirpc client (authunix_create_default()); clnt_destroy does not
+ * destroy it, as in libtirpc.
+ *
+ * clnt_control: CLSET_TIMEOUT / CLGET_TIMEOUT, CLSET_RETRY_TIMEOUT
+ * (accepted, unused: there are no retransmissions on a reliable
+ * transport), CLGET_XID / CLSET_XID (CLSET_XID is refused: the engine
+ * owns XIDs), CLGET_VERS / CLSET_VERS, CLGET_PROG / CLSET_PROG,
+ * CLGET_SERVER_ADDR, CLGET_SVC_ADDR.
+ */
+CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
+			 const struct rpcrdma_opts *opts);
+
+/* Declares the Upper-Layer Binding of n procedures of a CLIENT from
+ * clnt_rdma_create (later entries replace earlier ones for the same
+ * procedure).  FALSE for a CLIENT of another kind or out of memory. */
+bool_t clnt_rdma_set_ulb(CLIENT *c, const struct rpcrdma_ulb_proc *procs,
+			 unsigned n);
+
+/* The transport counters of the client's connection. */
+bool_t clnt_rdma_stats(CLIENT *c, struct rpcrdma_stats *s);
+
+/*
+ * Reverse direction (RFC 8167): serve the callback program (prog, vers)
+ * of the server this CLIENT is connected to, on the same connection.
+ * dispatch is an rpcgen-style dispatch function; it runs on a library
+ * thread with an SVCXPRT that supports svc_getargs, svc_freeargs,
+ * svc_sendreply and the svcerr_* functions.  FALSE for a CLIENT of
+ * another kind or out of memory.
+ */
+bool_t clnt_rdma_register_callback(CLIENT *c, rpcprog_t prog, rpcvers_t vers,
+				   void (*dispatch)(struct svc_req *, SVCXPRT *));
+
+/*
+ * A listening transport for svc_register(xprt, prog, vers, dispatch, 0)
+ * and svc_run().  listen_addr: "host[:port]", "[v6]:port" (default port
+ * 20049; port 0: ephemeral, see svc_rdma_port()).  Every connection
+ * accepted on it is served through this one SVCXPRT: svc_run() wakes on
+ * its file descriptor and dispatches one call at a time, as libtirpc does
+ * for its own transports; PROG_UNAVAIL, PROG_MISMATCH and AUTH errors come
+ * from libtirpc itself.  NULL with rpc_createerr set on failure.
+ * svc_destroy(xprt) stops it.
+ */
+SVCXPRT *svc_rdma_create(const char *listen_addr,
+			 const struct rpcrdma_opts *opts);
+
+/*
+ * Reverse direction from a server (RFC 8167): inside a dispatch function
+ * running for an SVCXPRT of svc_rdma_create, a CLIENT for the peer's
+ * callback program (prog, vers) on the connection the current call came
+ * in on.  Usable from the dispatch function and after it returns, until
+ * clnt_destroy() (the connection stays up).  NULL with rpc_createerr set
+ * when rq is not an RDMA request or the connection is gone.
+ */
+CLIENT *svc_rdma_callback_client(struct svc_req *rq, rpcprog_t prog,
+				 rpcvers_t vers);
+
+/* The port an SVCXPRT from svc_rdma_create listens on (0 if not one). */
+uint16_t svc_rdma_port(SVCXPRT *x);
+
+/* Declares which results of (prog, vers) procedures may be placed in the
+ * client's Write chunks (ddp_result_max > 0 means "may"; the size the
+ * client offered is what limits it).  FALSE for another kind of SVCXPRT. */
+bool_t svc_rdma_set_ulb(SVCXPRT *x, rpcprog_t prog, rpcvers_t vers,
+			const struct rpcrdma_ulb_proc *procs, unsigned n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

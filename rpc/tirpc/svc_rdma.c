@@ -1,0 +1,521 @@
+/*
+ * svc_rdma_create: a libtirpc SVCXPRT over the native rpcrdma server, so
+ * rpcgen dispatch functions registered with svc_register() are served by
+ * plain svc_run(); and the same request-side SVCXPRT operations for the
+ * reverse-direction callbacks of clnt_rdma_register_callback().
+ *
+ * svc_run() path: the native server runs its handlers on worker threads;
+ * our catch-all handler queues the call on the SVCXPRT and wakes svc_run()
+ * through the transport's file descriptor (an eventfd registered with
+ * xprt_register()).  libtirpc's svc_getreq_common() then does what it does
+ * for its own transports — SVC_RECV, authentication, the lookup of the
+ * dispatch function (PROG_UNAVAIL / PROG_MISMATCH answered by libtirpc
+ * itself), the dispatch — and the reply comes back through xp_reply,
+ * which hands the whole encoded reply to the native server and lets the
+ * waiting worker return.  svc_run() stays single-threaded, as libtirpc
+ * programs expect.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rpc/rpc_internal.h"
+#include "rpc/tirpc/tirpc_internal.h"
+#include "rpcrdma/export.h"
+#include "rpcrdma/tirpc.h"
+
+/* libtirpc keeps per-transport authentication state behind xp_p3 (its
+ * SVCXPRT_EXT, svc_mt.h): _authenticate() writes the flavor's ops there
+ * for every request.  Same layout. */
+struct xprt_ext {
+	int flags;
+	SVCAUTH xp_auth;
+};
+
+/* One incoming call on its way through libtirpc. */
+struct tirpc_call {
+	struct rpcrdma_svc_req *req;
+	bool replied;
+	bool done;
+	enum rpcrdma_svc_stat status;
+	struct tirpc_call *next;
+	pthread_cond_t cv;
+};
+
+struct svc_rdma {
+	SVCXPRT *xprt;
+	struct xprt_ext ext;
+	struct rpcrdma_svc *svc;
+	int efd;
+	pthread_mutex_t lock;
+	struct tirpc_call *head, *tail; /* waiting for svc_run() */
+	struct tirpc_call *cur;         /* being dispatched */
+	bool closing;
+	struct ulb_table ulb;
+	char *netid;
+};
+
+/* A transport is either the listening one (xp_p1 = struct svc_rdma) or a
+ * per-call one for direct dispatch (xp_p1 = struct tirpc_call); xp_p2
+ * tells them apart. */
+static char direct_tag;
+
+struct direct_xprt {
+	SVCXPRT x;
+	struct xprt_ext ext;
+	struct tirpc_call *call;
+	const struct ulb_table *ulb;
+	pthread_mutex_t *ulb_lock;
+};
+
+static struct tirpc_call *cur_call(SVCXPRT *x)
+{
+	if (x->xp_p2 == &direct_tag)
+		return ((struct direct_xprt *)x)->call;
+	return ((struct svc_rdma *)x->xp_p1)->cur;
+}
+
+static bool ddp_results_allowed(SVCXPRT *x, struct rpcrdma_svc_req *req,
+				size_t *ddp_min)
+{
+	uint32_t prog = rpcrdma_svc_req_prog(req), vers = rpcrdma_svc_req_vers(req),
+		 proc = rpcrdma_svc_req_proc(req);
+	const struct ulb_entry *u = NULL;
+	bool allowed = false;
+	if (x->xp_p2 == &direct_tag) {
+		struct direct_xprt *d = (struct direct_xprt *)x;
+		if (d->ulb) {
+			pthread_mutex_lock(d->ulb_lock);
+			u = ulb_find(d->ulb, prog, vers, proc);
+			allowed = u && u->ddp_result_max;
+			*ddp_min = u && u->ddp_min ? u->ddp_min : RPCRDMA_TIRPC_DDP_MIN;
+			pthread_mutex_unlock(d->ulb_lock);
+		}
+	} else {
+		struct svc_rdma *s = x->xp_p1;
+		pthread_mutex_lock(&s->lock);
+		u = ulb_find(&s->ulb, prog, vers, proc);
+		allowed = u && u->ddp_result_max;
+		*ddp_min = u && u->ddp_min ? u->ddp_min : RPCRDMA_TIRPC_DDP_MIN;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return allowed;
+}
+
+/* ---------------------------------------------------------------------
+ * Request-side operations (both kinds of transport)
+ */
+
+static bool_t x_getargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
+{
+	struct tirpc_call *c = cur_call(x);
+	if (!c)
+		return FALSE;
+	size_t len;
+	const void *args = rpcrdma_svc_req_args(c->req, &len);
+	XDR xdrs;
+	/* Arguments arrive as one contiguous stream (DDP items already
+	 * reinserted): libtirpc's own memory stream decodes them. */
+	xdrmem_create(&xdrs, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
+	bool_t ok = xargs(&xdrs, argsp);
+	XDR_DESTROY(&xdrs);
+	return ok;
+}
+
+static bool_t x_freeargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
+{
+	(void)x;
+	XDR xdrs;
+	memset(&xdrs, 0, sizeof(xdrs));
+	xdrs.x_op = XDR_FREE;
+	return xargs(&xdrs, argsp);
+}
+
+static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
+{
+	struct tirpc_call *c = cur_call(x);
+	if (!c || c->replied)
+		return FALSE;
+	size_t ddp_min = RPCRDMA_TIRPC_DDP_MIN;
+	bool ddp = msg->rm_reply.rp_stat == MSG_ACCEPTED &&
+		   msg->acpted_rply.ar_stat == SUCCESS &&
+		   ddp_results_allowed(x, c->req, &ddp_min);
+	msg->rm_xid = rpcrdma_svc_req_xid(c->req);
+	XDR xdrs;
+	struct xdr_gather g;
+	xdr_gather_create(&xdrs, &g, ddp, ddp_min);
+	if (!xdr_replymsg(&xdrs, msg)) {
+		xdr_gather_free(&g);
+		return FALSE;
+	}
+	/* The results belong to the dispatch function, which frees them as
+	 * soon as we return; the reply is sent after the handler returns:
+	 * copy everything into memory that lives until then. */
+	struct rpcrdma_iov iov[3];
+	unsigned n = xdr_gather_iov(&g, iov);
+	for (unsigned i = 0; i < n; i++) {
+		void *m = rpcrdma_svc_req_alloc(c->req, iov[i].len ? iov[i].len : 1);
+		if (!m) {
+			xdr_gather_free(&g);
+			return FALSE;
+		}
+		memcpy(m, iov[i].base, iov[i].len);
+		iov[i].base = m;
+	}
+	xdr_gather_free(&g);
+	if (rpcrdma_svc_req_reply_raw(c->req, iov, n) < 0)
+		return FALSE;
+	c->replied = true;
+	return TRUE;
+}
+
+/* Fills the svc_req fields libtirpc's dispatchers read. */
+static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
+		      char *area)
+{
+	uint32_t flavor = 0;
+	const void *body = NULL;
+	size_t len = 0;
+	rpcrdma_svc_req_cred_raw(req, &flavor, &body, &len);
+	if (len > MAX_AUTH_BYTES)
+		len = MAX_AUTH_BYTES; /* the native layer already refused more */
+	cred->oa_flavor = (enum_t)flavor;
+	cred->oa_length = (u_int)len;
+	if (area && len)
+		memcpy(area, body, len);
+	if (area)
+		cred->oa_base = area;
+	else
+		cred->oa_base = (caddr_t)(uintptr_t)body;
+}
+
+/* ---------------------------------------------------------------------
+ * The listening transport, served by svc_run()
+ */
+
+static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
+{
+	struct svc_rdma *s = x->xp_p1;
+	pthread_mutex_lock(&s->lock);
+	struct tirpc_call *c = s->head;
+	if (c) {
+		s->head = c->next;
+		if (!s->head)
+			s->tail = NULL;
+	}
+	if (!s->head) {
+		uint64_t v;
+		ssize_t r = read(s->efd, &v, sizeof(v)); /* quiet the fd */
+		(void)r;
+	}
+	s->cur = c;
+	pthread_mutex_unlock(&s->lock);
+	if (!c)
+		return FALSE;
+	msg->rm_xid = rpcrdma_svc_req_xid(c->req);
+	msg->rm_direction = CALL;
+	msg->rm_call.cb_rpcvers = 2;
+	msg->rm_call.cb_prog = rpcrdma_svc_req_prog(c->req);
+	msg->rm_call.cb_vers = rpcrdma_svc_req_vers(c->req);
+	msg->rm_call.cb_proc = rpcrdma_svc_req_proc(c->req);
+	/* svc_getreq_common() points oa_base at its own areas. */
+	fill_cred(c->req, &msg->rm_call.cb_cred, msg->rm_call.cb_cred.oa_base);
+	msg->rm_call.cb_verf.oa_flavor = AUTH_NONE;
+	msg->rm_call.cb_verf.oa_length = 0;
+	return TRUE;
+}
+
+/* Called by svc_getreq_common() after every dispatch: the current call is
+ * over, replied or not. */
+static enum xprt_stat l_stat(SVCXPRT *x)
+{
+	struct svc_rdma *s = x->xp_p1;
+	pthread_mutex_lock(&s->lock);
+	struct tirpc_call *c = s->cur;
+	if (c) {
+		/* A dispatch function that sent nothing: the call must still
+		 * complete exactly once (the client would wait forever). */
+		c->status = c->replied ? RPCRDMA_SVC_OK : RPCRDMA_SVC_SYSTEM_ERR;
+		c->done = true;
+		pthread_cond_signal(&c->cv);
+		s->cur = NULL;
+	}
+	enum xprt_stat st = s->head ? XPRT_MOREREQS : XPRT_IDLE;
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+static void l_destroy(SVCXPRT *x)
+{
+	struct svc_rdma *s = x->xp_p1;
+	xprt_unregister(x);
+	pthread_mutex_lock(&s->lock);
+	s->closing = true;
+	for (struct tirpc_call *c = s->head; c; c = c->next) {
+		c->status = RPCRDMA_SVC_SYSTEM_ERR;
+		c->done = true;
+		pthread_cond_signal(&c->cv);
+	}
+	s->head = s->tail = NULL;
+	if (s->cur) {
+		s->cur->status = s->cur->replied ? RPCRDMA_SVC_OK : RPCRDMA_SVC_SYSTEM_ERR;
+		s->cur->done = true;
+		pthread_cond_signal(&s->cur->cv);
+		s->cur = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	rpcrdma_svc_destroy(s->svc); /* joins the workers we just released */
+	close(s->efd);
+	pthread_mutex_destroy(&s->lock);
+	ulb_free(&s->ulb);
+	free(s->netid);
+	free(s);
+	free(x);
+}
+
+static bool_t x_control(SVCXPRT *x, const u_int req, void *info)
+{
+	(void)x;
+	(void)req;
+	(void)info;
+	return FALSE;
+}
+
+static const struct xp_ops listen_ops = {
+	.xp_recv = l_recv,
+	.xp_stat = l_stat,
+	.xp_getargs = x_getargs,
+	.xp_reply = x_reply,
+	.xp_freeargs = x_freeargs,
+	.xp_destroy = l_destroy,
+};
+
+static const struct xp_ops2 ops2 = { .xp_control = x_control };
+
+/* The native handler for every call: hand it to svc_run() and wait. */
+static enum rpcrdma_svc_stat queue_handler(struct rpcrdma_svc_req *req, void *arg)
+{
+	struct svc_rdma *s = arg;
+	struct tirpc_call c = { .req = req };
+	pthread_cond_init(&c.cv, NULL);
+	pthread_mutex_lock(&s->lock);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->lock);
+		pthread_cond_destroy(&c.cv);
+		return RPCRDMA_SVC_SYSTEM_ERR;
+	}
+	if (s->tail)
+		s->tail->next = &c;
+	else
+		s->head = &c;
+	s->tail = &c;
+	uint64_t one = 1;
+	ssize_t r = write(s->efd, &one, sizeof(one));
+	(void)r;
+	while (!c.done)
+		pthread_cond_wait(&c.cv, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	pthread_cond_destroy(&c.cv);
+	return c.status;
+}
+
+static void create_error(enum clnt_stat st, int rc)
+{
+	rpc_createerr.cf_stat = st;
+	rpc_createerr.cf_error.re_status = st;
+	rpc_createerr.cf_error.re_errno = rc < 0 ? -rc : rc;
+}
+
+RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
+					const struct rpcrdma_opts *opts)
+{
+	SVCXPRT *x = calloc(1, sizeof(*x));
+	struct svc_rdma *s = calloc(1, sizeof(*s));
+	if (!x || !s) {
+		free(x);
+		free(s);
+		create_error(RPC_SYSTEMERROR, ENOMEM);
+		return NULL;
+	}
+	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->efd < 0) {
+		free(x);
+		free(s);
+		create_error(RPC_SYSTEMERROR, errno);
+		return NULL;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	int rc = rpcrdma_svc_create(listen_addr ? listen_addr : "0.0.0.0", opts,
+				    &s->svc);
+	if (rc == 0)
+		rc = rpcrdma_svc_register_any(s->svc, queue_handler, s);
+	if (rc < 0) {
+		if (s->svc)
+			rpcrdma_svc_destroy(s->svc);
+		close(s->efd);
+		pthread_mutex_destroy(&s->lock);
+		free(x);
+		free(s);
+		create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNADDR : RPC_SYSTEMERROR, rc);
+		return NULL;
+	}
+	s->xprt = x;
+	s->netid = strdup("rdma");
+	x->xp_fd = s->efd;
+	x->xp_port = rpcrdma_svc_port(s->svc);
+	x->xp_ops = &listen_ops;
+	x->xp_ops2 = &ops2;
+	x->xp_netid = s->netid;
+	x->xp_p1 = s;
+	x->xp_p3 = &s->ext;
+	xprt_register(x);
+	return x;
+}
+
+RPCRDMA_EXPORT uint16_t svc_rdma_port(SVCXPRT *x)
+{
+	if (!x || x->xp_ops != &listen_ops)
+		return 0;
+	return rpcrdma_svc_port(((struct svc_rdma *)x->xp_p1)->svc);
+}
+
+RPCRDMA_EXPORT bool_t svc_rdma_set_ulb(SVCXPRT *x, rpcprog_t prog,
+				       rpcvers_t vers,
+				       const struct rpcrdma_ulb_proc *procs,
+				       unsigned n)
+{
+	if (!x || x->xp_ops != &listen_ops || (n && !procs))
+		return FALSE;
+	struct svc_rdma *s = x->xp_p1;
+	bool_t ok = TRUE;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < n && ok; i++) {
+		struct ulb_entry e = {
+			.prog = (uint32_t)prog, .vers = (uint32_t)vers,
+			.proc = (uint32_t)procs[i].proc,
+			.ddp_arg = procs[i].ddp_arg,
+			.ddp_result_max = procs[i].ddp_result_max,
+			.reply_max = procs[i].reply_max,
+			.ddp_min = procs[i].ddp_min,
+		};
+		ok = ulb_set(&s->ulb, &e) == 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
+/* ---------------------------------------------------------------------
+ * Direct dispatch (client callbacks, RFC 8167)
+ */
+
+static bool_t d_recv(SVCXPRT *x, struct rpc_msg *msg)
+{
+	(void)x;
+	(void)msg;
+	return FALSE;
+}
+
+static enum xprt_stat d_stat(SVCXPRT *x)
+{
+	(void)x;
+	return XPRT_IDLE;
+}
+
+static void d_destroy(SVCXPRT *x)
+{
+	(void)x; /* lives on the handler's stack */
+}
+
+static const struct xp_ops direct_ops = {
+	.xp_recv = d_recv,
+	.xp_stat = d_stat,
+	.xp_getargs = x_getargs,
+	.xp_reply = x_reply,
+	.xp_freeargs = x_freeargs,
+	.xp_destroy = d_destroy,
+};
+
+static int svcauth_null_wrap(SVCAUTH *a, XDR *x, xdrproc_t f, caddr_t p)
+{
+	(void)a;
+	return f(x, p);
+}
+
+static int svcauth_null_destroy(SVCAUTH *a)
+{
+	(void)a;
+	return 1;
+}
+
+static struct svc_auth_ops null_auth_ops = {
+	.svc_ah_wrap = svcauth_null_wrap,
+	.svc_ah_unwrap = svcauth_null_wrap,
+	.svc_ah_destroy = svcauth_null_destroy,
+};
+
+enum rpcrdma_svc_stat tirpc_dispatch_direct(
+	struct rpcrdma_svc_req *req,
+	void (*dispatch)(struct svc_req *, SVCXPRT *),
+	const struct ulb_table *ulb, pthread_mutex_t *ulb_lock)
+{
+	struct tirpc_call c = { .req = req };
+	struct direct_xprt d;
+	memset(&d, 0, sizeof(d));
+	d.call = &c;
+	d.ulb = ulb;
+	d.ulb_lock = ulb_lock;
+	d.x.xp_fd = -1;
+	d.x.xp_ops = &direct_ops;
+	d.x.xp_ops2 = &ops2;
+	d.x.xp_netid = (char *)"rdma";
+	d.x.xp_p2 = &direct_tag;
+	d.x.xp_p3 = &d.ext;
+	d.ext.xp_auth.svc_ah_ops = &null_auth_ops;
+
+	struct svc_req r;
+	memset(&r, 0, sizeof(r));
+	r.rq_prog = rpcrdma_svc_req_prog(req);
+	r.rq_vers = rpcrdma_svc_req_vers(req);
+	r.rq_proc = rpcrdma_svc_req_proc(req);
+	r.rq_xprt = &d.x;
+	fill_cred(req, &r.rq_cred, NULL);
+	/* The cooked AUTH_SYS credential, as _svcauth_unix() would give. */
+	struct authunix_parms aup;
+	gid_t gids[16];
+	const struct rpcrdma_cred *cred = rpcrdma_svc_req_cred(req);
+	if (cred && cred->flavor == RPCRDMA_CRED_AUTH_SYS) {
+		aup.aup_time = cred->stamp;
+		aup.aup_machname = (char *)(uintptr_t)cred->machinename;
+		aup.aup_uid = cred->uid;
+		aup.aup_gid = cred->gid;
+		aup.aup_len = cred->ngids > 16 ? 16 : cred->ngids;
+		for (u_int i = 0; i < aup.aup_len; i++)
+			gids[i] = cred->gids[i];
+		aup.aup_gids = gids;
+		r.rq_clntcred = &aup;
+	}
+	dispatch(&r, &d.x);
+	return c.replied ? RPCRDMA_SVC_OK : RPCRDMA_SVC_SYSTEM_ERR;
+}
+
+RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
+						rpcprog_t prog, rpcvers_t vers)
+{
+	SVCXPRT *x = rq ? rq->rq_xprt : NULL;
+	if (!x || (x->xp_ops != &listen_ops && x->xp_ops != &direct_ops)) {
+		create_error(RPC_UNKNOWNPROTO, RPCRDMA_ERR_INVAL);
+		return NULL;
+	}
+	struct tirpc_call *c = cur_call(x);
+	struct rpcrdma_clnt *nc;
+	int rc = c ? rpcrdma_svc_req_clnt(c->req, (uint32_t)prog, (uint32_t)vers, &nc)
+		   : RPCRDMA_ERR_INVAL;
+	if (rc < 0) {
+		create_error(RPC_SYSTEMERROR, rc);
+		return NULL;
+	}
+	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, NULL, 0);
+}

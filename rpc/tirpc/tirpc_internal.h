@@ -1,0 +1,104 @@
+/*
+ * Internal pieces of the libtirpc adapters (rpc/tirpc/).
+ *
+ * xdr_rdma.c: two libtirpc XDR streams.
+ *  - The gather stream encodes into a growing buffer, except that the
+ *    first opaque body of at least ddp_min bytes (when DDP is allowed) is
+ *    referenced in place and marked as a DDP-eligible piece (RFC 8166
+ *    §6.1); its XDR roundup, which libxdr emits as a separate putbytes
+ *    of zeros right after it, is dropped, since chunks carry no padding
+ *    (§3.4.5.2, §3.4.6.2) and the engine accounts for it.
+ *  - The scatter stream decodes a results stream from which one DDP item
+ *    was removed (§3.4.6): the first getbytes whose length equals the bytes
+ *    the Responder wrote into the Write chunk is served from the chunk,
+ *    and the roundup read that follows it is served with zeros.
+ */
+#ifndef RPCRDMA_RPC_TIRPC_INTERNAL_H
+#define RPCRDMA_RPC_TIRPC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <rpc/rpc.h>
+
+#include "rpcrdma/rpcrdma.h"
+
+struct xdr_gather {
+	uint8_t *buf;          /* inline bytes */
+	size_t len, cap;
+	bool ddp_allowed;
+	size_t ddp_min;
+	bool ddp_taken;        /* one DDP item per stream */
+	bool skip_pad;         /* next putbytes is the DDP item's roundup */
+	const void *ddp;       /* the DDP item, in the caller's memory */
+	size_t ddp_len;
+	size_t ddp_at;         /* inline offset the item was taken from */
+	bool failed;           /* out of memory */
+};
+
+/* Initialises xdrs as an encode stream over g (which it zeroes first). */
+void xdr_gather_create(XDR *xdrs, struct xdr_gather *g, bool ddp_allowed,
+		       size_t ddp_min);
+/* The encoded stream as rpcrdma_iov pieces (at most 3).  Returns the
+ * count. */
+unsigned xdr_gather_iov(const struct xdr_gather *g, struct rpcrdma_iov *iov);
+void xdr_gather_free(struct xdr_gather *g);
+
+struct xdr_scatter {
+	const uint8_t *p;      /* inline results */
+	size_t len, pos;
+	const uint8_t *ddp;    /* Write chunk contents (NULL: none) */
+	size_t ddp_len;
+	bool ddp_used;
+	unsigned pad_left;     /* roundup of the DDP item still to serve */
+};
+
+/* Initialises xdrs as a decode stream over [p, p+len) plus one DDP item. */
+void xdr_scatter_create(XDR *xdrs, struct xdr_scatter *s, const void *p,
+			size_t len, const void *ddp, size_t ddp_len);
+
+/* ------------------------------------------------------------------ */
+/* Binding table shared by client and server adapters. */
+
+struct ulb_entry {
+	uint32_t prog, vers, proc;
+	bool ddp_arg;
+	size_t ddp_result_max, reply_max, ddp_min;
+};
+
+struct ulb_table {
+	struct ulb_entry *e;
+	size_t n, cap;
+};
+
+/* NULL when (prog, vers, proc) has no entry. */
+const struct ulb_entry *ulb_find(const struct ulb_table *t, uint32_t prog,
+				 uint32_t vers, uint32_t proc);
+/* Adds or replaces.  -1 when out of memory. */
+int ulb_set(struct ulb_table *t, const struct ulb_entry *e);
+void ulb_free(struct ulb_table *t);
+
+/* A libtirpc CLIENT around a native client, which it owns from now on
+ * (destroyed on failure too).  NULL with rpc_createerr set. */
+CLIENT *tirpc_wrap_clnt(struct rpcrdma_clnt *nc, uint32_t prog, uint32_t vers,
+			const struct sockaddr_storage *addr, socklen_t addrlen);
+
+/* ------------------------------------------------------------------ */
+/* The request-side SVCXPRT used by both svc_rdma_create's transport and
+ * client callbacks (svc_rdma.c). */
+
+struct svc_rdma_req;
+
+/* Runs an rpcgen dispatch function for one incoming call, synchronously,
+ * on the calling thread (client callbacks).  Returns the handler status
+ * for the native server. */
+enum rpcrdma_svc_stat tirpc_dispatch_direct(
+	struct rpcrdma_svc_req *req,
+	void (*dispatch)(struct svc_req *, SVCXPRT *),
+	const struct ulb_table *ulb, pthread_mutex_t *ulb_lock);
+
+#endif

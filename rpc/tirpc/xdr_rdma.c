@@ -1,0 +1,340 @@
+/*
+ * libtirpc XDR streams that know about direct data placement: see
+ * tirpc_internal.h for what they do and why.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc/tirpc/tirpc_internal.h"
+
+/* ---------------------------------------------------------------------
+ * Gather (encode)
+ */
+
+static struct xdr_gather *G(XDR *x)
+{
+	return (struct xdr_gather *)x->x_private;
+}
+
+static bool g_reserve(struct xdr_gather *g, size_t more)
+{
+	if (g->failed)
+		return false;
+	if (g->cap - g->len >= more)
+		return true;
+	size_t cap = g->cap ? g->cap : 512;
+	while (cap - g->len < more) {
+		if (cap > SIZE_MAX / 2) {
+			g->failed = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	uint8_t *b = realloc(g->buf, cap);
+	if (!b) {
+		g->failed = true;
+		return false;
+	}
+	g->buf = b;
+	g->cap = cap;
+	return true;
+}
+
+static bool_t g_putlong(XDR *x, const long *lp)
+{
+	struct xdr_gather *g = G(x);
+	g->skip_pad = false;
+	if (!g_reserve(g, 4))
+		return FALSE;
+	uint32_t v = htonl((uint32_t)*lp);
+	memcpy(g->buf + g->len, &v, 4);
+	g->len += 4;
+	return TRUE;
+}
+
+static bool_t g_putbytes(XDR *x, const char *p, u_int n)
+{
+	struct xdr_gather *g = G(x);
+	if (g->skip_pad) {
+		g->skip_pad = false;
+		/* xdr_opaque writes the roundup of the item it just wrote as
+		 * one putbytes of 1..3 zeros: the DDP item travels without it
+		 * (RFC 8166 §3.4.5.2). */
+		if (n < 4)
+			return TRUE;
+	}
+	if (g->ddp_allowed && !g->ddp_taken && n >= g->ddp_min && g->len % 4 == 0) {
+		g->ddp_taken = true;
+		g->ddp = p;
+		g->ddp_len = n;
+		g->ddp_at = g->len;
+		g->skip_pad = (n % 4) != 0;
+		return TRUE;
+	}
+	if (!g_reserve(g, n))
+		return FALSE;
+	memcpy(g->buf + g->len, p, n);
+	g->len += n;
+	return TRUE;
+}
+
+static u_int g_getpostn(XDR *x)
+{
+	struct xdr_gather *g = G(x);
+	size_t pos = g->len;
+	if (g->ddp_taken)
+		pos += g->ddp_len + ((4 - g->ddp_len % 4) % 4);
+	return (u_int)pos;
+}
+
+static bool_t g_setpostn(XDR *x, u_int pos)
+{
+	(void)x;
+	(void)pos;
+	return FALSE; /* a gather stream only grows */
+}
+
+static int32_t *g_inline(XDR *x, u_int n)
+{
+	struct xdr_gather *g = G(x);
+	if (g->len % 4 || n % 4 || !g_reserve(g, n))
+		return NULL;
+	g->skip_pad = false;
+	int32_t *p = (int32_t *)(void *)(g->buf + g->len);
+	g->len += n;
+	return p;
+}
+
+static void x_nop_destroy(XDR *x)
+{
+	(void)x;
+}
+
+static bool_t x_no_control(XDR *x, int req, void *info)
+{
+	(void)x;
+	(void)req;
+	(void)info;
+	return FALSE;
+}
+
+static bool_t g_getlong(XDR *x, long *lp)
+{
+	(void)x;
+	(void)lp;
+	return FALSE;
+}
+
+static bool_t g_getbytes(XDR *x, char *p, u_int n)
+{
+	(void)x;
+	(void)p;
+	(void)n;
+	return FALSE;
+}
+
+static const struct xdr_ops gather_ops = {
+	.x_getlong = g_getlong,
+	.x_putlong = g_putlong,
+	.x_getbytes = g_getbytes,
+	.x_putbytes = g_putbytes,
+	.x_getpostn = g_getpostn,
+	.x_setpostn = g_setpostn,
+	.x_inline = g_inline,
+	.x_destroy = x_nop_destroy,
+	.x_control = x_no_control,
+};
+
+void xdr_gather_create(XDR *xdrs, struct xdr_gather *g, bool ddp_allowed,
+		       size_t ddp_min)
+{
+	memset(g, 0, sizeof(*g));
+	g->ddp_allowed = ddp_allowed;
+	g->ddp_min = ddp_min ? ddp_min : 1;
+	memset(xdrs, 0, sizeof(*xdrs));
+	xdrs->x_op = XDR_ENCODE;
+	xdrs->x_ops = &gather_ops;
+	xdrs->x_private = g;
+}
+
+unsigned xdr_gather_iov(const struct xdr_gather *g, struct rpcrdma_iov *iov)
+{
+	unsigned n = 0;
+	if (!g->ddp_taken) {
+		iov[n++] = (struct rpcrdma_iov){ g->buf, g->len, false };
+		return n;
+	}
+	if (g->ddp_at)
+		iov[n++] = (struct rpcrdma_iov){ g->buf, g->ddp_at, false };
+	iov[n++] = (struct rpcrdma_iov){ (void *)(uintptr_t)g->ddp, g->ddp_len, true };
+	if (g->len > g->ddp_at)
+		iov[n++] = (struct rpcrdma_iov){ g->buf + g->ddp_at,
+						 g->len - g->ddp_at, false };
+	return n;
+}
+
+void xdr_gather_free(struct xdr_gather *g)
+{
+	free(g->buf);
+	g->buf = NULL;
+	g->len = g->cap = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Scatter (decode)
+ */
+
+static struct xdr_scatter *S(XDR *x)
+{
+	return (struct xdr_scatter *)x->x_private;
+}
+
+static bool_t s_getlong(XDR *x, long *lp)
+{
+	struct xdr_scatter *s = S(x);
+	s->pad_left = 0;
+	if (s->len - s->pos < 4)
+		return FALSE;
+	uint32_t v;
+	memcpy(&v, s->p + s->pos, 4);
+	s->pos += 4;
+	/* As libtirpc's memory stream: the unsigned word, widened. */
+	*lp = (long)ntohl(v);
+	return TRUE;
+}
+
+static bool_t s_getbytes(XDR *x, char *p, u_int n)
+{
+	struct xdr_scatter *s = S(x);
+	if (s->pad_left) {
+		unsigned pad = s->pad_left;
+		s->pad_left = 0;
+		if (n == pad) {
+			memset(p, 0, n);
+			return TRUE;
+		}
+	}
+	if (s->ddp && !s->ddp_used && n == s->ddp_len) {
+		/* RFC 8166 §3.4.6: this item was placed in the Write chunk
+		 * and is absent from the inline stream, with its roundup. */
+		memcpy(p, s->ddp, n);
+		s->ddp_used = true;
+		s->pad_left = (4 - n % 4) % 4;
+		return TRUE;
+	}
+	if (s->len - s->pos < n)
+		return FALSE;
+	memcpy(p, s->p + s->pos, n);
+	s->pos += n;
+	return TRUE;
+}
+
+static u_int s_getpostn(XDR *x)
+{
+	return (u_int)S(x)->pos;
+}
+
+static bool_t s_setpostn(XDR *x, u_int pos)
+{
+	struct xdr_scatter *s = S(x);
+	if (pos > s->len)
+		return FALSE;
+	s->pos = pos;
+	s->pad_left = 0;
+	return TRUE;
+}
+
+static int32_t *s_inline(XDR *x, u_int n)
+{
+	struct xdr_scatter *s = S(x);
+	/* Only aligned runs: IXDR_GET_* reads int32_t through the pointer. */
+	if (n % 4 || s->len - s->pos < n || ((uintptr_t)(s->p + s->pos) & 3))
+		return NULL;
+	s->pad_left = 0;
+	int32_t *p = (int32_t *)(uintptr_t)(s->p + s->pos);
+	s->pos += n;
+	return p;
+}
+
+static bool_t s_putlong(XDR *x, const long *lp)
+{
+	(void)x;
+	(void)lp;
+	return FALSE;
+}
+
+static bool_t s_putbytes(XDR *x, const char *p, u_int n)
+{
+	(void)x;
+	(void)p;
+	(void)n;
+	return FALSE;
+}
+
+static const struct xdr_ops scatter_ops = {
+	.x_getlong = s_getlong,
+	.x_putlong = s_putlong,
+	.x_getbytes = s_getbytes,
+	.x_putbytes = s_putbytes,
+	.x_getpostn = s_getpostn,
+	.x_setpostn = s_setpostn,
+	.x_inline = s_inline,
+	.x_destroy = x_nop_destroy,
+	.x_control = x_no_control,
+};
+
+void xdr_scatter_create(XDR *xdrs, struct xdr_scatter *s, const void *p,
+			size_t len, const void *ddp, size_t ddp_len)
+{
+	memset(s, 0, sizeof(*s));
+	s->p = p;
+	s->len = len;
+	s->ddp = ddp_len ? ddp : NULL;
+	s->ddp_len = ddp_len;
+	memset(xdrs, 0, sizeof(*xdrs));
+	xdrs->x_op = XDR_DECODE;
+	xdrs->x_ops = &scatter_ops;
+	xdrs->x_private = s;
+}
+
+/* ---------------------------------------------------------------------
+ * Binding table
+ */
+
+const struct ulb_entry *ulb_find(const struct ulb_table *t, uint32_t prog,
+				 uint32_t vers, uint32_t proc)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->e[i].prog == prog && t->e[i].vers == vers &&
+		    t->e[i].proc == proc)
+			return &t->e[i];
+	return NULL;
+}
+
+int ulb_set(struct ulb_table *t, const struct ulb_entry *e)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->e[i].prog == e->prog && t->e[i].vers == e->vers &&
+		    t->e[i].proc == e->proc) {
+			t->e[i] = *e;
+			return 0;
+		}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		struct ulb_entry *n = realloc(t->e, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		t->e = n;
+		t->cap = cap;
+	}
+	t->e[t->n++] = *e;
+	return 0;
+}
+
+void ulb_free(struct ulb_table *t)
+{
+	free(t->e);
+	t->e = NULL;
+	t->n = t->cap = 0;
+}
