@@ -384,6 +384,9 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 	r->prog = m.call.prog;
 	r->vers = m.call.vers;
 	r->proc = m.call.proc;
+	rpcrdma_rpc_trace("conn %p: call %#x for %u/%u/%u, cred flavor %u",
+			  (void *)x, r->xid, r->prog, r->vers, r->proc,
+			  m.call.cred.flavor);
 	r->args = (const uint8_t *)ev->call + hl;
 	r->args_len = ev->call_len - (size_t)hl;
 	r->raw_cred = m.call.cred;

@@ -450,5 +450,11 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->rdma_read_bytes += k.rdma_read_bytes;
 	s->rdma_write_bytes += k.rdma_write_bytes;
 	s->connections += k.connections;
+	s->bad_replies += k.bad_replies;
+	s->err_vers_recv += k.err_vers_recv;
+	s->err_chunk_recv += k.err_chunk_recv;
 	s->credits_granted = in.credits_granted;
+	s->send_threshold = in.send_threshold;
+	s->recv_threshold = in.recv_threshold;
+	s->peer_remote_inv = in.send_with_inv;
 }

@@ -211,7 +211,13 @@ struct rpcrdma_stats {
 		long_replies, send_with_inv, err_chunk_sent;
 	/* both */
 	uint64_t rdma_read_bytes, rdma_write_bytes, connections;
+	uint64_t bad_replies;     /* replies discarded (RFC 8166 §4.5) */
+	uint64_t err_vers_recv, err_chunk_recv;
 	uint32_t credits_granted; /* client: the server's current grant */
+	/* Inline thresholds in force (RFC 8797 §4.2): our Sends and the
+	 * peer's; with several connections, the last one's. */
+	uint32_t send_threshold, recv_threshold;
+	bool peer_remote_inv;     /* both sides allow Send With Invalidate */
 };
 
 /* Errors: RPCRDMA_ERR_INVAL. */

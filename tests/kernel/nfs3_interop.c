@@ -22,6 +22,7 @@
  * at all.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -87,7 +88,7 @@ static double now_ms(void)
 	})
 
 static CLIENT *nfs_client(const char *transport, const char *server,
-			  const char *provider)
+			  const char *provider, bool ulb)
 {
 	CLIENT *c = NULL;
 	if (strcmp(transport, "tcp") == 0) {
@@ -102,11 +103,29 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 		rpcrdma_opts_default(&o);
 		o.provider = provider;
 		c = clnt_rdma_create(addr, NFS_PROGRAM, NFS_V3, &o);
-		if (!c)
+		if (!c) {
 			fail("clnt_rdma_create %s: %s", addr,
 			     clnt_spcreateerror(addr));
+		} else if (ulb) {
+			/* RFC 8267 §4.1: the NFSv3 Upper-Layer Binding.
+			 * READDIRPLUS replies may exceed the inline
+			 * threshold: offer a Reply chunk big enough for
+			 * our maxcount. */
+			struct rpcrdma_ulb_proc b[] = {
+				{ .proc = NFSPROC3_WRITE, .ddp_arg = true },
+				/* Without its data, a READ reply is a few
+				 * hundred bytes: no Reply chunk (as the Linux
+				 * client's READ). */
+				{ .proc = NFSPROC3_READ, .ddp_result_max = 1048576,
+				  .reply_max = 1024 },
+				{ .proc = NFSPROC3_READDIRPLUS, .reply_max = 300 * 1024 },
+			};
+			if (!clnt_rdma_set_ulb(c, b, 3))
+				fail("clnt_rdma_set_ulb");
+		}
 #else
 		(void)provider;
+		(void)ulb;
 		fail("built without rpcrdma/tirpc.h: no rdma transport");
 #endif
 	} else {
@@ -314,9 +333,10 @@ int main(int argc, char **argv)
 	nfs_fh3 root = { { 0, NULL } };
 	if (mount_root(server, export, &root) < 0)
 		return 1;
-	CLIENT *c = nfs_client(transport, server, provider);
+	CLIENT *c = nfs_client(transport, server, provider, true);
 	if (!c)
 		return 1;
+	bool rdma = strcmp(transport, "rdma") == 0;
 
 	/* NULL and FSINFO: what the server will take in one READ/WRITE. */
 	char nul;
@@ -455,12 +475,72 @@ int main(int argc, char **argv)
 		clnt_freeres(c, (xdrproc_t)xdr_LOOKUP3res, (char *)&lr);
 	}
 
+	/* A Long Call (RFC 8166 §3.5.3): an 8 KiB WRITE from a client whose
+	 * binding moves nothing by DDP, so the whole call exceeds the
+	 * inline threshold and goes through a Position-Zero Read chunk. */
+	if (rdma && fh.data.data_len) {
+		CLIENT *lc = nfs_client(transport, server, provider, false);
+		if (lc) {
+			WRITE3args wa = { .file = fh, .offset = 0, .count = 8192,
+					  .stable = FILE_SYNC, .data = { 8192, data } };
+			WRITE3res wr;
+			if (CALL(lc, NFSPROC3_WRITE, nfsproc3_write_3, &wa, &wr) == RPC_SUCCESS) {
+				if (wr.status != NFS3_OK || wr.WRITE3res_u.resok.count != 8192)
+					fail("Long Call WRITE: nfsstat3 %d", wr.status);
+				clnt_freeres(lc, (xdrproc_t)xdr_WRITE3res, (char *)&wr);
+			}
+#ifdef RPCRDMA_HAVE_TIRPC
+			struct rpcrdma_stats ls;
+			if (clnt_rdma_stats(lc, &ls)) {
+				note("Long Call client: %llu Long Call(s) sent",
+				     (unsigned long long)ls.long_calls);
+				if (ls.long_calls < 1)
+					fail("the 8 KiB WRITE without DDP was not a Long Call");
+			}
+#endif
+			auth_destroy(lc->cl_auth);
+			clnt_destroy(lc);
+		}
+	}
+
 	for (unsigned i = 0; i < nfiles; i++) {
 		snprintf(name, sizeof(name), "entry-%04u-with-a-longish-name", i);
 		remove_file(c, &root, name);
 	}
 	remove_file(c, &root, "big");
 
+#ifdef RPCRDMA_HAVE_TIRPC
+	struct rpcrdma_stats st;
+	if (rdma && clnt_rdma_stats(c, &st)) {
+		note("RPC-over-RDMA: inline thresholds send %u / receive %u, "
+		     "Send With Invalidate %s, credits granted %u",
+		     st.send_threshold, st.recv_threshold,
+		     st.peer_remote_inv ? "yes" : "no", st.credits_granted);
+		note("RPC-over-RDMA: calls %llu: %llu Short, %llu Chunked, %llu Long; "
+		     "replies %llu inline, %llu Long; %llu rkeys invalidated "
+		     "by the server, %llu locally",
+		     (unsigned long long)st.calls, (unsigned long long)st.short_calls,
+		     (unsigned long long)st.chunked_calls,
+		     (unsigned long long)st.long_calls,
+		     (unsigned long long)st.replies_inline,
+		     (unsigned long long)st.replies_long,
+		     (unsigned long long)st.remote_invs,
+		     (unsigned long long)st.local_invs);
+		/* Linux svcrdma advertises 4096-byte sends and receives in
+		 * its RFC 8797 private data; ours are 4096 too, so both
+		 * thresholds must come out at 4096 (1024 would mean the
+		 * private data was missing or not understood, §5.1). */
+		if (st.send_threshold != 4096 || st.recv_threshold != 4096)
+			fail("inline thresholds %u/%u, expected 4096/4096 (RFC 8797 §4.2)",
+			     st.send_threshold, st.recv_threshold);
+		if (st.chunked_calls < 1)
+			fail("the 1 MiB WRITE did not travel in a Read chunk");
+		if (st.replies_long < 1)
+			fail("no Long Reply: READDIRPLUS fit inline?");
+		if (st.credits_granted < 1)
+			fail("no credit granted");
+	}
+#endif
 	auth_destroy(c->cl_auth);
 	clnt_destroy(c);
 	unmount_root(server, export);
