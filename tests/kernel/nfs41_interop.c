@@ -24,6 +24,9 @@
 #include <getopt.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 
 #include <rpc/rpc.h>
 
@@ -84,10 +87,39 @@ static nfs_resop4 *compound1(CLIENT *c, nfs_argop4 *op, COMPOUND4res *res)
 	return &res->resarray.resarray_val[0];
 }
 
+/* One COMPOUND of n operations; NULL unless every result came back
+ * (the caller checks each status and frees *res). */
+static nfs_resop4 *compoundn(CLIENT *c, nfs_argop4 *ops, unsigned n,
+			     COMPOUND4res *res)
+{
+	COMPOUND4args a;
+	memset(&a, 0, sizeof(a));
+	a.minorversion = 1;
+	a.argarray.argarray_len = n;
+	a.argarray.argarray_val = ops;
+	memset(res, 0, sizeof(*res));
+	ncompound++;
+	if (nfsproc4_compound_4(&a, res, c) != RPC_SUCCESS) {
+		fail("COMPOUND(%u ops): %s", n, clnt_sperror(c, "call"));
+		return NULL;
+	}
+	/* The server counts only the operations it executed. */
+	for (unsigned i = 0; i < res->resarray.resarray_len && i < n; i++)
+		if (ops[i].argop < 64)
+			nops[ops[i].argop]++;
+	if (res->resarray.resarray_len != n) {
+		note("COMPOUND(%u ops): status %d after %u results", n,
+		     res->status, res->resarray.resarray_len);
+		return NULL;
+	}
+	return res->resarray.resarray_val;
+}
+
 /* ------------------------------------------------------------------ */
 /* The callback program, served in the reverse direction over RDMA. */
 
-static atomic_uint cb_nulls, cb_compounds, cb_sequences;
+static atomic_uint cb_nulls, cb_compounds, cb_sequences, cb_recalls;
+static stateid4 recalled;
 
 #ifdef RPCRDMA_HAVE_TIRPC
 static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
@@ -126,6 +158,13 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
 				ok->csr_slotid = s->csa_slotid;
 				ok->csr_highest_slotid = s->csa_highest_slotid;
 				ok->csr_target_highest_slotid = s->csa_highest_slotid;
+				n++;
+			} else if (op->argop == OP_CB_RECALL) {
+				/* RFC 8881 §20.2.3: NFS4_OK, then the client
+				 * returns the delegation with DELEGRETURN. */
+				recalled = op->nfs_cb_argop4_u.opcbrecall.stateid;
+				atomic_fetch_add(&cb_recalls, 1);
+				ops[n].nfs_cb_resop4_u.status_only = NFS4_OK;
 				n++;
 			} else {
 				ops[n].nfs_cb_resop4_u.status_only = 10004;
@@ -202,10 +241,201 @@ static void check_server_counters(const char *before)
 	     ra[0] - rb[0], ncompound, ra[1] - rb[1]);
 }
 
+static void seq_op(nfs_argop4 *op, const sessionid4 sid, sequenceid4 *seq)
+{
+	memset(op, 0, sizeof(*op));
+	op->argop = OP_SEQUENCE;
+	memcpy(op->nfs_argop4_u.opsequence.sa_sessionid, sid, NFS4_SESSIONID_SIZE);
+	op->nfs_argop4_u.opsequence.sa_sequenceid = (*seq)++;
+}
+
+struct local_open {
+	const char *path;
+	double took_ms;
+	int err;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A local writer: its open() breaks the NFS client's read delegation
+ * (the kernel's lease) and waits until the delegation is returned. */
+static void *local_open_fn(void *arg)
+{
+	struct local_open *lo = arg;
+	double t0 = now_ms();
+	int fd = open(lo->path, O_WRONLY);
+	lo->took_ms = now_ms() - t0;
+	lo->err = fd < 0 ? errno : 0;
+	if (fd >= 0) {
+		ssize_t w = write(fd, "x", 1);
+		(void)w;
+		close(fd);
+	}
+	return NULL;
+}
+
+static void delegation_recall(CLIENT *c, const sessionid4 sid, sequenceid4 *seq,
+			      clientid4 clientid, const char *export)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/cbfile", export);
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0) {
+		fail("create %s: %s", path, strerror(errno));
+		return;
+	}
+	ssize_t w = write(fd, "delegated\n", 10);
+	(void)w;
+	close(fd);
+
+	/* RFC 8881 §18.51: RECLAIM_COMPLETE before any non-reclaim OPEN. */
+	nfs_argop4 ops[4];
+	COMPOUND4res res;
+	seq_op(&ops[0], sid, seq);
+	memset(&ops[1], 0, sizeof(ops[1]));
+	ops[1].argop = OP_RECLAIM_COMPLETE;
+	nfs_resop4 *r = compoundn(c, ops, 2, &res);
+	if (!r || r[1].nfs_resop4_u.status_only != NFS4_OK)
+		fail("RECLAIM_COMPLETE: status %d", res.status);
+	clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+
+	/* OPEN for reading, asking for a read delegation; the server's
+	 * grace period (10 s here) answers NFS4ERR_GRACE (10013) first. */
+	char owner[] = "rpcrdma-open-owner";
+	stateid4 open_sid, deleg_sid;
+	nfs_fh4 fh = { 0, NULL };
+	int deleg = -1;
+	for (int attempt = 0; attempt < 30; attempt++) {
+		seq_op(&ops[0], sid, seq);
+		memset(&ops[1], 0, sizeof(ops[1]));
+		ops[1].argop = OP_PUTROOTFH;
+		memset(&ops[2], 0, sizeof(ops[2]));
+		ops[2].argop = OP_OPEN;
+		OPEN4args *oa = &ops[2].nfs_argop4_u.opopen;
+		oa->share_access = OPEN4_SHARE_ACCESS_READ |
+				   OPEN4_SHARE_ACCESS_WANT_READ_DELEG;
+		oa->share_deny = OPEN4_SHARE_DENY_NONE;
+		oa->owner.clientid = clientid;
+		oa->owner.owner.owner_len = (u_int)strlen(owner);
+		oa->owner.owner.owner_val = owner;
+		oa->openhow.opentype = OPEN4_NOCREATE;
+		oa->claim.claim = CLAIM_NULL;
+		oa->claim.open_claim4_u.file.utf8str_cs_len = 6;
+		oa->claim.open_claim4_u.file.utf8str_cs_val = "cbfile";
+		memset(&ops[3], 0, sizeof(ops[3]));
+		ops[3].argop = OP_GETFH;
+		r = compoundn(c, ops, 4, &res);
+		if (!r && res.status == 10013) { /* NFS4ERR_GRACE */
+			clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+			sleep(1);
+			continue;
+		}
+		if (!r) {
+			fail("OPEN cbfile: status %d", res.status);
+			clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+			return;
+		}
+		OPEN4resok *ok = &r[2].nfs_resop4_u.opopen.OPEN4res_u.resok4;
+		open_sid = ok->stateid;
+		deleg = ok->delegation.delegation_type;
+		if (deleg == OPEN_DELEGATE_NONE_EXT && attempt < 29) {
+			/* WND4_* reason (RFC 8881 §18.16.3).  Linux refuses
+			 * delegations while any grace period runs (lockd's
+			 * too): close and ask again a little later. */
+			note("OPEN: no delegation yet (why %d); retrying",
+			     ok->delegation.open_delegation4_u.od_whynone.ond_why);
+			nfs_fh4 *gfh = &r[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+			nfs_argop4 cl[3];
+			COMPOUND4res cres;
+			seq_op(&cl[0], sid, seq);
+			memset(&cl[1], 0, sizeof(cl[1]));
+			cl[1].argop = OP_PUTFH;
+			cl[1].nfs_argop4_u.opputfh = *gfh;
+			memset(&cl[2], 0, sizeof(cl[2]));
+			cl[2].argop = OP_CLOSE;
+			cl[2].nfs_argop4_u.opclose.open_stateid = open_sid;
+			if (!compoundn(c, cl, 3, &cres))
+				fail("CLOSE before retrying OPEN: status %d", cres.status);
+			clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&cres);
+			clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+			deleg = -1;
+			sleep(1);
+			continue;
+		}
+		if (deleg == OPEN_DELEGATE_READ)
+			deleg_sid = ok->delegation.open_delegation4_u.read.stateid;
+		GETFH4resok *g = &r[3].nfs_resop4_u.opgetfh.GETFH4res_u.resok4;
+		fh.nfs_fh4_len = g->object.nfs_fh4_len;
+		fh.nfs_fh4_val = malloc(fh.nfs_fh4_len);
+		memcpy(fh.nfs_fh4_val, g->object.nfs_fh4_val, fh.nfs_fh4_len);
+		note("OPEN cbfile after %d grace retries: delegation type %d",
+		     attempt, deleg);
+		clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+		break;
+	}
+	if (deleg < 0) {
+		fail("OPEN cbfile: no usable open after 30 s");
+		return;
+	}
+	if (deleg != OPEN_DELEGATE_READ) {
+		fail("no read delegation granted (type %d): no recall to observe", deleg);
+	} else {
+		struct local_open lo = { .path = path };
+		pthread_t th;
+		pthread_create(&th, NULL, local_open_fn, &lo);
+		for (int i = 0; i < 150 && atomic_load(&cb_recalls) == 0; i++)
+			usleep(100 * 1000);
+		if (atomic_load(&cb_recalls) == 0) {
+			fail("no CB_RECALL within 15 s of the conflicting local open");
+		} else {
+			if (memcmp(recalled.other, deleg_sid.other, 12) != 0)
+				fail("CB_RECALL names another stateid");
+			note("CB_RECALL received in the reverse direction "
+			     "(CB_SEQUENCE %u); returning the delegation",
+			     atomic_load(&cb_sequences));
+		}
+		seq_op(&ops[0], sid, seq);
+		memset(&ops[1], 0, sizeof(ops[1]));
+		ops[1].argop = OP_PUTFH;
+		ops[1].nfs_argop4_u.opputfh = fh;
+		memset(&ops[2], 0, sizeof(ops[2]));
+		ops[2].argop = OP_DELEGRETURN;
+		ops[2].nfs_argop4_u.opdelegreturn.deleg_stateid = deleg_sid;
+		r = compoundn(c, ops, 3, &res);
+		if (!r || r[2].nfs_resop4_u.status_only != NFS4_OK)
+			fail("DELEGRETURN: status %d", res.status);
+		clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+		pthread_join(th, NULL);
+		if (lo.err)
+			fail("local open: %s", strerror(lo.err));
+		else
+			note("the local writer's open() returned after %.0f ms", lo.took_ms);
+	}
+	/* CLOSE the open (§18.2) so DESTROY_CLIENTID finds no state. */
+	seq_op(&ops[0], sid, seq);
+	memset(&ops[1], 0, sizeof(ops[1]));
+	ops[1].argop = OP_PUTFH;
+	ops[1].nfs_argop4_u.opputfh = fh;
+	memset(&ops[2], 0, sizeof(ops[2]));
+	ops[2].argop = OP_CLOSE;
+	ops[2].nfs_argop4_u.opclose.open_stateid = open_sid;
+	r = compoundn(c, ops, 3, &res);
+	if (!r || r[2].nfs_resop4_u.opclose.status != NFS4_OK)
+		fail("CLOSE: status %d", res.status);
+	clnt_freeres(c, (xdrproc_t)xdr_COMPOUND4res, (char *)&res);
+	free(fh.nfs_fh4_val);
+}
+
 int main(int argc, char **argv)
 {
 	const char *transport = "rdma", *provider = "verbs";
 	const char *server = getenv("NFS_SERVER");
+	const char *export = getenv("NFS_EXPORT");
 	int cb_wait = 15;
 	bool cb_optional = false;
 	static const struct option lo[] = {
@@ -347,8 +577,8 @@ int main(int argc, char **argv)
 	/* The server probes a new back channel with CB_NULL; meanwhile we
 	 * send SEQUENCE once a second, as a client renewing its lease does,
 	 * and report what the server says of the back channel. */
+	sequenceid4 sseq = 1;
 	if (rdma && have_session) {
-		sequenceid4 sseq = 1;
 		for (int i = 0; i < cb_wait * 10 && atomic_load(&cb_nulls) == 0; i++) {
 			if (i % 10 == 0) {
 				memset(&op, 0, sizeof(op));
@@ -400,6 +630,13 @@ int main(int argc, char **argv)
 			     st.credits_granted);
 #endif
 	}
+
+	/* A real callback: a read delegation on a file, then a local write
+	 * to it, which makes the server recall the delegation with
+	 * CB_COMPOUND { CB_SEQUENCE, CB_RECALL } on our connection
+	 * (RFC 8881 §10.4.1, §20.2; RFC 8167 on RPC-over-RDMA). */
+	if (rdma && have_session && export)
+		delegation_recall(c, sid, &sseq, clientid, export);
 
 	if (have_session) {
 		memset(&op, 0, sizeof(op));
