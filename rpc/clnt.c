@@ -343,9 +343,14 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		return hl;
 
 	size_t total = round8((size_t)hl) + args_len + reply_max + res_len;
-	struct rpc_call *c = calloc(1, sizeof(*c) + total);
+	/* Only the record is zeroed: the reply and Write chunk areas (up to
+	 * megabytes) are written by the peer and read only up to the
+	 * lengths the engine reports, and they are exposed for remote write
+	 * only, never for remote read. */
+	struct rpc_call *c = malloc(sizeof(*c) + total);
 	if (!c)
 		return RPCRDMA_ERR_NOMEM;
+	memset(c, 0, sizeof(*c));
 	uint8_t *p = c->mem;
 	memcpy(p, hdr, (size_t)hl);
 	/* Consecutive non-DDP pieces are copied back to back into one
