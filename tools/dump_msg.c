@@ -80,7 +80,7 @@ static bool loc_skip(struct loc *l, size_t n, const char *what)
 static bool loc_bool(struct loc *l, bool *v, const char *what)
 {
 	size_t at = loc_off(l);
-	uint32_t w;
+	uint32_t w = 0; /* set by loc_u32 on success; gcc -O2 cannot see it */
 	if (!loc_u32(l, &w, what))
 		return false;
 	if (w > 1) {
