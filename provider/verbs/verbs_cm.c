@@ -433,7 +433,11 @@ int rpcrdma_verbs_get_cm_event(struct rpcrdma_cm_channel *ch,
 		case RDMA_CM_EVENT_DISCONNECTED:
 			b->type = RPCRDMA_CM_EVENT_DISCONNECTED;
 			/* The peer's DREQ does not touch our (userspace) QP;
-			 * flush it so outstanding receives complete. */
+			 * flush it so outstanding receives complete.  So on
+			 * this provider the passive side's WRs flush once its
+			 * consumer reads this event (as with any librdmacm
+			 * program): event loops must watch the CM fd as well
+			 * as the CQ fds. */
 			if (v && v->base.qp)
 				rpcrdma_verbs_qp_to_error(v->base.qp);
 			/* Answer the DREQ now (a DREP): the side that called

@@ -155,6 +155,10 @@ static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 	}
 	out->qp = &q->base;
 	out->vendor_err = in->vendor_err;
+	/* An RC QP that completes a WR in error is in the error state. */
+	if (in->status != IBV_WC_SUCCESS && !atomic_load_explicit(
+		    &q->flushing, memory_order_relaxed))
+		atomic_store(&q->flushing, true);
 	/* RC work queues complete in order, so this slot and every earlier
 	 * (unsignalled) one are done. */
 	atomic_store_explicit(&r->tail, (seq + 1) & ~RPCRDMA_VERBS_SLOT_RECV,

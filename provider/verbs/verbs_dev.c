@@ -1,5 +1,6 @@
 /* Device: open/close/query over librdmacm's device list. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,11 @@
 /* Soft-RoCE reports this vendor id (drivers/infiniband/sw/rxe). */
 #define RPCRDMA_VERBS_RXE_VENDOR_ID 0xffffffu
 
+/* One line on stderr naming the device that is missing (or that none is
+ * there at all) and what to do.  The iwarp provider is the software
+ * fallback that needs no kernel RDMA support, so point at it. */
 static void no_device(const char *name, const char *why)
 {
-	/* The iwarp provider is the software fallback that needs no kernel
-	 * RDMA support at all, so point at it. */
 	if (name)
 		fprintf(stderr,
 			"rpcrdma verbs provider: RDMA device \"%s\" %s; "
@@ -26,8 +28,8 @@ static void no_device(const char *name, const char *why)
 			"provider (software iWARP over TCP)\n", name, why);
 	else
 		fprintf(stderr,
-			"rpcrdma verbs provider: no RDMA device %s (is a driver "
-			"such as rdma_rxe loaded and a device created, e.g. "
+			"rpcrdma verbs provider: %s (is a driver such as "
+			"rdma_rxe loaded and a device created, e.g. "
 			"`rdma link add rxe0 type rxe netdev eth0`?); or use the "
 			"\"iwarp\" provider (software iWARP over TCP)\n", why);
 }
@@ -49,8 +51,16 @@ int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
 		int e = errno;
 		if (list)
 			rdma_free_devices(list);
-		no_device(want, e == ENODEV || e == ENOENT || !e ? "found" :
-			  "could be opened (rdma_cm not available)");
+		bool none = e == ENODEV || e == ENOENT || !e;
+		if (want)
+			no_device(want, none ? "not found: this machine has "
+					       "no RDMA device at all" :
+					       "cannot be reached: rdma_cm is "
+					       "not available");
+		else
+			no_device(NULL, none ? "no RDMA device found" :
+					"no RDMA device can be reached "
+					"(rdma_cm not available)");
 		return RPCRDMA_ERR_NO_DEVICE;
 	}
 	struct ibv_context *ctx = NULL;
@@ -61,8 +71,16 @@ int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
 		}
 	}
 	if (!ctx) {
+		char have[256] = "";
+		size_t at = 0;
+		for (int i = 0; i < n && at < sizeof(have); i++)
+			at += (size_t)snprintf(have + at, sizeof(have) - at,
+					       "%s%s", i ? ", " : "",
+					       ibv_get_device_name(list[i]->device));
+		char why[320];
+		snprintf(why, sizeof(why), "not found (devices here: %s)", have);
 		rdma_free_devices(list);
-		no_device(want, "not found");
+		no_device(want, why);
 		return RPCRDMA_ERR_NO_DEVICE;
 	}
 	struct rpcrdma_verbs_dev *d = calloc(1, sizeof(*d));

@@ -85,9 +85,18 @@ struct rpcrdma_verbs_qp {
 	struct ibv_qp *qp;
 	uint32_t uid;
 	uint32_t qp_num;
+	uint32_t max_inline;            /* what the device granted */
 	struct rpcrdma_verbs_qp *next;  /* hash chain in the device */
 	struct rpcrdma_verbs_ring sq;
 	struct rpcrdma_verbs_ring rq;
+	/* The QP is (or is going) to the error state: set before we move it
+	 * there and when poll_cq returns one of its error completions.  A
+	 * WR posted from then on is followed by another move to ERR, because
+	 * rxe's userspace receive queue has no doorbell: a receive posted to
+	 * an errored QP would otherwise never complete (the kernel flushes
+	 * the queue only when the QP's responder task runs, which the
+	 * transition does). */
+	atomic_bool flushing;
 };
 
 struct rpcrdma_verbs_channel {

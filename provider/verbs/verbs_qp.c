@@ -109,6 +109,7 @@ int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	}
 	q->qp = vid->id->qp;
 	q->qp_num = q->qp->qp_num;
+	q->max_inline = try.cap.max_inline_data;
 	rc = ring_init(&q->sq, try.cap.max_send_wr);
 	if (!rc)
 		rc = ring_init(&q->rq, try.cap.max_recv_wr);
@@ -176,7 +177,20 @@ void rpcrdma_verbs_qp_to_error(struct rpcrdma_qp *qp)
 	struct rpcrdma_verbs_qp *q = (struct rpcrdma_verbs_qp *)qp;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
-	if (q)
+	if (!q)
+		return;
+	atomic_store(&q->flushing, true);
+	(void)ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+}
+
+/* After a post to a QP in error: make the device flush what was just
+ * posted (see flushing in verbs_int.h).  ERR -> ERR is a legal transition
+ * for every QP state (IBA 10.3.1). */
+static void kick_flush(struct rpcrdma_verbs_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (atomic_load(&q->flushing))
 		(void)ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 }
 
@@ -204,12 +218,23 @@ static unsigned send_flags(unsigned f)
 }
 
 /* Fills *iw from *wr; a negative error for WRs verbs cannot express. */
-static int send_wr(const struct rpcrdma_send_wr *wr, struct ibv_send_wr *iw,
+static int send_wr(const struct rpcrdma_verbs_qp *q,
+		   const struct rpcrdma_send_wr *wr, struct ibv_send_wr *iw,
 		   enum rpcrdma_wc_opcode *wc_op)
 {
 	iw->sg_list = (struct ibv_sge *)wr->sg_list;
 	iw->num_sge = wr->num_sge;
 	iw->send_flags = send_flags(wr->send_flags);
+	/* INLINE is a hint in provider.h; verbs fails the post (EINVAL on
+	 * rxe) when the data exceeds the QP's inline size, so drop it
+	 * there. */
+	if (iw->send_flags & IBV_SEND_INLINE) {
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge && wr->sg_list; i++)
+			len += wr->sg_list[i].length;
+		if (len > q->max_inline)
+			iw->send_flags &= ~(unsigned)IBV_SEND_INLINE;
+	}
 	switch (wr->opcode) {
 	case RPCRDMA_WR_SEND:
 		iw->opcode = IBV_WR_SEND;
@@ -291,7 +316,7 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 				break;
 			}
 			iw[n] = (struct ibv_send_wr){ 0 };
-			err = send_wr(wr, &iw[n], &op);
+			err = send_wr(q, wr, &iw[n], &op);
 			if (err)
 				break;
 			q->sq.slot[seq & q->sq.mask] =
@@ -324,6 +349,7 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 					iw[i].bind_mw.mw->rkey = iw[i].bind_mw.rkey;
 				}
 			atomic_store_explicit(&q->sq.head, seq, memory_order_release);
+			kick_flush(q);
 		}
 		if (err) {
 			if (bad)
@@ -380,6 +406,7 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 				return rpcrdma_verbs_errno(rc);
 			}
 			atomic_store_explicit(&q->rq.head, seq, memory_order_release);
+			kick_flush(q);
 		}
 		if (err) {
 			if (bad)

@@ -686,6 +686,16 @@ static void case_mw_bounds(void)
 
 	if (!need_mw(false))
 		return;
+	if (tp_device_is_rxe()) {
+		/* Seen on Linux 6.1 and still so in mainline: check_rkey()
+		 * in rxe_resp.c looks the window up, then range-checks the
+		 * access against the window's MR (mr_check_range(mw->mr,
+		 * ...)), never against the window; a Write past the window's
+		 * end lands in the MR. */
+		tp_skip("rxe bounds MW accesses by the underlying MR, not "
+			"the window (rxe_resp.c check_rkey)");
+		return;
+	}
 	o.srv_recvs = 2;
 	if (tp_pair_up(&p, &o) < 0)
 		goto out;
@@ -748,7 +758,21 @@ static void case_recv_too_small(void)
 		goto out;
 	int got = tp_wait_wc(p.srv.rcq, 2, 10000, wc);
 	TP_CHECK(got >= 1, "the too-small receive never completed");
-	if (got >= 1) {
+	if (got >= 1 && tp_device_is_rxe() &&
+	    wc[0].status == RPCRDMA_WC_GENERAL_ERR) {
+		/* rxe's copy_data() returns -EINVAL for a message longer
+		 * than the receive, which send_data_in() turns into
+		 * RESPST_ERR_MALFORMED_WQE: the receive completes
+		 * IB_WC_LOC_QP_OP_ERR (-> GENERAL_ERR), the same status a
+		 * bad lkey gets, instead of IB_WC_LOC_LEN_ERR.  Everything
+		 * else below is still checked. */
+		TP_CHECK(wc[0].wr_id == 0x51 && wc[0].opcode == RPCRDMA_WC_RECV,
+			 "receive completed wr_id %#llx opcode %s",
+			 (unsigned long long)wc[0].wr_id,
+			 tp_wc_opcode_str(wc[0].opcode));
+		tp_skip("rxe completes a too-small receive with "
+			"LOC_QP_OP_ERR, not LOC_LEN_ERR; status not checked");
+	} else if (got >= 1) {
 		TP_CHECK(wc[0].wr_id == 0x51 &&
 			 wc[0].status == RPCRDMA_WC_LOC_LEN_ERR &&
 			 wc[0].opcode == RPCRDMA_WC_RECV,

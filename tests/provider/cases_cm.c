@@ -276,8 +276,38 @@ static void case_disconnect_flush(void)
 	}
 	tp_note("%d of %d RDMA WRs flushed, %llu ms after disconnect",
 		flushed, posted, (unsigned long long)(tp_now_ms() - t0));
-	/* Receives on both sides: never consumed, so all flushed. */
+	/* Both sides learn of the disconnect.  Both channels are read
+	 * together, as a consumer's event loop would: on IB/RoCE the side
+	 * that disconnected hears DISCONNECTED when its peer's DREP arrives,
+	 * and the peer sends that (and flushes its own QP, which the CM does
+	 * not touch) when its consumer reads its DISCONNECTED. */
 	struct tp_side *sides[2] = { &p.cli, &p.srv };
+	uint64_t end = tp_now_ms() + 10000;
+	while ((!p.cli.disconnected || !p.srv.disconnected) &&
+	       tp_now_ms() < end) {
+		bool progress = false;
+		for (int s = 0; s < 2; s++) {
+			struct tp_cm_ev ev;
+			if (sides[s]->disconnected ||
+			    tp_wait_cm(sides[s]->ch, 0, &ev) < 0)
+				continue;
+			progress = true;
+			if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED)
+				sides[s]->disconnected = true;
+			else
+				TP_CHECK(0, "%s: unexpected %s (status %d)",
+					 s ? "server" : "client",
+					 tp_cm_event_str(ev.type), ev.status);
+		}
+		if (!progress)
+			usleep(2000);
+	}
+	for (int s = 0; s < 2; s++)
+		TP_CHECK(sides[s]->disconnected, "%s saw no DISCONNECTED",
+			 s ? "server" : "client");
+	tp_note("both sides DISCONNECTED %llu ms after disconnect",
+		(unsigned long long)(tp_now_ms() - t0));
+	/* Receives on both sides: never consumed, so all flushed. */
 	for (int s = 0; s < 2; s++) {
 		memset(seen, 0, sizeof(seen));
 		got = tp_wait_wc(sides[s]->rcq, NR, 10000, wc);
@@ -296,20 +326,6 @@ static void case_disconnect_flush(void)
 			if (k < NR)
 				seen[k] = 1;
 		}
-	}
-	/* Both sides learn of the disconnect. */
-	struct tp_cm_ev ev;
-	for (int s = 0; s < 2; s++) {
-		uint64_t end = tp_now_ms() + 10000;
-		while (!sides[s]->disconnected && tp_now_ms() < end) {
-			if (tp_wait_cm(sides[s]->ch, (int)(end - tp_now_ms()),
-				       &ev) < 0)
-				break;
-			if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED)
-				sides[s]->disconnected = true;
-		}
-		TP_CHECK(sides[s]->disconnected, "%s saw no DISCONNECTED",
-			 s ? "server" : "client");
 	}
 	/* Work posted after the disconnect: refused, or flushed. */
 	int rc = tp_try_send1(p.cli.qp, 999, RPCRDMA_WR_SEND,

@@ -77,6 +77,29 @@ void tp_skip(const char *fmt, ...)
 	va_end(ap);
 }
 
+bool tp_device_is_rxe(void)
+{
+	char path[160], desc[64] = "";
+	FILE *f;
+
+	if (!tp.ops || strcmp(tp.ops->name, "verbs") != 0 || !tp.attr.name[0] ||
+	    strchr(tp.attr.name, '/'))
+		return false;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent",
+		 tp.attr.name);
+	if (access(path, F_OK) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_desc",
+		 tp.attr.name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(desc, sizeof(desc), f))
+		desc[0] = 0;
+	fclose(f);
+	return strncmp(desc, "rxe", 3) == 0;
+}
+
 bool tp_case_failed(void)
 {
 	return tp_cur_failed != 0;
@@ -620,17 +643,56 @@ int tp_pair_connect(struct tp_pair *p, const struct tp_conn_opts *o)
 	cp.initiator_depth = o->srv_ord ? o->srv_ord : tp_default_ord();
 	if (TP_OK(ops->accept(p->srv.id, &cp)) < 0)
 		return -1;
+	/* Both channels are serviced together: on IB/RoCE the passive side's
+	 * ESTABLISHED follows the RTU, which librdmacm sends only while the
+	 * active side's consumer reads its channel (the CONNECT_RESPONSE it
+	 * turns into ESTABLISHED), so waiting for the server first would
+	 * stall until the CM's REP time-out. */
 	struct tp_cm_ev ev;
-	if (tp_expect_cm(p->srv.ch, RPCRDMA_CM_EVENT_ESTABLISHED, to, &ev) < 0)
-		return -1;
-	TP_CHECK(ev.id == p->srv.id, "server ESTABLISHED on id %p, not %p",
-		 (void *)ev.id, (void *)p->srv.id);
-	if (tp_expect_cm(p->cli.ch, RPCRDMA_CM_EVENT_ESTABLISHED, to,
-			 &p->cli.ev) < 0)
-		return -1;
-	TP_CHECK(p->cli.ev.id == p->cli.id,
-		 "client ESTABLISHED on id %p, not %p",
-		 (void *)p->cli.ev.id, (void *)p->cli.id);
+	bool srv_est = false, cli_est = false;
+	uint64_t end = tp_now_ms() + (uint64_t)to;
+	while (!srv_est || !cli_est) {
+		bool progress = false;
+		if (!srv_est && tp_wait_cm(p->srv.ch, 0, &ev) == 0) {
+			progress = true;
+			if (!TP_CHECK(ev.type == RPCRDMA_CM_EVENT_ESTABLISHED,
+				      "server: expected ESTABLISHED, got %s "
+				      "(status %d)", tp_cm_event_str(ev.type),
+				      ev.status))
+				return -1;
+			TP_CHECK(ev.id == p->srv.id,
+				 "server ESTABLISHED on id %p, not %p",
+				 (void *)ev.id, (void *)p->srv.id);
+			srv_est = true;
+		}
+		if (!cli_est && tp_wait_cm(p->cli.ch, 0, &p->cli.ev) == 0) {
+			progress = true;
+			if (!TP_CHECK(p->cli.ev.type ==
+					      RPCRDMA_CM_EVENT_ESTABLISHED,
+				      "client: expected ESTABLISHED, got %s "
+				      "(status %d)",
+				      tp_cm_event_str(p->cli.ev.type),
+				      p->cli.ev.status))
+				return -1;
+			TP_CHECK(p->cli.ev.id == p->cli.id,
+				 "client ESTABLISHED on id %p, not %p",
+				 (void *)p->cli.ev.id, (void *)p->cli.id);
+			cli_est = true;
+		}
+		if (progress)
+			continue;
+		if (tp_now_ms() >= end) {
+			TP_CHECK(0, "ESTABLISHED within %d ms: server %s, "
+				 "client %s", to, srv_est ? "yes" : "no",
+				 cli_est ? "yes" : "no");
+			return -1;
+		}
+		struct pollfd pfd[2] = {
+			{ .fd = p->srv.ch->fd, .events = POLLIN },
+			{ .fd = p->cli.ch->fd, .events = POLLIN },
+		};
+		(void)poll(pfd, 2, 20);
+	}
 	return 0;
 }
 
@@ -655,21 +717,47 @@ struct tp_buf *tp_pair_buf(struct tp_pair *p, struct tp_side *s,
 	return b;
 }
 
-static void side_disconnect(struct tp_side *s)
+/* Reads whatever events both sides have for up to quiet_ms, noting
+ * DISCONNECTED, until `s` has seen it.  Servicing the peer's channel too
+ * matters on IB/RoCE: the DREP that ends the disconnecting side's wait is
+ * sent when the peer's consumer reads its DISCONNECTED. */
+static void pair_wait_disconnected(struct tp_pair *p, struct tp_side *s,
+				   int timeout_ms)
 {
-	struct tp_cm_ev ev;
-	uint64_t end;
+	struct tp_side *sides[2] = { &p->cli, &p->srv };
+	uint64_t end = tp_now_ms() + (uint64_t)timeout_ms;
 
+	while (!s->disconnected && tp_now_ms() < end) {
+		bool progress = false;
+		for (int i = 0; i < 2; i++) {
+			struct tp_cm_ev ev;
+			if (!sides[i]->ch || !sides[i]->id || !sides[i]->qp)
+				continue;
+			if (tp_wait_cm(sides[i]->ch, 0, &ev) < 0)
+				continue;
+			progress = true;
+			if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED)
+				sides[i]->disconnected = true;
+		}
+		if (progress)
+			continue;
+		struct pollfd pfd[2];
+		int n = 0;
+		for (int i = 0; i < 2; i++)
+			if (sides[i]->ch && sides[i]->id && sides[i]->qp)
+				pfd[n++] = (struct pollfd){
+					.fd = sides[i]->ch->fd,
+					.events = POLLIN };
+		(void)poll(pfd, (nfds_t)n, 20);
+	}
+}
+
+static void side_disconnect(struct tp_pair *p, struct tp_side *s)
+{
 	if (!s->id || !s->qp || s->disconnected)
 		return;
 	s->dev->ops->disconnect(s->id);
-	end = tp_now_ms() + 1500;
-	while (!s->disconnected && tp_now_ms() < end) {
-		if (tp_wait_cm(s->ch, (int)(end - tp_now_ms()), &ev) < 0)
-			break;
-		if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED)
-			s->disconnected = true;
-	}
+	pair_wait_disconnected(p, s, 1500);
 }
 
 static void side_close(struct tp_side *s, struct rpcrdma_cm_id *listen)
@@ -707,8 +795,8 @@ static void side_free(struct tp_side *s)
 
 void tp_pair_close(struct tp_pair *p)
 {
-	side_disconnect(&p->cli);
-	side_disconnect(&p->srv);
+	side_disconnect(p, &p->cli);
+	side_disconnect(p, &p->srv);
 	side_close(&p->cli, NULL);
 	side_close(&p->srv, p->listen_id);
 	p->listen_id = NULL;

@@ -263,8 +263,16 @@ struct tp_case {
 	const char *what;   /* one line: what it checks */
 };
 
-/* Marks the running case skipped with a reason (capability missing). */
+/* Marks the running case skipped with a reason (capability missing).  A
+ * case that also failed a check is reported FAIL. */
 void tp_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* True when the run uses the "verbs" provider on a Linux Soft-RoCE (rxe)
+ * device, told by sysfs (/sys/class/infiniband/NAME: rxe's node_desc is
+ * "rxe" and it has a "parent" netdev attribute).  For the few cases where
+ * rxe itself deviates from the verbs semantics; each such case says which
+ * check it cannot make and reports SKIP, never PASS. */
+bool tp_device_is_rxe(void);
 
 extern const struct tp_case tp_cases_data[];
 extern const struct tp_case tp_cases_access[];
