@@ -26,5 +26,9 @@ struct perf_cmd {
 };
 
 int perf_cmd_provider(int argc, char **argv);
+/* perf_rpc.c: ONC RPC over rpcrdma vs libtirpc and raw TCP. */
+int perf_cmd_rpc(int argc, char **argv);
+int perf_cmd_server(int argc, char **argv);
+int perf_cmd_client(int argc, char **argv);
 
 #endif

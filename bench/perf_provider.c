@@ -14,6 +14,17 @@
  *              then the ACK.
  *   read:      RDMA Read of SIZE bytes, DEPTH in flight, COUNT times;
  *              TCP: the client asks, the server streams COUNT x SIZE bytes.
+ *   write ping-pong (provider only, what perftest's ib_write_lat does):
+ *              the client RDMA-Writes 64 bytes ending in a sequence number
+ *              into the server's memory, the server spins on that memory
+ *              and writes the same back; no completion is waited for on
+ *              the path, both sides busy-poll memory.  TCP has no
+ *              counterpart, so it has no ratio.
+ *
+ * --max-size limits the Write/Read sizes (the Soft-RoCE lab under TCG
+ * keeps to 64 KiB to stay fast).  --spin-us N makes every wait, provider
+ * and TCP alike, poll for N microseconds before it sleeps (perftest's
+ * tools busy-poll; a wake-up through an fd costs milliseconds under TCG).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +32,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +49,11 @@
 #define MAXSZ (4u << 20)
 #define WAIT_MS 20000
 
-enum msg_type { M_PING = 1, M_PONG, M_DONE, M_ACK, M_QUIT, M_STREAM, M_PULL };
+enum msg_type { M_PING = 1, M_PONG, M_DONE, M_ACK, M_QUIT, M_STREAM, M_PULL,
+		M_WLAT };
+/* Write ping-pong slot: past the burst area of each side's data buffer. */
+#define WLAT_OFF MAXSZ
+#define DATA_LEN (MAXSZ + 4096)
 
 struct msg {
 	uint32_t type;
@@ -53,6 +69,7 @@ struct opts {
 	const char *provider;
 	const char *addr;
 	unsigned long iters;
+	size_t max_size;           /* largest Write/Read size measured */
 	bool json;
 	bool pin;
 	uint16_t port;
@@ -62,10 +79,14 @@ struct opts {
 
 struct results {
 	double lat_p50[2], lat_p99[2];      /* [0] provider, [1] tcp */
+	double wlat_p50, wlat_p99;          /* provider write ping-pong */
 	double wr_mibs[2][NSIZES];
 	double rd_mibs[2][NSIZES];
 	char devname[64];
 };
+
+/* --spin-us, in ns: how long a wait polls before it sleeps. */
+static uint64_t spin_ns;
 
 static unsigned long count_for(const struct opts *o, size_t size)
 {
@@ -161,6 +182,14 @@ static int p_wait_wc(struct pend *e, struct rpcrdma_cq *cq,
 	uint64_t end = perf_now_ns() + (uint64_t)WAIT_MS * 1000000u;
 	int fd = e->ops->cq_fd(cq);
 
+	if (spin_ns) {
+		uint64_t until = perf_now_ns() + spin_ns;
+		do {
+			int n = e->ops->poll_cq(cq, max, wc);
+			if (n != 0)
+				return n;
+		} while (perf_now_ns() < until);
+	}
 	for (;;) {
 		int n = e->ops->poll_cq(cq, max, wc);
 		if (n != 0)
@@ -197,7 +226,7 @@ static int p_setup_common(struct pend *e, const struct opts *o)
 		return rc;
 	e->rbuf = calloc(NRECV, MSG);
 	e->sbuf = calloc(1, MSG);
-	e->data = calloc(1, MAXSZ);
+	e->data = calloc(1, DATA_LEN);
 	if (!e->rbuf || !e->sbuf || !e->data)
 		return RPCRDMA_ERR_NOMEM;
 	rc = e->ops->reg_mr(e->pd, e->rbuf, NRECV * MSG,
@@ -205,7 +234,7 @@ static int p_setup_common(struct pend *e, const struct opts *o)
 	if (rc == 0)
 		rc = e->ops->reg_mr(e->pd, e->sbuf, MSG, 0, &e->smr);
 	if (rc == 0)
-		rc = e->ops->reg_mr(e->pd, e->data, MAXSZ,
+		rc = e->ops->reg_mr(e->pd, e->data, DATA_LEN,
 				    RPCRDMA_ACCESS_LOCAL_WRITE |
 					    RPCRDMA_ACCESS_REMOTE_WRITE |
 					    RPCRDMA_ACCESS_REMOTE_READ,
@@ -245,14 +274,16 @@ static int p_repost(struct pend *e, uint64_t slot)
 	return rpcrdma_post_recv(e->qp, &wr, &bad);
 }
 
-/* Sends a 64-byte message; reaps send completions without waiting. */
-static int p_send_msg(struct pend *e, uint32_t type)
+/* Sends a 64-byte message (type, count); reaps send completions without
+ * waiting. */
+static int p_send_msg2(struct pend *e, uint32_t type, uint64_t count)
 {
 	struct rpcrdma_wc wc[16];
 	while (e->ops->poll_cq(e->scq, 16, wc) > 0)
 		;
 	memset(e->sbuf, 0, MSG);
 	memcpy(e->sbuf, &type, sizeof(type));
+	memcpy(e->sbuf + offsetof(struct msg, count), &count, sizeof(count));
 	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)e->sbuf, MSG,
 				   e->smr->lkey };
 	struct rpcrdma_send_wr wr;
@@ -266,6 +297,14 @@ static int p_send_msg(struct pend *e, uint32_t type)
 	return rpcrdma_post_send(e->qp, &wr, &bad);
 }
 
+static int p_send_msg(struct pend *e, uint32_t type)
+{
+	return p_send_msg2(e, type, 0);
+}
+
+/* Count field of the message last received in slot (see p_recv_msg2). */
+static uint64_t last_count;
+
 /* Waits for the next message; returns its type or a negative error. */
 static int p_recv_msg(struct pend *e)
 {
@@ -277,6 +316,8 @@ static int p_recv_msg(struct pend *e)
 		return RPCRDMA_ERR_DISCONNECTED;
 	uint32_t type;
 	memcpy(&type, e->rbuf + wc.wr_id * MSG, sizeof(type));
+	memcpy(&last_count, e->rbuf + wc.wr_id * MSG + offsetof(struct msg, count),
+	       sizeof(last_count));
 	int rc = p_repost(e, wc.wr_id);
 	return rc < 0 ? rc : (int)type;
 }
@@ -313,6 +354,71 @@ static void p_teardown(struct pend *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* Spins until the sequence number at the end of this side's write
+ * ping-pong slot equals seq; RPCRDMA_ERR_TIMEOUT after WAIT_MS. */
+static int wlat_spin(struct pend *e, uint64_t seq)
+{
+	const uint64_t *at = (const uint64_t *)(e->data + WLAT_OFF + MSG - 8);
+	uint64_t end = 0;
+
+	for (unsigned n = 0;; n++) {
+		if (__atomic_load_n(at, __ATOMIC_ACQUIRE) == seq)
+			return 0;
+		/* A software provider needs CPU time to place the data:
+		 * yield now and then, or two spinners starve it on a small
+		 * machine. */
+		if ((n & 255) == 255)
+			sched_yield();
+		if ((n & 4095) == 4095) {
+			uint64_t now = perf_now_ns();
+			if (!end)
+				end = now + (uint64_t)WAIT_MS * 1000000u;
+			else if (now > end)
+				return RPCRDMA_ERR_TIMEOUT;
+		}
+	}
+}
+
+/* RDMA-Writes 64 bytes ending in seq into the peer's slot; reaps earlier
+ * Write completions without waiting. */
+static int wlat_write(struct pend *e, uint64_t seq)
+{
+	struct rpcrdma_wc wc[16];
+	int n;
+
+	while ((n = e->ops->poll_cq(e->scq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != RPCRDMA_WC_SUCCESS)
+				return RPCRDMA_ERR_DISCONNECTED;
+	uint8_t *src = e->data + WLAT_OFF + MSG;
+	memcpy(src + MSG - 8, &seq, sizeof(seq));
+	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)src, MSG, e->dmr->lkey };
+	struct rpcrdma_send_wr wr;
+	struct rpcrdma_send_wr *bad;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0xFFFE;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = RPCRDMA_WR_RDMA_WRITE;
+	wr.send_flags = RPCRDMA_SEND_SIGNALED | RPCRDMA_SEND_INLINE;
+	wr.rdma.remote_addr = e->peer_addr + WLAT_OFF;
+	wr.rdma.rkey = e->peer_rkey;
+	return rpcrdma_post_send(e->qp, &wr, &bad);
+}
+
+/* Server half of the write ping-pong: count rounds, seq 1..count. */
+static int wlat_serve(struct pend *e, uint64_t count)
+{
+	for (uint64_t seq = 1; seq <= count; seq++) {
+		int rc = wlat_spin(e, seq);
+		if (rc == 0)
+			rc = wlat_write(e, seq);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 struct server_arg {
 	const struct opts *o;
 	sem_t ready;
@@ -338,12 +444,15 @@ static void *p_server(void *arg)
 	posted_ready = true;
 	if (rc < 0)
 		goto out;
-	rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_CONNECT_REQUEST, &e.id, NULL);
+	struct remote_info cri = { 0, 0, 0 };
+	rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_CONNECT_REQUEST, &e.id, &cri);
+	e.peer_addr = cri.addr;
+	e.peer_rkey = cri.rkey;
 	if (rc == 0)
 		rc = p_create_qp(&e);
 	if (rc == 0) {
 		struct remote_info ri = { (uint64_t)(uintptr_t)e.data,
-					  e.dmr->rkey, MAXSZ };
+					  e.dmr->rkey, DATA_LEN };
 		struct rpcrdma_dev_attr attr;
 		e.ops->query(e.dev, &attr);
 		struct rpcrdma_conn_param cp = {
@@ -371,6 +480,9 @@ static void *p_server(void *arg)
 			rc = p_send_msg(&e, M_PONG);
 		else if (t == M_DONE)
 			rc = p_send_msg(&e, M_ACK);
+		else if (t == M_WLAT)
+			rc = cri.len >= DATA_LEN ? wlat_serve(&e, last_count)
+						 : RPCRDMA_ERR_PROTOCOL;
 		else if (t == M_QUIT)
 			break;
 	}
@@ -469,13 +581,17 @@ static int run_provider(const struct opts *o, struct results *r)
 						     ? 16
 						     : attr.max_qp_init_rd_atom),
 	};
+	struct remote_info mine = { (uint64_t)(uintptr_t)e.data, e.dmr->rkey,
+				    DATA_LEN };
+	cp.private_data = &mine;
+	cp.private_data_len = sizeof(mine);
 	struct remote_info ri = { 0, 0, 0 };
 	if ((rc = e.ops->connect(e.id, &cp)) < 0 ||
 	    (rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_ESTABLISHED, NULL, &ri)) < 0)
 		FAIL("connect: %s", rpcrdma_strerror(rc));
 	e.peer_addr = ri.addr;
 	e.peer_rkey = ri.rkey;
-	if (ri.len < MAXSZ)
+	if (ri.len < DATA_LEN)
 		FAIL("server advertised %u bytes", ri.len);
 
 	lat = calloc(o->iters, sizeof(*lat));
@@ -494,7 +610,23 @@ static int run_provider(const struct opts *o, struct results *r)
 	r->lat_p50[0] = perf_quantile_us(lat, o->iters, 0.50);
 	r->lat_p99[0] = perf_quantile_us(lat, o->iters, 0.99);
 
+	/* Write ping-pong: seq 1..warm+iters, the first warm not timed. */
+	if ((rc = p_send_msg2(&e, M_WLAT, warm + o->iters)) < 0)
+		FAIL("write ping-pong: %s", rpcrdma_strerror(rc));
+	for (unsigned long i = 0; i < warm + o->iters; i++) {
+		uint64_t t0 = perf_now_ns();
+		if ((rc = wlat_write(&e, i + 1)) < 0 ||
+		    (rc = wlat_spin(&e, i + 1)) < 0)
+			FAIL("write ping-pong: %s", rpcrdma_strerror(rc));
+		if (i >= warm)
+			lat[i - warm] = perf_now_ns() - t0;
+	}
+	r->wlat_p50 = perf_quantile_us(lat, o->iters, 0.50);
+	r->wlat_p99 = perf_quantile_us(lat, o->iters, 0.99);
+
 	for (size_t s = 0; s < NSIZES; s++) {
+		if (sizes[s] > o->max_size)
+			continue;
 		unsigned long n = count_for(o, sizes[s]);
 		uint64_t t0 = perf_now_ns();
 		if ((rc = p_rdma_burst(&e, RPCRDMA_WR_RDMA_WRITE, sizes[s],
@@ -534,6 +666,7 @@ fail:
 static int t_read(int fd, void *buf, size_t n)
 {
 	uint8_t *p = buf;
+	uint64_t until = 0;
 	while (n) {
 		ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
 		if (r > 0) {
@@ -545,6 +678,13 @@ static int t_read(int fd, void *buf, size_t n)
 			return -1;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			return -1;
+		if (spin_ns) {
+			uint64_t now = perf_now_ns();
+			if (!until)
+				until = now + spin_ns;
+			if (now < until)
+				continue;
+		}
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		if (poll(&pfd, 1, WAIT_MS) <= 0)
 			return -1;
@@ -667,6 +807,8 @@ static int run_tcp(const struct opts *o, struct results *r)
 	r->lat_p50[1] = perf_quantile_us(lat, o->iters, 0.50);
 	r->lat_p99[1] = perf_quantile_us(lat, o->iters, 0.99);
 	for (size_t s = 0; s < NSIZES; s++) {
+		if (sizes[s] > o->max_size)
+			continue;
 		unsigned long n = count_for(o, sizes[s]);
 		uint64_t t0 = perf_now_ns();
 		if (t_msg(fd, M_STREAM, (uint32_t)sizes[s], n) < 0)
@@ -729,15 +871,19 @@ static void print_text(const struct opts *o, const struct results *r)
 {
 	char sb[32];
 	printf("rpcrdma-perf provider: %s (device %s) vs tcp, addr %s, %s, "
-	       "%lu iterations\n",
+	       "%lu iterations, waits poll %llu us before sleeping\n",
 	       o->provider, r->devname, o->addr,
-	       o->pin ? "pinned to CPU 0" : "unpinned", o->iters);
+	       o->pin ? "pinned to CPU 0" : "unpinned", o->iters,
+	       (unsigned long long)(spin_ns / 1000u));
 	printf("ping-pong 64 B       p50 us    p99 us\n");
 	printf("  %-16s %9.1f %9.1f\n", o->provider, r->lat_p50[0],
 	       r->lat_p99[0]);
 	printf("  %-16s %9.1f %9.1f\n", "tcp", r->lat_p50[1], r->lat_p99[1]);
 	printf("  %-16s %9.2f %9.2f\n", "ratio", ratio(r->lat_p50[0], r->lat_p50[1]),
 	       ratio(r->lat_p99[0], r->lat_p99[1]));
+	printf("write ping-pong 64 B p50 us    p99 us  (busy-polled memory; "
+	       "no tcp counterpart)\n");
+	printf("  %-16s %9.1f %9.1f\n", o->provider, r->wlat_p50, r->wlat_p99);
 	const char *names[2] = { "RDMA Write", "RDMA Read" };
 	for (int k = 0; k < 2; k++) {
 		printf("%-10s  size      %8s MiB/s   tcp MiB/s   ratio\n",
@@ -745,6 +891,8 @@ static void print_text(const struct opts *o, const struct results *r)
 		for (size_t s = 0; s < NSIZES; s++) {
 			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
 			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
+			if (sizes[s] > o->max_size)
+				continue;
 			printf("            %-8s %14.1f %11.1f %7.2f\n",
 			       size_str(sizes[s], sb, sizeof(sb)), v[s], t[s],
 			       ratio(v[s], t[s]));
@@ -756,25 +904,31 @@ static void print_json(const struct opts *o, const struct results *r)
 {
 	printf("{\"subcommand\":\"provider\",\"provider\":\"%s\","
 	       "\"device\":\"%s\",\"addr\":\"%s\",\"pinned\":%s,"
-	       "\"iters\":%lu,",
+	       "\"iters\":%lu,\"spin_us\":%llu,",
 	       o->provider, r->devname, o->addr, o->pin ? "true" : "false",
-	       o->iters);
+	       o->iters, (unsigned long long)(spin_ns / 1000u));
 	printf("\"pingpong_64\":{\"provider\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
 	       "\"tcp\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
 	       "\"ratio_p50\":%.3f,\"ratio_p99\":%.3f},",
 	       r->lat_p50[0], r->lat_p99[0], r->lat_p50[1], r->lat_p99[1],
 	       ratio(r->lat_p50[0], r->lat_p50[1]),
 	       ratio(r->lat_p99[0], r->lat_p99[1]));
+	printf("\"write_pingpong_64\":{\"p50_us\":%.2f,\"p99_us\":%.2f},",
+	       r->wlat_p50, r->wlat_p99);
 	const char *names[2] = { "rdma_write", "rdma_read" };
 	for (int k = 0; k < 2; k++) {
 		printf("\"%s\":[", names[k]);
+		bool first = true;
 		for (size_t s = 0; s < NSIZES; s++) {
 			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
 			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
+			if (sizes[s] > o->max_size)
+				continue;
 			printf("%s{\"size\":%zu,\"provider_mib_s\":%.1f,"
 			       "\"tcp_mib_s\":%.1f,\"ratio\":%.3f}",
-			       s ? "," : "", sizes[s], v[s], t[s],
+			       first ? "" : ",", sizes[s], v[s], t[s],
 			       ratio(v[s], t[s]));
+			first = false;
 		}
 		printf("]%s", k ? "" : ",");
 	}
@@ -784,7 +938,7 @@ static void print_json(const struct opts *o, const struct results *r)
 int perf_cmd_provider(int argc, char **argv)
 {
 	struct opts o = { .provider = "iwarp", .addr = "127.0.0.1",
-			  .iters = 10000 };
+			  .iters = 10000, .max_size = MAXSZ };
 	struct results r;
 	long port = 0;
 
@@ -804,6 +958,12 @@ int perf_cmd_provider(int argc, char **argv)
 		} else if (!strcmp(a, "--port") && v) {
 			port = strtol(v, NULL, 0);
 			i++;
+		} else if (!strcmp(a, "--max-size") && v) {
+			o.max_size = strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--spin-us") && v) {
+			spin_ns = strtoull(v, NULL, 0) * 1000u;
+			i++;
 		} else if (!strcmp(a, "--json")) {
 			o.json = true;
 		} else if (!strcmp(a, "--pin")) {
@@ -811,13 +971,17 @@ int perf_cmd_provider(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: rpcrdma-perf provider [--provider NAME] "
-				"[--addr IP] [--iters N] [--port P] [--pin] "
-				"[--json]\n");
+				"[--addr IP] [--iters N] [--max-size BYTES] "
+				"[--spin-us N] [--port P] [--pin] [--json]\n");
 			return 2;
 		}
 	}
 	if (o.iters == 0)
 		o.iters = 1;
+	if (o.max_size < sizes[0]) {
+		fprintf(stderr, "rpcrdma-perf: --max-size below %zu\n", sizes[0]);
+		return 2;
+	}
 	memset(&o.ss, 0, sizeof(o.ss));
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&o.ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&o.ss;

@@ -2,7 +2,7 @@
  * rpcrdma-perf: benchmarks, one subcommand each.
  *
  *   rpcrdma-perf provider [--provider iwarp|verbs] [--addr IP] [--iters N]
- *                         [--pin] [--json]
+ *                         [--max-size BYTES] [--spin-us N] [--pin] [--json]
  *
  * Every subcommand measures its baseline in the same run, on the same
  * address, with the same threads and wake-up pattern, and prints ratios.
@@ -54,11 +54,25 @@ int perf_pin_process(int cpu)
 static const struct perf_cmd cmds[] = {
 	{ "provider", perf_cmd_provider,
 	  "provider [--provider iwarp|verbs] [--addr IP] [--iters N] "
-	  "[--pin] [--json]\n"
-	  "      64 B Send/Recv ping-pong latency and RDMA Write/Read "
-	  "throughput\n"
+	  "[--max-size BYTES] [--spin-us N] [--pin] [--json]\n"
+	  "      64 B Send/Recv and RDMA Write ping-pong latency and RDMA "
+	  "Write/Read throughput\n"
 	  "      (4 KiB .. 4 MiB), side by side with raw TCP on the same "
 	  "address" },
+	{ "rpc", perf_cmd_rpc,
+	  "rpc [--addr IP] [--provider iwarp|verbs] [--iters N] [--mib N] "
+	  "[--depth N]\n"
+	  "      [--pin[=both]] [--cpu N] [--json] [--quiet]\n"
+	  "      NULL latency, calls/s (1 and 32 in flight), READ/WRITE "
+	  "4 KiB..1 MiB with DDP,\n"
+	  "      server and client in one process, against libtirpc/TCP and "
+	  "raw TCP" },
+	{ "server", perf_cmd_server,
+	  "server --listen HOST:PORT [--provider iwarp|verbs] [--pin] [--cpu N]\n"
+	  "      rpcrdma on PORT, libtirpc on PORT+1, raw TCP on PORT+2" },
+	{ "client", perf_cmd_client,
+	  "client HOST:PORT [rpc options]\n"
+	  "      the rpc workloads against a `server`" },
 	{ NULL, NULL, NULL },
 };
 
