@@ -1,0 +1,51 @@
+#!/bin/bash
+# demo_capture_check.sh BUILD_DIR — run `make demo`'s client and server
+# with a loopback capture (scripts/demo.sh --pcap) and let tshark, a
+# dissector we did not write, judge the wire: MPA/DDP/RDMAP framing with
+# good CRCs, RPC-over-RDMA headers carrying a Read list, a Write list and a
+# Reply chunk (RFC 8166 §4.3), RDMA_NOMSG for the Long Call and Long Reply,
+# ONC RPC calls of the blockstore program, and no malformed frame.
+# Exit 77 (skip) without tshark.
+set -u
+build=$1
+here=$(cd "$(dirname "$0")/../.." && pwd)
+command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skip"; exit 77; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma-democap.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+pcap=$work/demo.pcap
+fail=0
+bad() { echo "demo capture: FAIL: $*"; fail=1; }
+
+(cd "$here" && scripts/demo.sh "$build" --pcap "$pcap") >"$work/demo.out" 2>&1
+rc=$?
+grep -E "result|capture" "$work/demo.out"
+[ $rc -eq 0 ] || { cat "$work/demo.out"; bad "the demo failed"; }
+[ -s "$pcap" ] || { echo "demo capture: FAIL: no capture"; exit 1; }
+
+# Wireshark decodes calls of programs it does not know only when asked.
+ts() { tshark -n -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }
+count() { ts -Y "$1" | wc -l; }
+frames=$(ts | wc -l)
+rpcordma=$(count rpcordma)
+reads=$(count 'rpcordma.reads_count > 0')
+writes=$(count 'rpcordma.writes_count > 0')
+reply=$(count 'rpcordma.reply_count > 0')
+nomsg=$(count 'rpcordma.msg_type == 1')
+calls=$(count 'rpc.msgtyp == 0 && rpc.program == 0x20049001')
+cbcalls=$(count 'rpc.msgtyp == 0 && rpc.program == 0x20049002')
+malformed=$(count _ws.malformed)
+crc_bad=$(ts -Y iwarp_mpa.crc_check -V | grep -c 'Bad CRC32')
+echo "demo capture: $frames frames, $rpcordma RPC-over-RDMA messages: Read list in $reads," \
+	"Write list in $writes, Reply chunk in $reply, RDMA_NOMSG $nomsg;" \
+	"blockstore calls $calls, callback calls $cbcalls; malformed $malformed, bad CRC $crc_bad"
+[ "$rpcordma" -ge 2000 ] || bad "expected at least 2000 RPC-over-RDMA messages"
+[ "$reads" -ge 2 ] || bad "no Read list (WRITE data, Long Call)"
+[ "$writes" -ge 1 ] || bad "no Write list (READ data)"
+[ "$reply" -ge 1 ] || bad "no Reply chunk (LIST)"
+[ "$nomsg" -ge 2 ] || bad "expected RDMA_NOMSG for the Long Call and the Long Reply"
+[ "$calls" -ge 2000 ] || bad "tshark decoded only $calls blockstore calls"
+[ "$cbcalls" -ge 1 ] || bad "the reverse-direction callback call was not decoded"
+[ "$malformed" -eq 0 ] || bad "$malformed malformed frames"
+[ "$crc_bad" -eq 0 ] || bad "$crc_bad bad CRCs"
+[ $fail -eq 0 ] && echo "demo capture: PASS"
+exit $fail
