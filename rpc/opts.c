@@ -24,6 +24,15 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	o->call_timeout_ms = 30000;
 	o->workers = 4;
 	o->remote_inv = true;
+	/* The environment picks the provider for programs that take the
+	 * defaults (rpcgen clients, the examples): RPCRDMA_PROVIDER=verbs
+	 * runs them on an RDMA NIC, RPCRDMA_DEVICE picks the device. */
+	const char *p = getenv("RPCRDMA_PROVIDER");
+	if (p && *p)
+		o->provider = p;
+	const char *d = getenv("RPCRDMA_DEVICE");
+	if (d && *d)
+		o->device = d;
 }
 
 void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,

@@ -67,7 +67,9 @@ struct rpcrdma_opts {
 				       (RFC 8797 §4.1; default true) */
 };
 
-/* Fills *o with the defaults above. */
+/* Fills *o with the defaults above; the environment variables
+ * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
+ * device. */
 void rpcrdma_opts_default(struct rpcrdma_opts *o);
 
 /* ---------------------------------------------------------------------
