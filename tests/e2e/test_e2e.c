@@ -102,6 +102,14 @@ static enum rpcrdma_svc_stat h_check(struct rpcrdma_svc_req *r, void *a)
 			ok = 0;
 			break;
 		}
+	/* A DDP item comes back into the stream with its XDR roundup, as
+	 * zeros (RFC 8166 §3.4.5.2 / RFC 4506 §4.10). */
+	size_t pad = (4 - (n & 3)) & 3;
+	if (len != 4 + (size_t)n + pad)
+		ok = 0;
+	for (size_t i = 0; ok && i < pad; i++)
+		if (p[4 + n + i] != 0)
+			ok = 0;
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
 	put32(out, ok);
 	put32(out + 4, n);
@@ -501,6 +509,81 @@ static void case_long_call(struct rpcrdma_clnt *c)
 	struct rpcrdma_stats v1 = svc_stats();
 	CHECK(v1.rdma_read_bytes - v0.rdma_read_bytes >= n);
 	free(buf);
+}
+
+/* Random sizes around every threshold (RFC 8166 §3.5, RFC 8797 §4.2):
+ * whole-call and whole-reply sizes straddling the 4096-byte inline
+ * thresholds (Short vs Long Call, inline vs Long Reply), and DDP items of
+ * every length modulo 4 from 1 byte to past 8 KiB (Read chunk roundup,
+ * Write chunk returned lengths), each checked byte for byte. */
+static void case_threshold_sweep(struct rpcrdma_clnt *c)
+{
+	unsigned seed = 8166;
+	struct rpcrdma_stats s0 = stats(c);
+	unsigned bad = 0, calls = 0;
+	uint8_t *buf = malloc(9000), hdr[8];
+	for (int k = 0; k < 120; k++) {
+		/* 1. Echo: arguments = results, multiples of 4 around 4 KiB. */
+		size_t n = 3800 + 4 * (size_t)(rand_r(&seed) % 150);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pat((uint32_t)k, i);
+		struct rpcrdma_iov iov = {buf, n, false};
+		struct rpcrdma_call call = {.proc = P_ECHO, .args = &iov, .nargs = 1,
+					    .reply_max = n + 64};
+		struct rpcrdma_reply rep;
+		calls++;
+		if (rpcrdma_clnt_call(c, &call, &rep) != 0 || rep.len != n ||
+		    memcmp(rep.data, buf, n) != 0)
+			bad++;
+		rpcrdma_reply_free(&rep);
+
+		/* 2. A DDP argument of any length (Read chunk). */
+		uint32_t m = 1 + (uint32_t)(rand_r(&seed) % 9000);
+		for (uint32_t i = 0; i < m; i++)
+			buf[i] = pat(7, i);
+		put32(hdr, m);
+		struct rpcrdma_iov v2[2] = {{hdr, 4, false}, {buf, m, true}};
+		struct rpcrdma_call c2 = {.proc = P_CHECK, .args = v2, .nargs = 2};
+		calls++;
+		if (rpcrdma_clnt_call(c, &c2, &rep) != 0 || rep.len != 8 ||
+		    get32(rep.data) != 1 || get32(rep.data + 4) != m)
+			bad++;
+		rpcrdma_reply_free(&rep);
+
+		/* 3. A DDP result of any length (Write chunk). */
+		uint32_t r = 1 + (uint32_t)(rand_r(&seed) % 9000);
+		put32(hdr, r);
+		put32(hdr + 4, (uint32_t)k);
+		size_t max = 9000;
+		struct rpcrdma_iov v3 = {hdr, 8, false};
+		struct rpcrdma_call c3 = {.proc = P_READ, .args = &v3, .nargs = 1,
+					  .ddp_result_max = &max, .nddp_results = 1};
+		calls++;
+		bool ok = rpcrdma_clnt_call(c, &c3, &rep) == 0 && rep.len == 4 &&
+			  rep.nddp == 1 && rep.ddp_len[0] == r;
+		for (uint32_t i = 0; ok && i < r; i++)
+			if (rep.ddp[0][i] != pat((uint32_t)k, i))
+				ok = false;
+		if (!ok)
+			bad++;
+		rpcrdma_reply_free(&rep);
+	}
+	free(buf);
+	struct rpcrdma_stats s1 = stats(c);
+	CHECK_EQ(bad, 0);
+	/* Both sides of each threshold were exercised. */
+	CHECK(s1.short_calls > s0.short_calls);
+	CHECK(s1.long_calls > s0.long_calls);
+	CHECK(s1.chunked_calls > s0.chunked_calls);
+	CHECK(s1.replies_long > s0.replies_long);
+	CHECK(s1.replies_inline > s0.replies_inline);
+	printf("threshold sweep: %u calls; %llu Short, %llu Chunked, %llu Long calls; "
+	       "%llu inline, %llu Long replies\n", calls,
+	       (unsigned long long)(s1.short_calls - s0.short_calls),
+	       (unsigned long long)(s1.chunked_calls - s0.chunked_calls),
+	       (unsigned long long)(s1.long_calls - s0.long_calls),
+	       (unsigned long long)(s1.replies_inline - s0.replies_inline),
+	       (unsigned long long)(s1.replies_long - s0.replies_long));
 }
 
 /* 64 calls in flight from 8 threads: more than the 32 credits. */
@@ -978,6 +1061,7 @@ static int run_all(void)
 	RUN("write_chunk_1MiB", case_write_chunk(c));
 	RUN("long_reply", case_long_reply(c));
 	RUN("long_call", case_long_call(c));
+	RUN("threshold_sweep", case_threshold_sweep(c));
 	RUN("concurrent_64x8", case_concurrent(c));
 	RUN("async_chain", case_async_chain(c));
 	RUN("multi_connection_4", case_multi_conn());
