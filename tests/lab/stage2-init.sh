@@ -14,7 +14,8 @@ mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the host's (copy-on-write through the overlay): a build or a
+# fresh clone under the host's /tmp must be reachable from the guest.
 hostname lab
 ip link set lo up
 
