@@ -4,6 +4,8 @@
  *
  *   test_e2e ADDR          every case, server on ADDR (127.0.0.1 or ::1)
  *   test_e2e ADDR kill     the server process dies mid-call
+ *   test_e2e ADDR chaos    ... at a different moment in each of 10 rounds
+ *                          of chunked calls of every shape
  *
  * Each case checks the data byte for byte and the client's transport
  * counters, so a case proves which RPC-over-RDMA shape was used (RFC 8166
@@ -1146,6 +1148,141 @@ static int run_kill(void)
 	TEST_MAIN_END();
 }
 
+/* The server process dies at a different moment in each round while
+ * chunked calls of every shape are in flight (Read chunk, Write chunk,
+ * Reply chunk, Long Call): during RDMA Reads of arguments, in handlers,
+ * during RDMA Writes of results, before or after the Send.  Every call
+ * must complete exactly once, with its result or DISCONNECTED. */
+struct chaos_call {
+	atomic_int done;
+	atomic_int *doubles, *completed, *succeeded;
+	uint8_t args[8];
+	uint8_t *big;
+};
+
+static void chaos_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct chaos_call *k = arg;
+	if (atomic_fetch_add(&k->done, 1) != 0)
+		atomic_fetch_add(k->doubles, 1);
+	atomic_fetch_add(k->completed, 1);
+	if (rep->status == 0)
+		atomic_fetch_add(k->succeeded, 1);
+	else if (rep->status != RPCRDMA_ERR_DISCONNECTED &&
+		 rep->status != RPCRDMA_ERR_CANCELLED)
+		printf("chaos: unexpected status %s\n", rpcrdma_strerror(rep->status));
+	rpcrdma_reply_free(rep);
+}
+
+static int run_chaos(void)
+{
+	char listen[96];
+	if (strchr(addr_host, ':'))
+		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
+	else
+		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	const uint32_t big = 256u << 10;
+	uint8_t *data = malloc(big);
+	for (uint32_t i = 0; i < big; i++)
+		data[i] = pat(7, i);
+	unsigned total = 0, ok_total = 0;
+	for (int round = 0; round < 10; round++) {
+		int pfd[2];
+		if (pipe(pfd) != 0)
+			break;
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(pfd[0]);
+			struct rpcrdma_svc *s = start_server(listen);
+			uint16_t p = s ? rpcrdma_svc_port(s) : 0;
+			ssize_t w = write(pfd[1], &p, sizeof(p));
+			(void)w;
+			for (;;)
+				pause();
+		}
+		close(pfd[1]);
+		uint16_t p = 0;
+		ssize_t r = read(pfd[0], &p, sizeof(p));
+		close(pfd[0]);
+		CHECK(r == sizeof(p) && p != 0);
+		port = p;
+		struct rpcrdma_clnt *c = p ? connect_client(PROG, 1) : NULL;
+		if (!c) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			continue;
+		}
+		atomic_int doubles = 0, completed = 0, succeeded = 0;
+		enum { N = 24 };
+		struct chaos_call *k = calloc(N, sizeof(*k));
+		pid_t killer = fork();
+		if (killer == 0) {
+			usleep((useconds_t)(1000 + round * 3000));
+			kill(pid, SIGKILL);
+			_exit(0);
+		}
+		unsigned started = 0;
+		size_t wmax = big;
+		for (int i = 0; i < N; i++) {
+			k[i].doubles = &doubles;
+			k[i].completed = &completed;
+			k[i].succeeded = &succeeded;
+			struct rpcrdma_iov v[2];
+			struct rpcrdma_call call;
+			memset(&call, 0, sizeof(call));
+			switch (i % 4) {
+			case 0: /* Read chunk */
+				put32(k[i].args, big);
+				v[0] = (struct rpcrdma_iov){k[i].args, 4, false};
+				v[1] = (struct rpcrdma_iov){data, big, true};
+				call = (struct rpcrdma_call){.proc = P_CHECK, .args = v, .nargs = 2};
+				break;
+			case 1: /* Write chunk */
+				put32(k[i].args, big);
+				put32(k[i].args + 4, 11);
+				v[0] = (struct rpcrdma_iov){k[i].args, 8, false};
+				call = (struct rpcrdma_call){.proc = P_READ, .args = v, .nargs = 1,
+							     .ddp_result_max = &wmax,
+							     .nddp_results = 1};
+				break;
+			case 2: /* Reply chunk */
+				put32(k[i].args, 64u << 10);
+				v[0] = (struct rpcrdma_iov){k[i].args, 4, false};
+				call = (struct rpcrdma_call){.proc = P_BIG, .args = v, .nargs = 1,
+							     .reply_max = 64u << 10};
+				break;
+			default: /* Long Call */
+				v[0] = (struct rpcrdma_iov){data, 16u << 10, false};
+				call = (struct rpcrdma_call){.proc = P_SUM, .args = v, .nargs = 1};
+				break;
+			}
+			if (rpcrdma_clnt_call_async(c, &call, chaos_cb, &k[i]) == 0)
+				started++;
+		}
+		/* Every started call completes (result or DISCONNECTED). */
+		for (int w = 0; w < 1000 && (unsigned)atomic_load(&completed) < started; w++)
+			usleep(10000);
+		CHECK_EQ((unsigned)atomic_load(&completed), started);
+		rpcrdma_clnt_destroy(c);
+		CHECK_EQ((unsigned)atomic_load(&completed), started);
+		CHECK_EQ(atomic_load(&doubles), 0);
+		total += started;
+		ok_total += (unsigned)atomic_load(&succeeded);
+		printf("chaos round %d: server killed after %d ms: %u calls, %d completed "
+		       "with results, %u with DISCONNECTED\n", round, 1 + round * 3,
+		       started, atomic_load(&succeeded),
+		       started - (unsigned)atomic_load(&succeeded));
+		waitpid(killer, NULL, 0);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		free(k);
+	}
+	free(data);
+	printf("chaos: %u calls, %u with results, every one completed exactly once\n",
+	       total, ok_total);
+	TEST_MAIN_END();
+}
+
 /* True when a TCP socket can bind the loopback address of this family
  * (some containers have no ::1). */
 static bool loopback_usable(const char *host)
@@ -1184,5 +1321,7 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && strcmp(argv[2], "kill") == 0)
 		return run_kill();
+	if (argc > 2 && strcmp(argv[2], "chaos") == 0)
+		return run_chaos();
 	return run_all();
 }
