@@ -350,6 +350,17 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->epoch++;
 	e->wrq_count = 0;  /* never posted: forget */
 	e->wrq_head = 0;
+	/* A CLOSE not yet polled named this connection: drop it, or the
+	 * driver would take it for the next connection (and a CLOSE per
+	 * lost connection could overflow the event ring, which holds one
+	 * event per slot plus one CLOSE). */
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < e->evq_count; i++) {
+		struct evq_ent v = e->evq[(e->evq_head + i) % e->evq_cap];
+		if (v.kind != EVK_CLOSE)
+			e->evq[(e->evq_head + kept++) % e->evq_cap] = v;
+	}
+	e->evq_count = kept;
 	while (e->rp_count) {
 		rpcrdma_rbuf_release(e, e->rposted[e->rp_head]);
 		e->rp_head = (e->rp_head + 1) % e->nrbuf;
@@ -530,7 +541,9 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 	case WRK_RECV:
 		if (idx >= e->nrbuf || !unpost(e, idx))
 			return RPCRDMA_ERR_NOENT;
-		if (wc->status != RPCRDMA_WC_SUCCESS) {
+		/* A byte_len past the buffer cannot come from a working
+		 * provider; never parse beyond the receive buffer on it. */
+		if (wc->status != RPCRDMA_WC_SUCCESS || wc->byte_len > e->rsize) {
 			rpcrdma_rbuf_release(e, idx);
 			rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
 						     ? RPCRDMA_ERR_FLUSHED

@@ -166,8 +166,9 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 
 /* The connection is gone.  Every work request the engine handed out is
  * forgotten (their flushed completions may still be fed in; they are
- * ignored).  Per-RPC unwinding is described at enum rpcrdma_rq_state and
- * enum rpcrdma_rs_state. */
+ * ignored).  A CLOSE event not yet polled is dropped (it named this
+ * connection).  Per-RPC unwinding is described at enum rpcrdma_rq_state
+ * and enum rpcrdma_rs_state. */
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now);
 
 /* One work completion.  wr_id must be one the engine handed out.
@@ -215,7 +216,11 @@ struct rpcrdma_call_req {
  * until the completion event.  *xid receives the XID.  Errors:
  * RPCRDMA_ERR_INVAL (bad description: a non-DDP piece not a multiple of 4,
  * too many pieces or results, first piece shorter than 4 bytes),
- * RPCRDMA_ERR_AGAIN (all max_calls slots busy). */
+ * RPCRDMA_ERR_AGAIN (all max_calls slots busy).  A call that cannot be
+ * sent completes (CALL_DONE) with an error instead: RPCRDMA_ERR_NOSPACE
+ * when it does not fit the inline threshold even as a Long Call, or needs
+ * more send queue entries (its Send plus one LOCAL_INV per registration)
+ * than sq_depth; the error mem->reg returned. */
 int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			       const struct rpcrdma_call_req *req,
 			       uint32_t *xid, uint64_t now);
@@ -241,8 +246,9 @@ struct rpcrdma_reply_req {
  * nothing is sent, no REPLY_SENT follows; the Requester will resend),
  * RPCRDMA_ERR_INVAL (XID mismatch, bad description).  A reply that cannot
  * be delivered (results larger than the offered Write chunk, a Long Reply
- * without a big enough Reply chunk) is answered with ERR_CHUNK (RFC 8166
- * §4.5.3) and still returns 0. */
+ * without a big enough Reply chunk, more RDMA Writes than sq_depth can
+ * ever hold) is answered with ERR_CHUNK (RFC 8166 §4.5.3) and still
+ * returns 0. */
 int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 				const struct rpcrdma_reply_req *rep,
 				uint64_t now);

@@ -324,7 +324,11 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		wait_on(e, q, WAIT_CREDIT);
 		return;
 	}
+	/* sq_need() is an upper bound that may exceed the whole send queue;
+	 * the exact need is known once the chunks are registered. */
 	uint32_t need = sq_need(q);
+	if (need > e->cfg.sq_depth)
+		need = e->cfg.sq_depth;
 	if (e->sq_avail < need) {
 		wait_on(e, q, WAIT_SQ);
 		return;
@@ -341,6 +345,20 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	}
 	if (rc) {
 		complete_call(e, q, rc); /* §4.5.4: fails immediately */
+		return;
+	}
+	/* The Send plus one LOCAL_INV per registration at most.  A call
+	 * that can never fit the send queue fails (§4.5.4) instead of
+	 * waiting forever. */
+	need = 1 + q->nmr;
+	if (need > e->cfg.sq_depth) {
+		rpcrdma_rq_release_mrs(e, q);
+		complete_call(e, q, RPCRDMA_ERR_NOSPACE);
+		return;
+	}
+	if (e->sq_avail < need) {
+		rpcrdma_rq_release_mrs(e, q);
+		wait_on(e, q, WAIT_SQ);
 		return;
 	}
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);

@@ -475,6 +475,11 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (rpcrdma_v1_size(h) > e->thr.send)
 			goto err_chunk;
 	}
+	/* A reply needing more work requests than the whole send queue
+	 * (a hostile Requester can offer 8 x 32 tiny segments) would wait
+	 * forever: no RPC-level reply is possible (§4.5.3). */
+	if (nwr + 1 > e->cfg.sq_depth)
+		goto err_chunk;
 	if (e->sq_avail < nwr + 1) {
 		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);

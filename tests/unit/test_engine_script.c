@@ -48,6 +48,9 @@ static void drain(void)
 	}
 }
 
+/* Send queue depth for the next setup (0: the default). */
+static uint32_t cfg_sq_depth;
+
 static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
 		     uint32_t credits)
 {
@@ -60,6 +63,7 @@ static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
 	c.max_calls = max_calls;
 	c.credits = credits;
 	c.xid_seed = 0x100;
+	c.sq_depth = cfg_sq_depth;
 	CHECK_EQ(side_create(&S, &c), 0);
 	CHECK_EQ(rpcrdma_engine_established(S.e, pdata, len, 4, 0), 0);
 	drain();
@@ -404,6 +408,203 @@ static void test_segment_limits(void)
 	teardown();
 }
 
+/* Regression (fuzz_engine_recv): RFC 8166 §4.5.3.  A reply whose Write
+ * chunk has more segments than the whole send queue can hold RDMA Writes
+ * for used to wait for send queue space forever (no reply, no
+ * REPLY_SENT).  It is answered ERR_CHUNK at once. */
+static void test_reply_needs_more_than_sq(void)
+{
+	cfg_sq_depth = 8;
+	setup(1, 1);
+	cfg_sq_depth = 0;
+	uint32_t m[128];
+	size_t n = 0;
+	uint32_t hd[] = {0x41, 1, 1, 0, 0, 1, 20};
+	memcpy(m, hd, sizeof hd);
+	n = 7;
+	for (uint32_t i = 0; i < 20; i++) {
+		m[n++] = 0x500 + i; /* handle */
+		m[n++] = 8;         /* length */
+		m[n++] = 0;
+		m[n++] = 0x10000 + 16 * i;
+	}
+	uint32_t tl[] = {0, 0, 0x41, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	memcpy(m + n, tl, sizeof tl);
+	n += 12;
+	feed(m, n);
+	CHECK_EQ(nsent, 0);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+	CHECK_EQ(ev.write_chunks, 1);
+	CHECK_EQ(ev.write_chunk_len[0], 160);
+	static uint8_t rh[24], res[160];
+	rpc_reply_hdr(rh, 0x41);
+	struct rpcrdma_iov v[2] = {{rh, 24, false}, {res, 160, true}};
+	struct rpcrdma_reply_req rep = {v, 2, rh};
+	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rep, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 1);
+	static const uint32_t want[] = {0x41, 1, 1, 4, 2};
+	check_sent_words(0, want, 5);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_REPLY_SENT);
+	CHECK_EQ(ev.status, RPCRDMA_ERR_PEER_ERR_CHUNK);
+	CHECK(ev.user == rh);
+	teardown();
+}
+
+/* Regression (fuzz_engine_recv): RFC 8166 §4.5.4.  The send queue space a
+ * call reserves was an upper bound (pieces x 2 + results + 2); when that
+ * bound exceeded the whole send queue the call waited forever, even a
+ * Short call that needs a single Send.  Now a Short call of many pieces
+ * goes out, and a call that truly needs more (a Send plus one LOCAL_INV
+ * per registration) fails with RPCRDMA_ERR_NOSPACE at once. */
+static void test_call_needs_more_than_sq(void)
+{
+	cfg_sq_depth = 8;
+	setup(2, 1);
+	cfg_sq_depth = 0;
+	static uint8_t h[40], a[16], b[16], c[16], rb[64];
+	rpc_call_hdr(h, 1, 1, 1);
+	struct rpcrdma_iov v[4] = {{h, 40, false}, {a, 16, false},
+				   {b, 16, false}, {c, 16, false}};
+	struct rpcrdma_call_req r = {v, 4, rb, sizeof rb, NULL, 0, NULL};
+	uint32_t xid;
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 1); /* Short call: one Send */
+	CHECK_EQ(sent[0].len, 28 + 88);
+	reply(xid, 2);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.status, 0);
+	/* eight Write chunks: the Send and eight LOCAL_INVs > 8 entries */
+	static uint8_t res[8][8];
+	struct rpcrdma_iov rv[8];
+	for (int i = 0; i < 8; i++)
+		rv[i] = (struct rpcrdma_iov){res[i], 8, true};
+	struct rpcrdma_call_req r2 = {v, 1, rb, sizeof rb, rv, 8, NULL};
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r2, &xid, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 0);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_CALL_DONE);
+	CHECK_EQ(ev.status, RPCRDMA_ERR_NOSPACE);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	/* seven fit exactly */
+	struct rpcrdma_call_req r3 = {v, 1, rb, sizeof rb, rv, 7, NULL};
+	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r3, &xid, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 1);
+	teardown();
+}
+
+/* Regression (fuzz_engine_recv): a CLOSE the driver had not polled when
+ * the connection was lost used to stay queued and was delivered after the
+ * next established(), telling the driver to tear down a healthy
+ * connection (and a CLOSE per lost connection could overflow the event
+ * ring and drop a CALL_DONE).  conn_lost() drops it. */
+static void test_stale_close_dropped(void)
+{
+	setup(1, 1);
+	/* a message longer than our receive buffer: the engine asks to close */
+	static uint8_t big[4200];
+	CHECK_EQ(rpcrdma_engine_recv(S.e, big, sizeof big, false, 0, 0),
+		 RPCRDMA_ERR_NOSPACE);
+	rpcrdma_engine_conn_lost(S.e, 0);
+	uint8_t pd[8];
+	rpcrdma_cm_pdata_encode(pd, sizeof pd, 4096, 4096, true);
+	CHECK_EQ(rpcrdma_engine_established(S.e, pd, sizeof pd, 4, 0), 0);
+	drain();
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 0);
+	/* a CLOSE asked on this connection is still delivered */
+	CHECK_EQ(rpcrdma_engine_recv(S.e, big, sizeof big, false, 0, 0),
+		 RPCRDMA_ERR_NOSPACE);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_CLOSE);
+	CHECK_EQ(ev.reason, RPCRDMA_ERR_NOSPACE);
+	teardown();
+}
+
+/* RFC 8166 §3.4.5 "The value in this field [Position] MUST be a multiple
+ * of four"; an unaligned Position is an XDR error (the chunk list decoder
+ * rejects it), answered ERR_CHUNK (§4.5.2) without any RDMA Read. */
+static void test_unaligned_position(void)
+{
+	setup(4, 4);
+	static const uint32_t m[] = {0x51, 1, 1, 0,
+				     1, 38, 0x77, 8, 0, 0x1000, 0, /* Read list */
+				     0, 0,                          /* no Write, Reply */
+				     0x51, 0, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+	feed(m, sizeof m / 4);
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_SEND);
+	static const uint32_t want[] = {0x51, 1, 4, 4, 2};
+	check_sent_words(0, want, 5);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.rdma_read_bytes, 0);
+	/* the same call at Position 40 is pulled and delivered */
+	static const uint32_t ok[] = {0x52, 1, 1, 0,
+				      1, 40, 0x77, 8, 0, 0x1000, 0,
+				      0, 0,
+				      0x52, 0, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+	feed(ok, sizeof ok / 4);
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_RDMA_READ);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+	CHECK_EQ(ev.call_len, 56);
+	teardown();
+}
+
+/* Regression (review): a receive completion whose byte_len exceeds the
+ * posted buffer (impossible from a working provider) was parsed as is,
+ * reading past the receive buffer and copying more than the call buffer
+ * holds.  It is now a protocol error: the connection is closed and
+ * nothing is delivered. */
+static void test_recv_byte_len_checked(void)
+{
+	setup(1, 1);
+	rpcrdma_engine_conn_lost(S.e, 0);
+	uint8_t pd[8];
+	rpcrdma_cm_pdata_encode(pd, sizeof pd, 4096, 4096, true);
+	CHECK_EQ(rpcrdma_engine_established(S.e, pd, sizeof pd, 4, 0), 0);
+	struct rpcrdma_engine_wr w;
+	uint64_t id = 0;
+	uint8_t *buf = NULL;
+	uint32_t cap = 0;
+	while (rpcrdma_engine_pop_wr(S.e, &w))
+		if (w.is_recv && !buf) {
+			id = w.recv.wr_id;
+			buf = (uint8_t *)(uintptr_t)w.sge[0].addr;
+			cap = w.sge[0].length;
+		}
+	CHECK(buf != NULL);
+	CHECK_EQ(cap, 4096);
+	static const uint32_t m[] = {0x61, 1, 1, 0, 0, 0, 0,
+				     0x61, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	words(buf, m, sizeof m / 4);
+	struct rpcrdma_wc wc = {0};
+	wc.wr_id = id;
+	wc.status = RPCRDMA_WC_SUCCESS;
+	wc.opcode = RPCRDMA_WC_RECV;
+	wc.byte_len = cap + 64;
+	CHECK_EQ(rpcrdma_engine_completion(S.e, &wc, 0), 0);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_CLOSE);
+	CHECK_EQ(ev.reason, RPCRDMA_ERR_PROTOCOL);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.calls_received, 0);
+	teardown();
+}
+
 int main(void)
 {
 	test_err_vers();
@@ -414,6 +615,11 @@ int main(void)
 	test_thresholds();
 	test_reply_chunk_offer();
 	test_segment_limits();
+	test_reply_needs_more_than_sq();
+	test_call_needs_more_than_sq();
+	test_stale_close_dropped();
+	test_unaligned_position();
+	test_recv_byte_len_checked();
 	free(F);
 	TEST_MAIN_END();
 }
