@@ -246,13 +246,50 @@ usage:
 		       NULL, tv);
 	calls++;
 	check(st == RPC_PROCUNAVAIL, "procedure 99 answered PROC_UNAVAIL");
+	enum clnt_stat st_proc = st;
+
+	/* Arguments the server cannot decode: svc_getargs fails and the
+	 * dispatch answers GARBAGE_ARGS, which libtirpc reports as
+	 * RPC_CANTDECODEARGS. */
+	u_int junk = 5; /* a BS_WRITE needs id and a data length at least */
+	st = clnt_call(c, BS_WRITE, (xdrproc_t)xdr_u_int, (caddr_t)&junk,
+		       (xdrproc_t)xdr_void, NULL, tv);
+	calls++;
+	check(st == RPC_CANTDECODEARGS, "undecodable arguments answered GARBAGE_ARGS");
+	enum clnt_stat st_garbage = st;
+
+	/* A version the server does not have: PROG_MISMATCH with the range
+	 * it has (RFC 5531 §9), from libtirpc's own svc_getreq. */
+	enum clnt_stat st_vers = RPC_SUCCESS, st_prog = RPC_SUCCESS;
+	struct rpc_err e;
+	memset(&e, 0, sizeof(e));
+	CLIENT *c2 = clnt_rdma_create(host, BLOCKSTORE, BS_V1 + 1, &o);
+	if (c2) {
+		st_vers = clnt_call(c2, 0, (xdrproc_t)xdr_void, NULL,
+				    (xdrproc_t)xdr_void, NULL, tv);
+		clnt_geterr(c2, &e);
+		calls++;
+		clnt_destroy(c2);
+	}
+	check(st_vers == RPC_PROGVERSMISMATCH && e.re_vers.low == BS_V1 &&
+		      e.re_vers.high == BS_V1,
+	      "version 2 answered PROG_MISMATCH (1..1)");
+	/* A program the server does not have: PROG_UNAVAIL. */
+	CLIENT *c3 = clnt_rdma_create(host, BLOCKSTORE + 0x100, BS_V1, &o);
+	if (c3) {
+		st_prog = clnt_call(c3, 0, (xdrproc_t)xdr_void, NULL,
+				    (xdrproc_t)xdr_void, NULL, tv);
+		calls++;
+		clnt_destroy(c3);
+	}
+	check(st_prog == RPC_PROGUNAVAIL, "an unknown program answered PROG_UNAVAIL");
 
 	struct rpcrdma_stats s;
 	memset(&s, 0, sizeof(s));
 	clnt_rdma_stats(c, &s);
 	printf("\n== rpcrdma demo: blockstore over RPC-over-RDMA v1 (provider %s) ==\n",
 	       o.provider ? o.provider : "iwarp");
-	printf("calls made            %u (NULL x%d, WRITE, READ, LIST, TAG, SUBSCRIBE, proc 99)\n",
+	printf("calls made            %u (NULL x%d, WRITE, READ, LIST, TAG, SUBSCRIBE, 4 errors)\n",
 	       calls, nulls);
 	printf("NULL latency          p50 %.1f us, p99 %.1f us\n", p50, p99);
 	printf("1 MiB WRITE / READ    %.2f ms / %.2f ms (%.0f / %.0f MiB/s)\n",
@@ -268,7 +305,10 @@ usage:
 	printf("callback received     %s (\"%s\", size %llu)\n",
 	       atomic_load(&notified) ? "yes" : "no", notify_msg,
 	       (unsigned long long)notify_size);
-	printf("RPC error check       proc 99 -> %s\n", clnt_sperrno(st));
+	printf("RPC errors            proc 99 -> %s; bad args -> %s;\n"
+	       "                      version 2 -> %s (%u..%u); program +0x100 -> %s\n",
+	       clnt_sperrno(st_proc), clnt_sperrno(st_garbage), clnt_sperrno(st_vers),
+	       (unsigned)e.re_vers.low, (unsigned)e.re_vers.high, clnt_sperrno(st_prog));
 	check(s.chunked_calls >= 1, "a Chunked call (Read chunk) was sent");
 	check(s.long_calls >= 1, "a Long Call was sent");
 	check(s.replies_long >= 1, "a Long Reply was received");
