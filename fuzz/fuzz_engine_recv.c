@@ -716,7 +716,8 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 		if (ev->nresults > RPCRDMA_MAX_WRITE_CHUNKS)
 			FAIL("nresults");
 		for (unsigned i = 0; i < RPCRDMA_MAX_WRITE_CHUNKS; i++) {
-			size_t cap = i < c->nres ? c->res_len[i] : 0;
+			size_t cap = i < c->nres && i < sizeof(c->res_len) / sizeof(c->res_len[0])
+				     ? c->res_len[i] : 0;
 			if (ev->result_len[i] > cap)
 				FAIL("result %u: %zu bytes > offered %zu", i,
 				     ev->result_len[i], cap);
