@@ -1,5 +1,5 @@
 # rpcrdma — the two commands of the README:
-#   make demo   build, then run the demo (today: rpcrdma-dump on samples/)
+#   make demo   build, then run the demo (DEMO_ARGS="--pcap F" saves a capture)
 #   make test   install what is missing, build with ASan+UBSan (gcc) and
 #               with clang -Werror + libFuzzer, run every test tier
 # Everything real lives in CMake/CTest; this file only sequences it.
@@ -55,7 +55,7 @@ fuzz: deps build-clang
 demo: 
 	@sh scripts/deps.sh build
 	@$(MAKE) --no-print-directory build >/dev/null
-	@sh scripts/demo.sh $(BUILD)
+	@bash scripts/demo.sh $(BUILD) $(DEMO_ARGS)
 
 install: build-release
 	cmake --install build-release $(if $(PREFIX),--prefix $(PREFIX))
