@@ -253,10 +253,14 @@ struct iw_qp {
 	struct rpcrdma_qp base;
 	struct iw_ep *ep;
 	struct iw_dev *dev;
-	bool created;
+	/* created and fd are written under rx_lock+tx_lock (qp_start,
+	 * destroy_qp) but read by the progress thread under ep->lock only,
+	 * as a filter before it takes rx_lock: atomics keep that read
+	 * defined (ThreadSanitizer reported it). */
+	_Atomic bool created;
 	bool sq_sig_all;
 	_Atomic int state;       /* enum iw_qp_state */
-	int fd;                  /* connected socket, -1 before RTS */
+	_Atomic int fd;          /* connected socket, -1 before RTS */
 	bool crc;
 	size_t mulpdu;
 	uint32_t ird, ord;       /* negotiated */
