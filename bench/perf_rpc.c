@@ -49,6 +49,7 @@
 #include "perf.h"
 #include "perf_rpc.h"
 #include "rpcrdma/rpcrdma.h"
+#include "wire/xdr.h"
 
 const size_t pr_sizes[PR_NSIZES] = {4096, 65536, 1u << 20};
 const double pr_hist_us[PR_NHIST - 1] = {10, 15, 20, 30, 50, 100, 200, 1000};
@@ -203,20 +204,6 @@ static void addr_string(const struct sockaddr_storage *ss, char *buf,
 	}
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 /* ------------------------------------------------------------------ */
 /* rpcrdma server                                                       */
 
@@ -229,12 +216,12 @@ static enum rpcrdma_svc_stat h_write(struct rpcrdma_svc_req *r, void *a)
 	(void)a;
 	size_t len;
 	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
-	if (len < 4 || len < 4 + (size_t)get32(p))
+	if (len < 4 || len < 4 + (size_t)rpcrdma_be32_get(p))
 		return RPCRDMA_SVC_GARBAGE_ARGS;
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 4);
 	if (!out)
 		return RPCRDMA_SVC_SYSTEM_ERR;
-	put32(out, get32(p));
+	rpcrdma_be32_put(out, rpcrdma_be32_get(p));
 	struct rpcrdma_iov iov = {out, 4, false};
 	return rpcrdma_svc_req_reply(r, &iov, 1) ? RPCRDMA_SVC_SYSTEM_ERR
 						 : RPCRDMA_SVC_OK;
@@ -245,13 +232,13 @@ static enum rpcrdma_svc_stat h_read(struct rpcrdma_svc_req *r, void *a)
 	(void)a;
 	size_t len;
 	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
-	if (len != 4 || get32(p) > PR_MAXSZ)
+	if (len != 4 || rpcrdma_be32_get(p) > PR_MAXSZ)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
-	uint32_t n = get32(p);
+	uint32_t n = rpcrdma_be32_get(p);
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 4);
 	if (!out)
 		return RPCRDMA_SVC_SYSTEM_ERR;
-	put32(out, n);
+	rpcrdma_be32_put(out, n);
 	struct rpcrdma_iov iov[2] = {{out, 4, false}, {rdma_srv_buf, n, true}};
 	return rpcrdma_svc_req_reply(r, iov, 2) ? RPCRDMA_SVC_SYSTEM_ERR
 						: RPCRDMA_SVC_OK;
@@ -468,7 +455,7 @@ static int rdma_client_run(const char *addr, const struct rpcrdma_opts *o,
 		unsigned long cnt = pr_count_for(p, sz), noddp = 0;
 		unsigned depth = pr_depth_for(p, sz);
 		uint8_t hdr[4];
-		put32(hdr, (uint32_t)sz);
+		rpcrdma_be32_put(hdr, (uint32_t)sz);
 		if (!(p->workloads & PR_W_WRITE))
 			goto read;
 

@@ -7,18 +7,11 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "wire/xdr.h"
 
 static size_t pad4(size_t n)
 {
 	return (4 - (n & 3)) & 3;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
@@ -127,7 +120,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	memset(q->result_len, 0, sizeof q->result_len);
 	memset(q->pad, 0, sizeof q->pad);
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID. */
-	put32(q->msg[0].base, q->xid);
+	rpcrdma_be32_put(q->msg[0].base, q->xid);
 	if (xid)
 		*xid = q->xid;
 	e->ctr.calls++;
@@ -337,7 +330,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	size_t inl;
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID (written again
 	 * on every attempt: a resend keeps it, §4.5.5). */
-	put32(q->msg[0].base, q->xid);
+	rpcrdma_be32_put(q->msg[0].base, q->xid);
 	int rc = marshal(e, q, &shape, &inl);
 	if (rc == RPCRDMA_ERR_AGAIN) {
 		wait_on(e, q, WAIT_MR);

@@ -65,6 +65,7 @@
 #include "wire/cm_private_data.h"
 #include "wire/rpc_msg.h"
 #include "wire/rpcrdma_v1.h"
+#include "wire/xdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -121,20 +122,6 @@ static void bytes(struct in *in, uint8_t *dst, size_t len)
 	memset(dst + k, 0, len - k);
 	in->p += k;
 	in->n -= k;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
 }
 
 /* ---------------------------------------------------------------------
@@ -303,7 +290,7 @@ static void record_peer_segments(const uint8_t *buf, size_t len)
 	const struct rpcrdma_chunk_lists *cl = &hx.chunks;
 	bool call = (hx.proc == RPCRDMA_V1_NOMSG && cl->nreads) ||
 		    (hx.proc == RPCRDMA_V1_MSG && len >= hx.hdr_len + 8 &&
-		     get32(buf + hx.hdr_len + 4) == RPCRDMA_RPC_CALL);
+		     rpcrdma_be32_get(buf + hx.hdr_len + 4) == RPCRDMA_RPC_CALL);
 	if (call) {
 		struct pcall *pc = (struct pcall *)find_pcall(hx.xid);
 		if (pc) {
@@ -440,7 +427,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	uint8_t *h = xmalloc(24);
 	uint32_t w[6] = {ic->xid, RPCRDMA_RPC_REPLY, 0, 0, 0, 0};
 	for (int i = 0; i < 6; i++)
-		put32(h + 4 * i, w[i]);
+		rpcrdma_be32_put(h + 4 * i, w[i]);
 	ic->bufs[ic->nbufs++] = h;
 	v[n++] = (struct rpcrdma_iov){h, 24, false};
 	unsigned nddp = shape & 3;
@@ -566,7 +553,7 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 	}
 	bool is_call = (hx.proc == RPCRDMA_V1_NOMSG && hx.chunks.nreads) ||
 		       (hx.proc == RPCRDMA_V1_MSG && n >= hx.hdr_len + 8 &&
-			get32(msg + hx.hdr_len + 4) == RPCRDMA_RPC_CALL);
+			rpcrdma_be32_get(msg + hx.hdr_len + 4) == RPCRDMA_RPC_CALL);
 	if (sw->opcode == RPCRDMA_WR_SEND_WITH_INV) {
 		if (is_call)
 			FAIL("call sent With Invalidate");
@@ -736,8 +723,8 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 		struct inc *ic = &incs[ev->call_id];
 		if (ic->state != 0)
 			FAIL("INCOMING_CALL on busy call_id %u", ev->call_id);
-		if (ev->call_len < 8 || get32(ev->call) != ev->xid ||
-		    get32((const uint8_t *)ev->call + 4) != RPCRDMA_RPC_CALL)
+		if (ev->call_len < 8 || rpcrdma_be32_get(ev->call) != ev->xid ||
+		    rpcrdma_be32_get((const uint8_t *)ev->call + 4) != RPCRDMA_RPC_CALL)
 			FAIL("delivered call does not start with XID, CALL");
 		if (ev->write_chunks > RPCRDMA_MAX_WRITE_CHUNKS)
 			FAIL("write_chunks");
@@ -847,8 +834,8 @@ static void complete_sends(uint32_t n)
 				for (uint32_t i = 0; i < p.len; i++)
 					d[i] = (uint8_t)(i * 7 + 3);
 				if ((flags & F_PLAUSIBLE) && p.len >= 8) {
-					put32(d, p.read_xid);
-					put32(d + 4, RPCRDMA_RPC_CALL);
+					rpcrdma_be32_put(d, p.read_xid);
+					rpcrdma_be32_put(d + 4, RPCRDMA_RPC_CALL);
 				}
 			}
 			break;
@@ -954,7 +941,7 @@ static void submit(struct in *in)
 	memset(c->hdr, 0, hlen);
 	uint32_t w[6] = {0, RPCRDMA_RPC_CALL, 2, 100003, 3, 1};
 	for (int i = 0; i < 6; i++)
-		put32(c->hdr + 4 * i, w[i]);
+		rpcrdma_be32_put(c->hdr + 4 * i, w[i]);
 	v[n++] = (struct rpcrdma_iov){c->hdr, hlen, false};
 	if (s & 1) {
 		size_t len = u16(in) % 12000u;
@@ -992,7 +979,7 @@ static void submit(struct in *in)
 	}
 	if (rc)
 		FAIL("submit_call = %d", rc);
-	if (get32(c->hdr) != xid)
+	if (rpcrdma_be32_get(c->hdr) != xid)
 		FAIL("XID not written into the call");
 	c->used = true;
 	c->xid = xid;
@@ -1022,12 +1009,12 @@ static void deliver_peer(uint8_t *msg, uint16_t len, bool with_inv,
 	uint32_t rsize = rpcrdma_cm_pdata_code_to_size(
 		rpcrdma_cm_pdata_size_to_code(C.max_inline_recv));
 	if (len >= 4)
-		last_rx_xid = get32(msg);
+		last_rx_xid = rpcrdma_be32_get(msg);
 	record_peer_segments(msg, len);
 	TRACE("  peer msg len %u cq %d inv %d:%#x words %#x %#x %#x %#x\n", len,
-	      via_cq, with_inv, inv, len >= 4 ? get32(msg) : 0,
-	      len >= 8 ? get32(msg + 4) : 0, len >= 12 ? get32(msg + 8) : 0,
-	      len >= 16 ? get32(msg + 12) : 0);
+	      via_cq, with_inv, inv, len >= 4 ? rpcrdma_be32_get(msg) : 0,
+	      len >= 8 ? rpcrdma_be32_get(msg + 4) : 0, len >= 12 ? rpcrdma_be32_get(msg + 8) : 0,
+	      len >= 16 ? rpcrdma_be32_get(msg + 12) : 0);
 	if (!via_cq) {
 		if (qp_err)
 			return;
@@ -1096,11 +1083,11 @@ static void peer_message(struct in *in, bool via_cq)
 		uint32_t xid = last_rx_xid;
 		if (pick < 7 && ncalls)
 			xid = calls[(pick - 1) % ncalls].xid;
-		put32(pmsg, xid);
+		rpcrdma_be32_put(pmsg, xid);
 		/* and the RPC XID after the header, when it decodes */
 		if ((fl & 0x10) && !rpcrdma_v1_decode(pmsg, len, NULL, &hx) &&
 		    hx.hdr_len + 4 <= len)
-			put32(pmsg + hx.hdr_len, xid);
+			rpcrdma_be32_put(pmsg + hx.hdr_len, xid);
 	}
 	bool with_inv = fl & 1;
 	uint32_t inv = with_inv ? pick_inv(kidx) : 0;
@@ -1223,10 +1210,10 @@ static void structured_message(struct in *in)
 	uint8_t *p = pmsg + h;
 	memset(p, 0, payload);
 	if (payload) {
-		put32(p, xid);
-		put32(p + 4, call_payload ? RPCRDMA_RPC_CALL : RPCRDMA_RPC_REPLY);
+		rpcrdma_be32_put(p, xid);
+		rpcrdma_be32_put(p + 4, call_payload ? RPCRDMA_RPC_CALL : RPCRDMA_RPC_REPLY);
 		if (call_payload)
-			put32(p + 8, 2);
+			rpcrdma_be32_put(p + 8, 2);
 	}
 	size_t len = (size_t)h + payload;
 	if (len > 0xffff)

@@ -14,11 +14,7 @@
 
 #include <string.h>
 
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
+#include "wire/xdr.h"
 
 uint8_t rpcrdma_cm_pdata_size_to_code(size_t bytes)
 {
@@ -85,7 +81,7 @@ static int decode_at(const uint8_t *p, size_t avail,
 	 * Identifier is not present, an RPC-over-RDMA version 1 receiver
 	 * MUST behave as if no RPC-over-RDMA version 1 CM Private Data has
 	 * been provided." */
-	if (get_be32(p) != RPCRDMA_CM_PDATA_MAGIC)
+	if (rpcrdma_be32_get(p) != RPCRDMA_CM_PDATA_MAGIC)
 		return RPCRDMA_ERR_BAD_MAGIC;
 	if (avail < RPCRDMA_CM_PDATA_LEN)
 		return RPCRDMA_ERR_TRUNCATED;
@@ -142,7 +138,7 @@ bool rpcrdma_cm_pdata_find(const void *buf, size_t len,
 	/* §5.2: "The offset of the Format Identifier is not restricted to
 	 * any alignment." */
 	for (size_t i = 0; len >= 4 && i <= len - 4; i++) {
-		if (get_be32(p + i) != RPCRDMA_CM_PDATA_MAGIC)
+		if (rpcrdma_be32_get(p + i) != RPCRDMA_CM_PDATA_MAGIC)
 			continue;
 		int rc = decode_at(p + i, len - i, pd);
 		if (rc == 0) {

@@ -65,13 +65,30 @@ static inline const uint8_t *rpcrdma_xdr_dec_ptr(const struct rpcrdma_xdr_dec *d
 	return d->base + d->pos;
 }
 
+/* A 32-bit unsigned integer in network order (RFC 4506 §4.1) at p,
+ * without a cursor: for fixed-layout headers (MPA/DDP, private data) and
+ * for patching a word already encoded (the XID). */
+static inline uint32_t rpcrdma_be32_get(const void *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	       (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+static inline void rpcrdma_be32_put(void *p, uint32_t v)
+{
+	uint8_t *b = (uint8_t *)p;
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
 static inline int rpcrdma_xdr_get_u32(struct rpcrdma_xdr_dec *d, uint32_t *v)
 {
 	if (d->len - d->pos < 4)
 		return RPCRDMA_ERR_TRUNCATED;
-	const uint8_t *p = d->base + d->pos;
-	*v = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	     (uint32_t)p[2] << 8 | (uint32_t)p[3];
+	*v = rpcrdma_be32_get(d->base + d->pos);
 	d->pos += 4;
 	return 0;
 }
@@ -158,11 +175,7 @@ static inline int rpcrdma_xdr_put_u32(struct rpcrdma_xdr_enc *e, uint32_t v)
 {
 	if (e->cap - e->pos < 4)
 		return RPCRDMA_ERR_NOSPACE;
-	uint8_t *p = e->base + e->pos;
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+	rpcrdma_be32_put(e->base + e->pos, v);
 	e->pos += 4;
 	return 0;
 }

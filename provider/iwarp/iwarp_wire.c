@@ -4,6 +4,7 @@
 #include "provider/iwarp/iwarp_wire.h"
 #include "rpcrdma/error.h"
 #include "wire/crc32c.h"
+#include "wire/xdr.h"
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -11,18 +12,10 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 static void put64(uint8_t *p, uint64_t v)
 {
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
+	rpcrdma_be32_put(p, (uint32_t)(v >> 32));
+	rpcrdma_be32_put(p + 4, (uint32_t)v);
 }
 
 static uint16_t get16(const uint8_t *p)
@@ -30,15 +23,9 @@ static uint16_t get16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 static uint64_t get64(const uint8_t *p)
 {
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
+	return (uint64_t)rpcrdma_be32_get(p) << 32 | rpcrdma_be32_get(p + 4);
 }
 
 /* ------------------------------------------------------------------ MPA */
@@ -260,13 +247,13 @@ int rpcrdma_iwarp_ddp_build(const struct rpcrdma_iwarp_ddp_hdr *h,
 			   (h->dv & 3));
 	out[1] = (uint8_t)((h->rv & 3) << 6 | (h->opcode & 0x0F));
 	if (h->tagged) {
-		put32(out + 2, h->stag);
+		rpcrdma_be32_put(out + 2, h->stag);
 		put64(out + 6, h->to);
 	} else {
-		put32(out + 2, h->inval_stag);
-		put32(out + 6, h->qn);
-		put32(out + 10, h->msn);
-		put32(out + 14, h->mo);
+		rpcrdma_be32_put(out + 2, h->inval_stag);
+		rpcrdma_be32_put(out + 6, h->qn);
+		rpcrdma_be32_put(out + 10, h->msn);
+		rpcrdma_be32_put(out + 14, h->mo);
 	}
 	return (int)hl;
 }
@@ -288,13 +275,13 @@ int rpcrdma_iwarp_ddp_parse(const uint8_t *buf, size_t len,
 	if (len < hl)
 		return RPCRDMA_ERR_TRUNCATED;
 	if (h->tagged) {
-		h->stag = get32(buf + 2);
+		h->stag = rpcrdma_be32_get(buf + 2);
 		h->to = get64(buf + 6);
 	} else {
-		h->inval_stag = get32(buf + 2);
-		h->qn = get32(buf + 6);
-		h->msn = get32(buf + 10);
-		h->mo = get32(buf + 14);
+		h->inval_stag = rpcrdma_be32_get(buf + 2);
+		h->qn = rpcrdma_be32_get(buf + 6);
+		h->msn = rpcrdma_be32_get(buf + 10);
+		h->mo = rpcrdma_be32_get(buf + 14);
 	}
 	return (int)hl;
 }
@@ -367,10 +354,10 @@ int rpcrdma_iwarp_read_req_build(const struct rpcrdma_iwarp_read_req *r,
 		return RPCRDMA_ERR_INVAL;
 	if (cap < RPCRDMA_IWARP_READ_REQ_LEN)
 		return RPCRDMA_ERR_NOSPACE;
-	put32(out, r->sink_stag);
+	rpcrdma_be32_put(out, r->sink_stag);
 	put64(out + 4, r->sink_to);
-	put32(out + 12, r->size);
-	put32(out + 16, r->src_stag);
+	rpcrdma_be32_put(out + 12, r->size);
+	rpcrdma_be32_put(out + 16, r->src_stag);
 	put64(out + 20, r->src_to);
 	return RPCRDMA_IWARP_READ_REQ_LEN;
 }
@@ -382,10 +369,10 @@ int rpcrdma_iwarp_read_req_parse(const uint8_t *buf, size_t len,
 		return RPCRDMA_ERR_INVAL;
 	if (len < RPCRDMA_IWARP_READ_REQ_LEN)
 		return RPCRDMA_ERR_TRUNCATED;
-	r->sink_stag = get32(buf);
+	r->sink_stag = rpcrdma_be32_get(buf);
 	r->sink_to = get64(buf + 4);
-	r->size = get32(buf + 12);
-	r->src_stag = get32(buf + 16);
+	r->size = rpcrdma_be32_get(buf + 12);
+	r->src_stag = rpcrdma_be32_get(buf + 16);
 	r->src_to = get64(buf + 20);
 	return RPCRDMA_IWARP_READ_REQ_LEN;
 }

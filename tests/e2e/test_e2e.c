@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "rpcrdma/rpcrdma.h"
+#include "wire/xdr.h"
 #include "test.h"
 
 #define PROG 0x20000099u
@@ -46,20 +47,6 @@ enum {
 static char addr_host[64];
 static const char *family = "127.0.0.1";
 static uint16_t port;
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
 
 static uint8_t pat(uint32_t seed, size_t i)
 {
@@ -95,7 +82,7 @@ static enum rpcrdma_svc_stat h_check(struct rpcrdma_svc_req *r, void *a)
 	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
 	if (len < 4)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
-	uint32_t n = get32(p);
+	uint32_t n = rpcrdma_be32_get(p);
 	if (len < 4 + (size_t)n)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
 	uint32_t ok = 1;
@@ -113,8 +100,8 @@ static enum rpcrdma_svc_stat h_check(struct rpcrdma_svc_req *r, void *a)
 		if (p[4 + n + i] != 0)
 			ok = 0;
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
-	put32(out, ok);
-	put32(out + 4, n);
+	rpcrdma_be32_put(out, ok);
+	rpcrdma_be32_put(out + 4, n);
 	struct rpcrdma_iov iov = {out, 8, false};
 	rpcrdma_svc_req_reply(r, &iov, 1);
 	return RPCRDMA_SVC_OK;
@@ -127,11 +114,11 @@ static enum rpcrdma_svc_stat h_read(struct rpcrdma_svc_req *r, void *a)
 	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
 	if (len != 8)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
-	uint32_t n = get32(p), seed = get32(p + 4);
+	uint32_t n = rpcrdma_be32_get(p), seed = rpcrdma_be32_get(p + 4);
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 8 + n);
 	if (!out)
 		return RPCRDMA_SVC_SYSTEM_ERR;
-	put32(out, n);
+	rpcrdma_be32_put(out, n);
 	for (uint32_t i = 0; i < n; i++)
 		out[4 + i] = pat(seed, i);
 	struct rpcrdma_iov iov[2] = {{out, 4, false}, {out + 4, n, true}};
@@ -146,7 +133,7 @@ static enum rpcrdma_svc_stat h_big(struct rpcrdma_svc_req *r, void *a)
 	const uint8_t *p = rpcrdma_svc_req_args(r, &len);
 	if (len != 4)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
-	uint32_t n = get32(p) & ~3u;
+	uint32_t n = rpcrdma_be32_get(p) & ~3u;
 	uint8_t *out = rpcrdma_svc_req_alloc(r, n);
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = pat(3, i);
@@ -168,13 +155,13 @@ static enum rpcrdma_svc_stat h_whoami(struct rpcrdma_svc_req *r, void *a)
 	const struct rpcrdma_cred *c = rpcrdma_svc_req_cred(r);
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 4 * 24);
 	size_t k = 0;
-	put32(out + 4 * k++, c->flavor);
-	put32(out + 4 * k++, c->uid);
-	put32(out + 4 * k++, c->gid);
-	put32(out + 4 * k++, c->ngids);
+	rpcrdma_be32_put(out + 4 * k++, c->flavor);
+	rpcrdma_be32_put(out + 4 * k++, c->uid);
+	rpcrdma_be32_put(out + 4 * k++, c->gid);
+	rpcrdma_be32_put(out + 4 * k++, c->ngids);
 	for (uint32_t i = 0; i < c->ngids && i < 16; i++)
-		put32(out + 4 * k++, c->gids[i]);
-	put32(out + 4 * k++, (uint32_t)strlen(c->machinename));
+		rpcrdma_be32_put(out + 4 * k++, c->gids[i]);
+	rpcrdma_be32_put(out + 4 * k++, (uint32_t)strlen(c->machinename));
 	struct rpcrdma_iov iov = {out, 4 * k, false};
 	rpcrdma_svc_req_reply(r, &iov, 1);
 	return RPCRDMA_SVC_OK;
@@ -190,7 +177,7 @@ static enum rpcrdma_svc_stat h_sleep(struct rpcrdma_svc_req *r, void *a)
 	if (len != 4)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
 	atomic_fetch_add(&sleepers, 1);
-	usleep(get32(p) * 1000u);
+	usleep(rpcrdma_be32_get(p) * 1000u);
 	struct rpcrdma_iov iov = {(void *)p, 4, false};
 	rpcrdma_svc_req_reply(r, &iov, 1);
 	return RPCRDMA_SVC_OK;
@@ -205,8 +192,8 @@ static enum rpcrdma_svc_stat h_sum(struct rpcrdma_svc_req *r, void *a)
 	for (size_t i = 0; i < len; i++)
 		sum += p[i];
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
-	put32(out, sum);
-	put32(out + 4, (uint32_t)len);
+	rpcrdma_be32_put(out, sum);
+	rpcrdma_be32_put(out + 4, (uint32_t)len);
 	struct rpcrdma_iov iov = {out, 8, false};
 	rpcrdma_svc_req_reply(r, &iov, 1);
 	return RPCRDMA_SVC_OK;
@@ -224,15 +211,15 @@ static enum rpcrdma_svc_stat h_callback(struct rpcrdma_svc_req *r, void *a)
 	if (rpcrdma_svc_req_clnt(r, CB_PROG, 1, &cb))
 		return RPCRDMA_SVC_SYSTEM_ERR;
 	uint8_t arg[4];
-	put32(arg, get32(p) + 1);
+	rpcrdma_be32_put(arg, rpcrdma_be32_get(p) + 1);
 	struct rpcrdma_iov iov = {arg, 4, false};
 	struct rpcrdma_call call = {.proc = 1, .args = &iov, .nargs = 1,
 				    .timeout_ms = 5000};
 	struct rpcrdma_reply rep;
 	int rc = rpcrdma_clnt_call(cb, &call, &rep);
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 8);
-	put32(out, rc == 0 && rep.len == 4 ? get32(rep.data) : 0xdeadu);
-	put32(out + 4, (uint32_t)-rc);
+	rpcrdma_be32_put(out, rc == 0 && rep.len == 4 ? rpcrdma_be32_get(rep.data) : 0xdeadu);
+	rpcrdma_be32_put(out + 4, (uint32_t)-rc);
 	rpcrdma_reply_free(&rep);
 	rpcrdma_clnt_destroy(cb);
 	struct rpcrdma_iov res = {out, 8, false};
@@ -252,7 +239,7 @@ static enum rpcrdma_svc_stat h_cb_double(struct rpcrdma_svc_req *r, void *a)
 		return RPCRDMA_SVC_GARBAGE_ARGS;
 	atomic_fetch_add(&cb_calls, 1);
 	uint8_t *out = rpcrdma_svc_req_alloc(r, 4);
-	put32(out, get32(p) * 2);
+	rpcrdma_be32_put(out, rpcrdma_be32_get(p) * 2);
 	struct rpcrdma_iov iov = {out, 4, false};
 	rpcrdma_svc_req_reply(r, &iov, 1);
 	return RPCRDMA_SVC_OK;
@@ -369,7 +356,7 @@ static void case_ddp_arg(struct rpcrdma_clnt *c)
 	uint8_t *data = malloc(n), hdr[4];
 	for (uint32_t i = 0; i < n; i++)
 		data[i] = pat(7, i);
-	put32(hdr, n);
+	rpcrdma_be32_put(hdr, n);
 	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
 	struct rpcrdma_iov iov[2] = {{hdr, 4, false}, {data, n, true}};
 	struct rpcrdma_call call = {.proc = P_CHECK, .args = iov, .nargs = 2};
@@ -377,8 +364,8 @@ static void case_ddp_arg(struct rpcrdma_clnt *c)
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	CHECK_EQ(rep.len, 8);
 	if (rep.len == 8) {
-		CHECK_EQ(get32(rep.data), 1); /* server saw every byte */
-		CHECK_EQ(get32(rep.data + 4), n);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), 1); /* server saw every byte */
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 4), n);
 	}
 	rpcrdma_reply_free(&rep);
 	struct rpcrdma_stats s1 = stats(c);
@@ -395,8 +382,8 @@ static void case_write_chunk(struct rpcrdma_clnt *c)
 {
 	const uint32_t n = 1u << 20;
 	uint8_t args[8];
-	put32(args, n);
-	put32(args + 4, 11);
+	rpcrdma_be32_put(args, n);
+	rpcrdma_be32_put(args + 4, 11);
 	size_t max = n;
 	struct rpcrdma_iov iov = {args, 8, false};
 	struct rpcrdma_call call = {.proc = P_READ, .args = &iov, .nargs = 1,
@@ -410,7 +397,7 @@ static void case_write_chunk(struct rpcrdma_clnt *c)
 	CHECK_EQ(rep.nddp, 1);
 	CHECK_EQ(rep.ddp_len[0], n);
 	if (rep.len == 4 && rep.ddp_len[0] == n) {
-		CHECK_EQ(get32(rep.data), n);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), n);
 		size_t bad = SIZE_MAX;
 		for (uint32_t i = 0; i < n && bad == SIZE_MAX; i++)
 			if (rep.ddp[0][i] != pat(11, i))
@@ -425,13 +412,13 @@ static void case_write_chunk(struct rpcrdma_clnt *c)
 	/* The same result from a procedure whose Upper-Layer Binding allows
 	 * no DDP: it comes inline, XDR-padded (RFC 8166 §6), and the Write
 	 * chunk is returned unused. */
-	put32(args, 1001);
+	rpcrdma_be32_put(args, 1001);
 	call.proc = P_READ_NODDP;
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	CHECK_EQ(rep.len, 4 + 1004);
 	CHECK_EQ(rep.ddp_len[0], 0);
 	if (rep.len == 1008) {
-		CHECK_EQ(get32(rep.data), 1001);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), 1001);
 		size_t bad = SIZE_MAX;
 		for (uint32_t i = 0; i < 1001 && bad == SIZE_MAX; i++)
 			if (rep.data[4 + i] != pat(11, i))
@@ -457,7 +444,7 @@ static void case_long_reply(struct rpcrdma_clnt *c)
 {
 	const uint32_t n = 64u << 10;
 	uint8_t args[4];
-	put32(args, n);
+	rpcrdma_be32_put(args, n);
 	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
 	struct rpcrdma_iov iov = {args, 4, false};
 	struct rpcrdma_call call = {.proc = P_BIG, .args = &iov, .nargs = 1,
@@ -501,8 +488,8 @@ static void case_long_call(struct rpcrdma_clnt *c)
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	CHECK_EQ(rep.len, 8);
 	if (rep.len == 8) {
-		CHECK_EQ(get32(rep.data), sum);
-		CHECK_EQ(get32(rep.data + 4), n);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), sum);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 4), n);
 	}
 	rpcrdma_reply_free(&rep);
 	struct rpcrdma_stats s1 = stats(c);
@@ -543,19 +530,19 @@ static void case_threshold_sweep(struct rpcrdma_clnt *c)
 		uint32_t m = 1 + (uint32_t)(rand_r(&seed) % 9000);
 		for (uint32_t i = 0; i < m; i++)
 			buf[i] = pat(7, i);
-		put32(hdr, m);
+		rpcrdma_be32_put(hdr, m);
 		struct rpcrdma_iov v2[2] = {{hdr, 4, false}, {buf, m, true}};
 		struct rpcrdma_call c2 = {.proc = P_CHECK, .args = v2, .nargs = 2};
 		calls++;
 		if (rpcrdma_clnt_call(c, &c2, &rep) != 0 || rep.len != 8 ||
-		    get32(rep.data) != 1 || get32(rep.data + 4) != m)
+		    rpcrdma_be32_get(rep.data) != 1 || rpcrdma_be32_get(rep.data + 4) != m)
 			bad++;
 		rpcrdma_reply_free(&rep);
 
 		/* 3. A DDP result of any length (Write chunk). */
 		uint32_t r = 1 + (uint32_t)(rand_r(&seed) % 9000);
-		put32(hdr, r);
-		put32(hdr + 4, (uint32_t)k);
+		rpcrdma_be32_put(hdr, r);
+		rpcrdma_be32_put(hdr + 4, (uint32_t)k);
 		size_t max = 9000;
 		struct rpcrdma_iov v3 = {hdr, 8, false};
 		struct rpcrdma_call c3 = {.proc = P_READ, .args = &v3, .nargs = 1,
@@ -754,12 +741,12 @@ static void case_auth(struct rpcrdma_clnt *c)
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	CHECK_EQ(rep.len, 4 * 8);
 	if (rep.len == 32) {
-		CHECK_EQ(get32(rep.data), RPCRDMA_CRED_AUTH_SYS);
-		CHECK_EQ(get32(rep.data + 4), 1001);
-		CHECK_EQ(get32(rep.data + 8), 100);
-		CHECK_EQ(get32(rep.data + 12), 3);
-		CHECK_EQ(get32(rep.data + 20), 24);
-		CHECK_EQ(get32(rep.data + 28), 8);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), RPCRDMA_CRED_AUTH_SYS);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 4), 1001);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 8), 100);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 12), 3);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 20), 24);
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 28), 8);
 	}
 	rpcrdma_reply_free(&rep);
 	/* A malformed AUTH_SYS body: RFC 5531 §9 AUTH_ERROR/AUTH_BADCRED. */
@@ -770,14 +757,14 @@ static void case_auth(struct rpcrdma_clnt *c)
 	CHECK_EQ(rpcrdma_clnt_set_cred(c, NULL), 0);
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	if (rep.len >= 4)
-		CHECK_EQ(get32(rep.data), RPCRDMA_CRED_AUTH_NONE);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), RPCRDMA_CRED_AUTH_NONE);
 	rpcrdma_reply_free(&rep);
 }
 
 static void case_timeout(struct rpcrdma_clnt *c)
 {
 	uint8_t args[4];
-	put32(args, 800);
+	rpcrdma_be32_put(args, 800);
 	struct rpcrdma_iov iov = {args, 4, false};
 	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1,
 				    .timeout_ms = 100};
@@ -795,7 +782,7 @@ static void case_timeout(struct rpcrdma_clnt *c)
 static void case_reverse(struct rpcrdma_clnt *c)
 {
 	uint8_t args[4];
-	put32(args, 20);
+	rpcrdma_be32_put(args, 20);
 	struct rpcrdma_iov iov = {args, 4, false};
 	struct rpcrdma_call call = {.proc = P_CALLBACK, .args = &iov,
 				    .nargs = 1};
@@ -804,8 +791,8 @@ static void case_reverse(struct rpcrdma_clnt *c)
 	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), 0);
 	CHECK_EQ(rep.len, 8);
 	if (rep.len == 8) {
-		CHECK_EQ(get32(rep.data), 42); /* (20 + 1) * 2 */
-		CHECK_EQ(get32(rep.data + 4), 0);
+		CHECK_EQ(rpcrdma_be32_get(rep.data), 42); /* (20 + 1) * 2 */
+		CHECK_EQ(rpcrdma_be32_get(rep.data + 4), 0);
 	}
 	rpcrdma_reply_free(&rep);
 	CHECK_EQ(atomic_load(&cb_calls) - before, 1);
@@ -826,14 +813,14 @@ static void *multi_thread(void *arg)
 		data[i] = pat(7, i);
 	for (int i = 0; i < 20; i++) {
 		uint32_t n = sizes[i % 4];
-		put32(hdr, n);
+		rpcrdma_be32_put(hdr, n);
 		struct rpcrdma_iov iov[2] = {{hdr, 4, false},
 					     {data, n, (i & 1) != 0}};
 		struct rpcrdma_call call = {.proc = P_CHECK, .args = iov,
 					    .nargs = 2};
 		struct rpcrdma_reply rep;
 		if (rpcrdma_clnt_call(c, &call, &rep) == 0 && rep.len == 8 &&
-		    get32(rep.data) == 1 && get32(rep.data + 4) == n)
+		    rpcrdma_be32_get(rep.data) == 1 && rpcrdma_be32_get(rep.data + 4) == n)
 			atomic_fetch_add(ok, 1);
 		rpcrdma_reply_free(&rep);
 	}
@@ -874,7 +861,7 @@ static void case_destroy_outstanding(void)
 	if (!c)
 		return;
 	uint8_t args[4];
-	put32(args, 300);
+	rpcrdma_be32_put(args, 300);
 	struct rpcrdma_iov iov = {args, 4, false};
 	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1};
 	CHECK_EQ(rpcrdma_clnt_call_async(c, &call, cancel_cb, NULL), 0);
@@ -906,7 +893,7 @@ static void case_svc_destroy_midcall(void)
 	if (c) {
 		atomic_store(&cancel_cbs, 0);
 		uint8_t args[4];
-		put32(args, 300);
+		rpcrdma_be32_put(args, 300);
 		struct rpcrdma_iov iov = {args, 4, false};
 		struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov,
 					    .nargs = 1};
@@ -1004,8 +991,8 @@ static void rates(struct rpcrdma_clnt *c)
 
 	const uint32_t n = 1u << 20;
 	uint8_t args[8];
-	put32(args, n);
-	put32(args + 4, 11);
+	rpcrdma_be32_put(args, n);
+	rpcrdma_be32_put(args + 4, 11);
 	size_t max = n;
 	struct rpcrdma_iov iov = {args, 8, false};
 	struct rpcrdma_call call = {.proc = P_READ, .args = &iov, .nargs = 1,
@@ -1113,7 +1100,7 @@ static int run_kill(void)
 		case_null(c);
 		/* One sync call in flight and one async call. */
 		uint8_t args[4];
-		put32(args, 20000);
+		rpcrdma_be32_put(args, 20000);
 		struct rpcrdma_iov iov = {args, 4, false};
 		struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov,
 					    .nargs = 1};
@@ -1232,21 +1219,21 @@ static int run_chaos(void)
 			memset(&call, 0, sizeof(call));
 			switch (i % 4) {
 			case 0: /* Read chunk */
-				put32(k[i].args, big);
+				rpcrdma_be32_put(k[i].args, big);
 				v[0] = (struct rpcrdma_iov){k[i].args, 4, false};
 				v[1] = (struct rpcrdma_iov){data, big, true};
 				call = (struct rpcrdma_call){.proc = P_CHECK, .args = v, .nargs = 2};
 				break;
 			case 1: /* Write chunk */
-				put32(k[i].args, big);
-				put32(k[i].args + 4, 11);
+				rpcrdma_be32_put(k[i].args, big);
+				rpcrdma_be32_put(k[i].args + 4, 11);
 				v[0] = (struct rpcrdma_iov){k[i].args, 8, false};
 				call = (struct rpcrdma_call){.proc = P_READ, .args = v, .nargs = 1,
 							     .ddp_result_max = &wmax,
 							     .nddp_results = 1};
 				break;
 			case 2: /* Reply chunk */
-				put32(k[i].args, 64u << 10);
+				rpcrdma_be32_put(k[i].args, 64u << 10);
 				v[0] = (struct rpcrdma_iov){k[i].args, 4, false};
 				call = (struct rpcrdma_call){.proc = P_BIG, .args = v, .nargs = 1,
 							     .reply_max = 64u << 10};

@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "wire/cm_private_data.h"
+#include "wire/xdr.h"
 
 #define FAKE_MAX_MR 65536
 #define FAKE_MAX_POSTED 4096
@@ -393,33 +394,19 @@ static inline int side_create(struct side *s, const struct rpcrdma_engine_config
 
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,
  * and an accepted SUCCESS REPLY header, 24 bytes. */
-static inline void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
 static inline void rpc_call_hdr(uint8_t *p, uint32_t prog, uint32_t vers,
 			 uint32_t proc)
 {
 	uint32_t w[10] = {0, 0, 2, prog, vers, proc, 0, 0, 0, 0};
 	for (int i = 0; i < 10; i++)
-		put_be32(p + 4 * i, w[i]);
+		rpcrdma_be32_put(p + 4 * i, w[i]);
 }
 
 static inline void rpc_reply_hdr(uint8_t *p, uint32_t xid)
 {
 	uint32_t w[6] = {xid, 1, 0, 0, 0, 0};
 	for (int i = 0; i < 6; i++)
-		put_be32(p + 4 * i, w[i]);
+		rpcrdma_be32_put(p + 4 * i, w[i]);
 }
 
 static inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed)

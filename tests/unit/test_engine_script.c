@@ -86,7 +86,7 @@ static void teardown(void)
 static size_t words(uint8_t *p, const uint32_t *w, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		put_be32(p + 4 * i, w[i]);
+		rpcrdma_be32_put(p + 4 * i, w[i]);
 	return 4 * n;
 }
 
@@ -225,8 +225,8 @@ static void test_credits(void)
 	drain();
 	CHECK_EQ(nsent, 1); /* one credit before the first reply */
 	/* the call asks for max_calls credits */
-	CHECK_EQ(get_be32(sent[0].bytes + 8), 4);
-	CHECK_EQ(get_be32(sent[0].bytes + 12), 0); /* RDMA_MSG */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 8), 4);
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 12), 0); /* RDMA_MSG */
 	CHECK_EQ(sent[0].len, 28 + 40);
 	reply(x[0], 0);                 /* grant 0 -> 1 */
 	CHECK_EQ(nsent, 1);
@@ -341,11 +341,11 @@ static void test_thresholds(void)
 	CHECK_EQ(nsent, 1);
 	/* RDMA_NOMSG, Read list: one PZRC segment at position 0, no Write
 	 * list, no Reply chunk: 16 + 4 + 20 + 4 + 4 + 4 bytes */
-	CHECK_EQ(get_be32(sent[0].bytes + 12), 1);
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 12), 1);
 	CHECK_EQ(sent[0].len, 52);
-	CHECK_EQ(get_be32(sent[0].bytes + 16), 1);  /* read list present */
-	CHECK_EQ(get_be32(sent[0].bytes + 20), 0);  /* position zero */
-	CHECK_EQ(get_be32(sent[0].bytes + 28), 2100); /* length */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 16), 1);  /* read list present */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 20), 0);  /* position zero */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 28), 2100); /* length */
 	teardown();
 	/* our own private data: RFC 8797 §4 layout */
 	setup(4, 4);
@@ -374,9 +374,9 @@ static void test_reply_chunk_offer(void)
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
 	drain();
 	CHECK_EQ(sent[0].len, 28 + 20 + 40);  /* Reply chunk, 1 segment */
-	CHECK_EQ(get_be32(sent[0].bytes + 24), 1);  /* present */
-	CHECK_EQ(get_be32(sent[0].bytes + 28), 1);  /* one segment */
-	CHECK_EQ(get_be32(sent[0].bytes + 36), 4069);
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 24), 1);  /* present */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 28), 1);  /* one segment */
+	CHECK_EQ(rpcrdma_be32_get(sent[0].bytes + 36), 4069);
 	teardown();
 }
 

@@ -61,11 +61,11 @@ static void serve(struct side *srv, struct side *cli)
 					(uint8_t *)ev.call + 40, ev.call_len - 40, false};
 				rr.nmsg = 2;
 			} else if (mode == SERVE_RESULT) {
-				put_be32(reply_hdr + 24, (uint32_t)res_len);
+				rpcrdma_be32_put(reply_hdr + 24, (uint32_t)res_len);
 				rep_iov[0].len = 28;
 				rep_iov[1] = (struct rpcrdma_iov){res_data, res_len, true};
 				/* a trailing 4-byte item after the result */
-				put_be32(reply_hdr + 28, 0xabcdef01);
+				rpcrdma_be32_put(reply_hdr + 28, 0xabcdef01);
 				rep_iov[2] = (struct rpcrdma_iov){reply_hdr + 28, 4, false};
 				rr.nmsg = 3;
 			} else {
@@ -145,7 +145,7 @@ static int start_call(struct side *cli, size_t args_len, size_t ddp_len,
 		call_iov[n++] = (struct rpcrdma_iov){args, args_len, false};
 	if (ddp_len) {
 		/* the count word stays inline (§3.4.4.1) */
-		put_be32(call_hdr + 40, (uint32_t)ddp_len);
+		rpcrdma_be32_put(call_hdr + 40, (uint32_t)ddp_len);
 		call_iov[n++] = (struct rpcrdma_iov){call_hdr + 40, 4, false};
 		call_iov[n++] = (struct rpcrdma_iov){ddp_arg, ddp_len, true};
 	}
@@ -159,11 +159,11 @@ static void check_call_seen(size_t args_len, size_t ddp_len, uint32_t xid)
 {
 	size_t want = 40 + args_len + (ddp_len ? 4 + ddp_len + ((4 - ddp_len % 4) % 4) : 0);
 	CHECK_EQ(last_call_len, want);
-	CHECK_EQ(get_be32(last_call), xid);
+	CHECK_EQ(rpcrdma_be32_get(last_call), xid);
 	CHECK_MEM(last_call + 4, call_hdr + 4, 36);
 	CHECK_MEM(last_call + 40, args, args_len);
 	if (ddp_len) {
-		CHECK_EQ(get_be32(last_call + 40 + args_len), ddp_len);
+		CHECK_EQ(rpcrdma_be32_get(last_call + 40 + args_len), ddp_len);
 		CHECK_MEM(last_call + 44 + args_len, ddp_arg, ddp_len);
 		static const uint8_t z[4];
 		CHECK_MEM(last_call + 44 + args_len + ddp_len, z, want - (44 + args_len + ddp_len));
@@ -312,8 +312,8 @@ static void test_write_chunk(void)
 	CHECK_EQ(result[5001], 0xee); /* §3.4.6.2: no roundup written */
 	/* reduced reply: header + count + trailing item */
 	CHECK_EQ(done[0].reply_len, 32);
-	CHECK_EQ(get_be32(reply_buf + 24), 5001);
-	CHECK_EQ(get_be32(reply_buf + 28), 0xabcdef01);
+	CHECK_EQ(rpcrdma_be32_get(reply_buf + 24), 5001);
+	CHECK_EQ(rpcrdma_be32_get(reply_buf + 28), 0xabcdef01);
 	struct rpcrdma_engine_counters cb;
 	rpcrdma_engine_get_counters(B.e, &cb);
 	CHECK_EQ(cb.chunked_replies, 1);
@@ -342,7 +342,7 @@ static void test_write_chunk(void)
 	CHECK_EQ(done[2].result_len[0], 0);
 	CHECK_EQ(done[2].reply_len, 28 + 304 + 4);
 	CHECK_MEM(reply_buf + 28, res_data, 301);
-	CHECK_EQ(get_be32(reply_buf + 28 + 304), 0xabcdef01);
+	CHECK_EQ(rpcrdma_be32_get(reply_buf + 28 + 304), 0xabcdef01);
 	teardown();
 }
 
@@ -361,7 +361,7 @@ static void test_long_reply(void)
 	CHECK_EQ(ndone, 1);
 	CHECK_EQ(done[0].status, 0);
 	CHECK_EQ(done[0].reply_len, 10024);
-	CHECK_EQ(get_be32(reply_buf), xid);
+	CHECK_EQ(rpcrdma_be32_get(reply_buf), xid);
 	CHECK_MEM(reply_buf + 24, big_data, 10000);
 	struct rpcrdma_engine_counters ca, cb;
 	rpcrdma_engine_get_counters(A.e, &ca);
