@@ -772,6 +772,19 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	free(c);
 }
 
+/* The client's incoming-call dispatcher (reverse direction), created on
+ * first use.  NULL when out of memory. */
+static struct rpc_disp *clnt_disp(struct rpcrdma_clnt *c)
+{
+	struct rpc_xprt *x = c->x;
+	pthread_mutex_lock(&x->lock);
+	if (!x->disp)
+		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
+	struct rpc_disp *d = x->disp;
+	pthread_mutex_unlock(&x->lock);
+	return d;
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_register(struct rpcrdma_clnt *c,
 					 uint32_t prog, uint32_t vers,
 					 uint32_t proc,
@@ -780,12 +793,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_register(struct rpcrdma_clnt *c,
 {
 	if (!c || !handler || !c->owns_xprt)
 		return RPCRDMA_ERR_INVAL;
-	struct rpc_xprt *x = c->x;
-	pthread_mutex_lock(&x->lock);
-	if (!x->disp)
-		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
-	struct rpc_disp *d = x->disp;
-	pthread_mutex_unlock(&x->lock);
+	struct rpc_disp *d = clnt_disp(c);
 	if (!d)
 		return RPCRDMA_ERR_NOMEM;
 	return rpcrdma_rpc_disp_register(d, prog, vers, proc, handler, arg, flags);
@@ -798,12 +806,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_register_any(struct rpcrdma_clnt *c,
 {
 	if (!c || !handler || !c->owns_xprt)
 		return RPCRDMA_ERR_INVAL;
-	struct rpc_xprt *x = c->x;
-	pthread_mutex_lock(&x->lock);
-	if (!x->disp)
-		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
-	struct rpc_disp *d = x->disp;
-	pthread_mutex_unlock(&x->lock);
+	struct rpc_disp *d = clnt_disp(c);
 	if (!d)
 		return RPCRDMA_ERR_NOMEM;
 	return rpcrdma_rpc_disp_register(d, prog, vers, 0, handler, arg,

@@ -218,10 +218,13 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		if (!xres(&x, resp))
 			err.re_status = RPC_CANTDECODERES;
 	}
-	pthread_mutex_lock(&cr->lock);
-	cr->last_xid = rep.xid;
-	pthread_mutex_unlock(&cr->lock);
+	uint32_t xid = rep.xid;
 	rpcrdma_reply_free(&rep);
+	pthread_mutex_lock(&cr->lock);
+	cr->last_xid = xid;
+	cr->err = err;
+	pthread_mutex_unlock(&cr->lock);
+	return err.re_status;
 out:
 	pthread_mutex_lock(&cr->lock);
 	cr->err = err;
@@ -334,13 +337,6 @@ static const struct clnt_ops clnt_rdma_ops = {
 	.cl_control = clnt_rdma_control,
 };
 
-static void create_error(enum clnt_stat st, int rc)
-{
-	rpc_createerr.cf_stat = st;
-	rpc_createerr.cf_error.re_status = st;
-	rpc_createerr.cf_error.re_errno = rc < 0 ? -rc : rc;
-}
-
 /* A CLIENT around a native client (owned from now on). */
 CLIENT *tirpc_wrap_clnt(struct rpcrdma_clnt *nc, uint32_t prog, uint32_t vers,
 			const struct sockaddr_storage *addr, socklen_t addrlen)
@@ -351,7 +347,7 @@ CLIENT *tirpc_wrap_clnt(struct rpcrdma_clnt *nc, uint32_t prog, uint32_t vers,
 		free(cl);
 		free(cr);
 		rpcrdma_clnt_destroy(nc);
-		create_error(RPC_SYSTEMERROR, ENOMEM);
+		tirpc_create_error(RPC_SYSTEMERROR, ENOMEM);
 		return NULL;
 	}
 	cr->c = nc;
@@ -378,14 +374,14 @@ RPCRDMA_EXPORT CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog,
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	if (!host || rpcrdma_rpc_parse_addr(host, &addr, &addrlen) < 0) {
-		create_error(RPC_UNKNOWNHOST, RPCRDMA_ERR_ADDR);
+		tirpc_create_error(RPC_UNKNOWNHOST, RPCRDMA_ERR_ADDR);
 		return NULL;
 	}
 	struct rpcrdma_clnt *nc;
 	int rc = rpcrdma_clnt_create(host, (uint32_t)prog, (uint32_t)vers, opts,
 				     &nc);
 	if (rc < 0) {
-		create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNHOST : RPC_SYSTEMERROR,
+		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNHOST : RPC_SYSTEMERROR,
 			     rc);
 		return NULL;
 	}
@@ -399,21 +395,7 @@ RPCRDMA_EXPORT bool_t clnt_rdma_set_ulb(CLIENT *cl,
 	if (!is_rdma(cl) || (n && !procs))
 		return FALSE;
 	struct clnt_rdma *cr = CR(cl);
-	bool_t ok = TRUE;
-	pthread_mutex_lock(&cr->lock);
-	for (unsigned i = 0; i < n && ok; i++) {
-		struct ulb_entry e = {
-			.prog = cr->prog, .vers = cr->vers,
-			.proc = (uint32_t)procs[i].proc,
-			.ddp_arg = procs[i].ddp_arg,
-			.ddp_result_max = procs[i].ddp_result_max,
-			.reply_max = procs[i].reply_max,
-			.ddp_min = procs[i].ddp_min,
-		};
-		ok = ulb_set(&cr->ulb, &e) == 0;
-	}
-	pthread_mutex_unlock(&cr->lock);
-	return ok;
+	return ulb_set_procs(&cr->ulb, &cr->lock, cr->prog, cr->vers, procs, n);
 }
 
 RPCRDMA_EXPORT bool_t clnt_rdma_stats(CLIENT *cl, struct rpcrdma_stats *s)

@@ -81,27 +81,28 @@ static struct tirpc_call *cur_call(SVCXPRT *x)
 static bool ddp_results_allowed(SVCXPRT *x, struct rpcrdma_svc_req *req,
 				size_t *ddp_min)
 {
-	uint32_t prog = rpcrdma_svc_req_prog(req), vers = rpcrdma_svc_req_vers(req),
-		 proc = rpcrdma_svc_req_proc(req);
-	const struct ulb_entry *u = NULL;
-	bool allowed = false;
+	const struct ulb_table *t;
+	pthread_mutex_t *lock;
 	if (x->xp_p2 == &direct_tag) {
 		struct direct_xprt *d = (struct direct_xprt *)x;
-		if (d->ulb) {
-			pthread_mutex_lock(d->ulb_lock);
-			u = ulb_find(d->ulb, prog, vers, proc);
-			allowed = u && u->ddp_result_max;
-			*ddp_min = u && u->ddp_min ? u->ddp_min : RPCRDMA_TIRPC_DDP_MIN;
-			pthread_mutex_unlock(d->ulb_lock);
-		}
+		t = d->ulb;
+		lock = d->ulb_lock;
 	} else {
 		struct svc_rdma *s = x->xp_p1;
-		pthread_mutex_lock(&s->lock);
-		u = ulb_find(&s->ulb, prog, vers, proc);
-		allowed = u && u->ddp_result_max;
-		*ddp_min = u && u->ddp_min ? u->ddp_min : RPCRDMA_TIRPC_DDP_MIN;
-		pthread_mutex_unlock(&s->lock);
+		t = &s->ulb;
+		lock = &s->lock;
 	}
+	*ddp_min = RPCRDMA_TIRPC_DDP_MIN;
+	if (!t)
+		return false;
+	pthread_mutex_lock(lock);
+	const struct ulb_entry *u = ulb_find(t, rpcrdma_svc_req_prog(req),
+					     rpcrdma_svc_req_vers(req),
+					     rpcrdma_svc_req_proc(req));
+	bool allowed = u && u->ddp_result_max;
+	if (u && u->ddp_min)
+		*ddp_min = u->ddp_min;
+	pthread_mutex_unlock(lock);
 	return allowed;
 }
 
@@ -322,13 +323,6 @@ static enum rpcrdma_svc_stat queue_handler(struct rpcrdma_svc_req *req, void *ar
 	return c.status;
 }
 
-static void create_error(enum clnt_stat st, int rc)
-{
-	rpc_createerr.cf_stat = st;
-	rpc_createerr.cf_error.re_status = st;
-	rpc_createerr.cf_error.re_errno = rc < 0 ? -rc : rc;
-}
-
 RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 					const struct rpcrdma_opts *opts)
 {
@@ -337,14 +331,14 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 	if (!x || !s) {
 		free(x);
 		free(s);
-		create_error(RPC_SYSTEMERROR, ENOMEM);
+		tirpc_create_error(RPC_SYSTEMERROR, ENOMEM);
 		return NULL;
 	}
 	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd < 0) {
 		free(x);
 		free(s);
-		create_error(RPC_SYSTEMERROR, errno);
+		tirpc_create_error(RPC_SYSTEMERROR, errno);
 		return NULL;
 	}
 	pthread_mutex_init(&s->lock, NULL);
@@ -359,7 +353,7 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 		pthread_mutex_destroy(&s->lock);
 		free(x);
 		free(s);
-		create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNADDR : RPC_SYSTEMERROR, rc);
+		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNADDR : RPC_SYSTEMERROR, rc);
 		return NULL;
 	}
 	s->xprt = x;
@@ -390,21 +384,8 @@ RPCRDMA_EXPORT bool_t svc_rdma_set_ulb(SVCXPRT *x, rpcprog_t prog,
 	if (!x || x->xp_ops != &listen_ops || (n && !procs))
 		return FALSE;
 	struct svc_rdma *s = x->xp_p1;
-	bool_t ok = TRUE;
-	pthread_mutex_lock(&s->lock);
-	for (unsigned i = 0; i < n && ok; i++) {
-		struct ulb_entry e = {
-			.prog = (uint32_t)prog, .vers = (uint32_t)vers,
-			.proc = (uint32_t)procs[i].proc,
-			.ddp_arg = procs[i].ddp_arg,
-			.ddp_result_max = procs[i].ddp_result_max,
-			.reply_max = procs[i].reply_max,
-			.ddp_min = procs[i].ddp_min,
-		};
-		ok = ulb_set(&s->ulb, &e) == 0;
-	}
-	pthread_mutex_unlock(&s->lock);
-	return ok;
+	return ulb_set_procs(&s->ulb, &s->lock, (uint32_t)prog, (uint32_t)vers,
+			     procs, n);
 }
 
 /* ---------------------------------------------------------------------
@@ -506,7 +487,7 @@ RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
 {
 	SVCXPRT *x = rq ? rq->rq_xprt : NULL;
 	if (!x || (x->xp_ops != &listen_ops && x->xp_ops != &direct_ops)) {
-		create_error(RPC_UNKNOWNPROTO, RPCRDMA_ERR_INVAL);
+		tirpc_create_error(RPC_UNKNOWNPROTO, RPCRDMA_ERR_INVAL);
 		return NULL;
 	}
 	struct tirpc_call *c = cur_call(x);
@@ -514,7 +495,7 @@ RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
 	int rc = c ? rpcrdma_svc_req_clnt(c->req, (uint32_t)prog, (uint32_t)vers, &nc)
 		   : RPCRDMA_ERR_INVAL;
 	if (rc < 0) {
-		create_error(RPC_SYSTEMERROR, rc);
+		tirpc_create_error(RPC_SYSTEMERROR, rc);
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, NULL, 0);

@@ -26,6 +26,7 @@
 #include <rpc/rpc.h>
 
 #include "rpcrdma/rpcrdma.h"
+#include "rpcrdma/tirpc.h"
 
 struct xdr_gather {
 	uint8_t *buf;          /* inline bytes */
@@ -81,6 +82,15 @@ const struct ulb_entry *ulb_find(const struct ulb_table *t, uint32_t prog,
 /* Adds or replaces.  -1 when out of memory. */
 int ulb_set(struct ulb_table *t, const struct ulb_entry *e);
 void ulb_free(struct ulb_table *t);
+/* Adds the bindings of n procedures of (prog, vers) under lock.  FALSE
+ * when out of memory (the earlier entries stay). */
+bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
+		     uint32_t vers, const struct rpcrdma_ulb_proc *procs,
+		     unsigned n);
+
+/* Sets libtirpc's rpc_createerr (clnt_pcreateerror prints it); rc is an
+ * errno or a negative rpcrdma error, kept as a positive re_errno. */
+void tirpc_create_error(enum clnt_stat st, int rc);
 
 /* A libtirpc CLIENT around a native client, which it owns from now on
  * (destroyed on failure too).  NULL with rpc_createerr set. */

@@ -338,3 +338,31 @@ void ulb_free(struct ulb_table *t)
 	t->e = NULL;
 	t->n = t->cap = 0;
 }
+
+bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
+		     uint32_t vers, const struct rpcrdma_ulb_proc *procs,
+		     unsigned n)
+{
+	bool_t ok = TRUE;
+	pthread_mutex_lock(lock);
+	for (unsigned i = 0; i < n && ok; i++) {
+		struct ulb_entry e = {
+			.prog = prog, .vers = vers,
+			.proc = (uint32_t)procs[i].proc,
+			.ddp_arg = procs[i].ddp_arg,
+			.ddp_result_max = procs[i].ddp_result_max,
+			.reply_max = procs[i].reply_max,
+			.ddp_min = procs[i].ddp_min,
+		};
+		ok = ulb_set(t, &e) == 0;
+	}
+	pthread_mutex_unlock(lock);
+	return ok;
+}
+
+void tirpc_create_error(enum clnt_stat st, int rc)
+{
+	rpc_createerr.cf_stat = st;
+	rpc_createerr.cf_error.re_status = st;
+	rpc_createerr.cf_error.re_errno = rc < 0 ? -rc : rc;
+}
