@@ -48,6 +48,12 @@ static char addr_host[64];
 static const char *family = "127.0.0.1";
 static uint16_t port;
 
+/* The loopback address of the run with an ephemeral port. */
+static void listen_addr(char *buf, size_t cap)
+{
+	snprintf(buf, cap, strchr(addr_host, ':') ? "[%s]:0" : "%s:0", addr_host);
+}
+
 static uint8_t pat(uint32_t seed, size_t i)
 {
 	uint32_t x = (uint32_t)i * 2654435761u ^ seed * 40503u;
@@ -879,10 +885,7 @@ static void case_svc_destroy_midcall(void)
 {
 	char listen[96];
 	uint16_t keep = port;
-	if (strchr(addr_host, ':'))
-		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
-	else
-		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	listen_addr(listen, sizeof(listen));
 	struct rpcrdma_svc *s2 = start_server(listen);
 	CHECK(s2 != NULL);
 	if (!s2)
@@ -1026,10 +1029,7 @@ static void rates(struct rpcrdma_clnt *c)
 static int run_all(void)
 {
 	char listen[96];
-	if (strchr(addr_host, ':'))
-		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
-	else
-		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+	listen_addr(listen, sizeof(listen));
 	struct rpcrdma_svc *s = start_server(listen);
 	CHECK(s != NULL);
 	if (!s)
@@ -1068,17 +1068,16 @@ static int run_all(void)
 	TEST_MAIN_END();
 }
 
-/* The server lives in a child process that is SIGKILLed mid-call. */
-static int run_kill(void)
+/* A server in a child process (so it can be SIGKILLed); sets port.
+ * Returns the child's pid, or -1 (port 0) when it could not start. */
+static pid_t fork_server(void)
 {
 	int pfd[2];
 	char listen[96];
+	listen_addr(listen, sizeof(listen));
+	port = 0;
 	if (pipe(pfd) != 0)
-		return 1;
-	if (strchr(addr_host, ':'))
-		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
-	else
-		snprintf(listen, sizeof(listen), "%s:0", addr_host);
+		return -1;
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
@@ -1091,11 +1090,20 @@ static int run_kill(void)
 	}
 	close(pfd[1]);
 	uint16_t p = 0;
-	ssize_t r = read(pfd[0], &p, sizeof(p));
+	ssize_t r = pid > 0 ? read(pfd[0], &p, sizeof(p)) : -1;
 	close(pfd[0]);
 	CHECK(r == sizeof(p) && p != 0);
 	port = p;
-	struct rpcrdma_clnt *c = p ? connect_client(PROG, 1) : NULL;
+	return pid;
+}
+
+/* The server lives in a child process that is SIGKILLed mid-call. */
+static int run_kill(void)
+{
+	pid_t pid = fork_server();
+	if (pid < 0)
+		return 1;
+	struct rpcrdma_clnt *c = port ? connect_client(PROG, 1) : NULL;
 	if (c) {
 		case_null(c);
 		/* One sync call in flight and one async call. */
@@ -1163,37 +1171,16 @@ static void chaos_cb(void *arg, struct rpcrdma_reply *rep)
 
 static int run_chaos(void)
 {
-	char listen[96];
-	if (strchr(addr_host, ':'))
-		snprintf(listen, sizeof(listen), "[%s]:0", addr_host);
-	else
-		snprintf(listen, sizeof(listen), "%s:0", addr_host);
 	const uint32_t big = 256u << 10;
 	uint8_t *data = malloc(big);
 	for (uint32_t i = 0; i < big; i++)
 		data[i] = pat(7, i);
 	unsigned total = 0, ok_total = 0;
 	for (int round = 0; round < 10; round++) {
-		int pfd[2];
-		if (pipe(pfd) != 0)
+		pid_t pid = fork_server();
+		if (pid < 0)
 			break;
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(pfd[0]);
-			struct rpcrdma_svc *s = start_server(listen);
-			uint16_t p = s ? rpcrdma_svc_port(s) : 0;
-			ssize_t w = write(pfd[1], &p, sizeof(p));
-			(void)w;
-			for (;;)
-				pause();
-		}
-		close(pfd[1]);
-		uint16_t p = 0;
-		ssize_t r = read(pfd[0], &p, sizeof(p));
-		close(pfd[0]);
-		CHECK(r == sizeof(p) && p != 0);
-		port = p;
-		struct rpcrdma_clnt *c = p ? connect_client(PROG, 1) : NULL;
+		struct rpcrdma_clnt *c = port ? connect_client(PROG, 1) : NULL;
 		if (!c) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);

@@ -35,6 +35,8 @@
 
 #include "mount3.h"
 #include "nfs3.h"
+#define REPORT_NAME "nfs3_interop"
+#include "interop_report.h"
 #ifdef RPCRDMA_HAVE_TIRPC
 #include "rpcrdma/tirpc.h"
 #endif
@@ -42,37 +44,7 @@
 #define MiB (1024u * 1024u)
 #define NPROC3 22
 
-static int failures;
 static unsigned ncalls[NPROC3];
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "nfs3_interop: FAIL: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	failures++;
-}
-
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("nfs3_interop: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* One call through a generated stub: counts it (for the server-counter
  * check) and reports transport errors with clnt_sperror's text. */
@@ -234,34 +206,6 @@ static void remove_file(CLIENT *c, const nfs_fh3 *dir, const char *name)
 
 /* Reads /proc/net/rpc/nfsd (or a saved copy): "rpc calls badcalls badfmt
  * badauth badclnt" and "proc3 22 n0 .. n21". */
-static int read_stats(const char *path, unsigned long rpc[5],
-		      unsigned long proc3[NPROC3])
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	char line[1024];
-	int got = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "rpc ", 4) == 0 &&
-		    sscanf(line + 4, "%lu %lu %lu %lu %lu", &rpc[0], &rpc[1],
-			   &rpc[2], &rpc[3], &rpc[4]) == 5)
-			got |= 1;
-		if (strncmp(line, "proc3 ", 6) == 0) {
-			char *p = line + 6, *end;
-			unsigned long n = strtoul(p, &end, 10);
-			p = end;
-			for (unsigned long i = 0; i < n && i < NPROC3; i++) {
-				proc3[i] = strtoul(p, &end, 10);
-				p = end;
-			}
-			got |= 2;
-		}
-	}
-	fclose(f);
-	return got == 3 ? 0 : -1;
-}
-
 static void check_server_counters(const char *before_path)
 {
 	unsigned long rb[5], ra[5], pb[NPROC3] = { 0 }, pa[NPROC3] = { 0 };
@@ -269,8 +213,8 @@ static void check_server_counters(const char *before_path)
 		note("NFSD_STATS not set: server counters not checked");
 		return;
 	}
-	if (read_stats(before_path, rb, pb) < 0 ||
-	    read_stats("/proc/net/rpc/nfsd", ra, pa) < 0) {
+	if (nfsd_stats(before_path, "proc3", rb, pb, NPROC3) < 0 ||
+	    nfsd_stats("/proc/net/rpc/nfsd", "proc3", ra, pa, NPROC3) < 0) {
 		fail("cannot read nfsd statistics");
 		return;
 	}

@@ -31,35 +31,14 @@
 #include <rpc/rpc.h>
 
 #include "nfs41.h"
+#define REPORT_NAME "nfs41_interop"
+#include "interop_report.h"
 #ifdef RPCRDMA_HAVE_TIRPC
 #include "rpcrdma/tirpc.h"
 #endif
 
-static int failures;
 static unsigned nops[64];   /* operations we sent, by opnum */
 static unsigned ncompound;  /* COMPOUND procedures we sent */
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "nfs41_interop: FAIL: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-	failures++;
-}
-
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	printf("nfs41_interop: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-}
 
 /* One COMPOUND with one operation; returns that operation's result
  * (inside *res, which the caller frees) or NULL. */
@@ -189,33 +168,6 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
 
 /* ------------------------------------------------------------------ */
 
-static int read_ops(const char *path, unsigned long ops[64], unsigned long rpc[5])
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	char line[4096];
-	int got = 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "rpc ", 4) == 0 &&
-		    sscanf(line + 4, "%lu %lu %lu %lu %lu", &rpc[0], &rpc[1],
-			   &rpc[2], &rpc[3], &rpc[4]) == 5)
-			got |= 1;
-		if (strncmp(line, "proc4ops ", 9) == 0) {
-			char *p = line + 9, *end;
-			unsigned long n = strtoul(p, &end, 10);
-			p = end;
-			for (unsigned long i = 0; i < n && i < 64; i++) {
-				ops[i] = strtoul(p, &end, 10);
-				p = end;
-			}
-			got |= 2;
-		}
-	}
-	fclose(f);
-	return got == 3 ? 0 : -1;
-}
-
 static void check_server_counters(const char *before)
 {
 	unsigned long ob[64] = { 0 }, oa[64] = { 0 }, rb[5], ra[5];
@@ -223,7 +175,8 @@ static void check_server_counters(const char *before)
 		note("NFSD_STATS not set: server counters not checked");
 		return;
 	}
-	if (read_ops(before, ob, rb) < 0 || read_ops("/proc/net/rpc/nfsd", oa, ra) < 0) {
+	if (nfsd_stats(before, "proc4ops", rb, ob, 64) < 0 ||
+	    nfsd_stats("/proc/net/rpc/nfsd", "proc4ops", ra, oa, 64) < 0) {
 		fail("cannot read nfsd statistics");
 		return;
 	}
@@ -254,13 +207,6 @@ struct local_open {
 	double took_ms;
 	int err;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* A local writer: its open() breaks the NFS client's read delegation
  * (the kernel's lease) and waits until the delegation is returned. */
