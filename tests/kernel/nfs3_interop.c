@@ -37,9 +37,7 @@
 #include "nfs3.h"
 #define REPORT_NAME "nfs3_interop"
 #include "interop_report.h"
-#ifdef RPCRDMA_HAVE_TIRPC
 #include "rpcrdma/tirpc.h"
-#endif
 
 #define MiB (1024u * 1024u)
 #define NPROC3 22
@@ -68,7 +66,6 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 		if (!c)
 			fail("clnt_create tcp: %s", clnt_spcreateerror(server));
 	} else if (strcmp(transport, "rdma") == 0) {
-#ifdef RPCRDMA_HAVE_TIRPC
 		char addr[300];
 		snprintf(addr, sizeof(addr), "%s:20049", server);
 		struct rpcrdma_opts o;
@@ -95,11 +92,6 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 			if (!clnt_rdma_set_ulb(c, b, 3))
 				fail("clnt_rdma_set_ulb");
 		}
-#else
-		(void)provider;
-		(void)ulb;
-		fail("built without rpcrdma/tirpc.h: no rdma transport");
-#endif
 	} else {
 		fail("unknown transport %s", transport);
 	}
@@ -433,7 +425,6 @@ int main(int argc, char **argv)
 					fail("Long Call WRITE: nfsstat3 %d", wr.status);
 				clnt_freeres(lc, (xdrproc_t)xdr_WRITE3res, (char *)&wr);
 			}
-#ifdef RPCRDMA_HAVE_TIRPC
 			struct rpcrdma_stats ls;
 			if (clnt_rdma_stats(lc, &ls)) {
 				note("Long Call client: %llu Long Call(s) sent",
@@ -441,7 +432,6 @@ int main(int argc, char **argv)
 				if (ls.long_calls < 1)
 					fail("the 8 KiB WRITE without DDP was not a Long Call");
 			}
-#endif
 			auth_destroy(lc->cl_auth);
 			clnt_destroy(lc);
 		}
@@ -453,7 +443,6 @@ int main(int argc, char **argv)
 	}
 	remove_file(c, &root, "big");
 
-#ifdef RPCRDMA_HAVE_TIRPC
 	struct rpcrdma_stats st;
 	if (rdma && clnt_rdma_stats(c, &st)) {
 		note("RPC-over-RDMA: inline thresholds send %u / receive %u, "
@@ -484,7 +473,6 @@ int main(int argc, char **argv)
 		if (st.credits_granted < 1)
 			fail("no credit granted");
 	}
-#endif
 	auth_destroy(c->cl_auth);
 	clnt_destroy(c);
 	unmount_root(server, export);

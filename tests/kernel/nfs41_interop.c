@@ -33,9 +33,7 @@
 #include "nfs41.h"
 #define REPORT_NAME "nfs41_interop"
 #include "interop_report.h"
-#ifdef RPCRDMA_HAVE_TIRPC
 #include "rpcrdma/tirpc.h"
-#endif
 
 static unsigned nops[64];   /* operations we sent, by opnum */
 static unsigned ncompound;  /* COMPOUND procedures we sent */
@@ -100,7 +98,6 @@ static nfs_resop4 *compoundn(CLIENT *c, nfs_argop4 *ops, unsigned n,
 static atomic_uint cb_nulls, cb_compounds, cb_sequences, cb_recalls;
 static stateid4 recalled;
 
-#ifdef RPCRDMA_HAVE_TIRPC
 static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
 {
 	switch (rq->rq_proc) {
@@ -164,7 +161,6 @@ static void cb_dispatch(struct svc_req *rq, SVCXPRT *x)
 		svcerr_noproc(x);
 	}
 }
-#endif
 
 /* ------------------------------------------------------------------ */
 
@@ -417,7 +413,6 @@ int main(int argc, char **argv)
 		if (!c)
 			fail("clnt_create: %s", clnt_spcreateerror(server));
 	} else {
-#ifdef RPCRDMA_HAVE_TIRPC
 		char addr[300];
 		snprintf(addr, sizeof(addr), "%s:20049", server);
 		struct rpcrdma_opts o;
@@ -429,10 +424,6 @@ int main(int argc, char **argv)
 		else if (!clnt_rdma_register_callback(c, NFS4_CALLBACK, NFS_CB,
 						      cb_dispatch))
 			fail("cannot register the callback program");
-#else
-		(void)provider;
-		fail("built without rpcrdma/tirpc.h: no rdma transport");
-#endif
 	}
 	if (!c)
 		return 1;
@@ -561,7 +552,6 @@ int main(int argc, char **argv)
 		note("reverse-direction calls answered: CB_NULL %u, CB_COMPOUND %u "
 		     "(CB_SEQUENCE %u)", atomic_load(&cb_nulls),
 		     atomic_load(&cb_compounds), atomic_load(&cb_sequences));
-#ifdef RPCRDMA_HAVE_TIRPC
 		struct rpcrdma_stats st;
 		if (clnt_rdma_stats(c, &st))
 			note("RPC-over-RDMA: %llu reverse-direction calls received, "
@@ -574,7 +564,6 @@ int main(int argc, char **argv)
 			     (unsigned long long)st.bad_replies,
 			     st.send_threshold, st.recv_threshold,
 			     st.credits_granted);
-#endif
 	}
 
 	/* A real callback: a read delegation on a file, then a local write
