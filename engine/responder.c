@@ -615,6 +615,23 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	return 0;
 }
 
+
+/* The reply is over (sent, or its connection is gone).  One the ULP
+ * answered keeps its slot until the REPLY_SENT event, its registrations
+ * given back; one the engine answered alone (an error reply) is freed. */
+static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (!s->ulp) {
+		rpcrdma_rs_free(e, s);
+		return;
+	}
+	for (uint32_t i = 0; i < s->nmr; i++)
+		e->mem.release(e->mem.ctx, &s->mr[i]);
+	s->nmr = 0;
+	s->state = RS_DONE;
+	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+}
+
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
@@ -636,15 +653,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		s->sq_held = 0;
 		if (s->state != RS_SENDING)
 			break;
-		if (s->ulp) {
-			for (uint32_t i = 0; i < s->nmr; i++)
-				e->mem.release(e->mem.ctx, &s->mr[i]);
-			s->nmr = 0;
-			s->state = RS_DONE;
-			rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
-		} else {
-			rpcrdma_rs_free(e, s);
-		}
+		rs_finish(e, s);
 		break;
 	default:
 		break;
@@ -664,16 +673,9 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 		break; /* stale: submit_reply() reports it */
 	case RS_WAIT_SQ:
 	case RS_SENDING:
-		if (s->ulp) {
-			for (uint32_t i = 0; i < s->nmr; i++)
-				e->mem.release(e->mem.ctx, &s->mr[i]);
-			s->nmr = 0;
+		if (s->ulp)
 			s->reply_status = RPCRDMA_ERR_DISCONNECTED;
-			s->state = RS_DONE;
-			rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
-		} else {
-			rpcrdma_rs_free(e, s);
-		}
+		rs_finish(e, s);
 		break;
 	default:
 		break;
