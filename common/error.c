@@ -52,6 +52,11 @@ RPCRDMA_EXPORT const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_PEER_ERROR: return "peer reported a transport error";
 	case RPCRDMA_ERR_NO_CREDIT: return "no credit available";
 	case RPCRDMA_ERR_CANCELLED: return "cancelled";
+	case RPCRDMA_ERR_PEER_ERR_SYSTEM: return "peer reported RDMA2_ERR_SYSTEM";
+	case RPCRDMA_ERR_PEER_ERR_RESOURCE:
+		return "peer lacks the resources the call needs";
+	case RPCRDMA_ERR_PEER_NO_REVERSE:
+		return "peer does not accept this reverse-direction call";
 	case RPCRDMA_ERR_RPC_PROG_UNAVAIL: return "RPC program unavailable";
 	case RPCRDMA_ERR_RPC_PROG_MISMATCH: return "RPC program version mismatch";
 	case RPCRDMA_ERR_RPC_PROC_UNAVAIL: return "RPC procedure unavailable";

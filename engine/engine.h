@@ -30,6 +30,11 @@
  * Memory registration is injected (struct rpcrdma_engine_mem_ops), so the
  * engine works over any provider and tests use a fake.
  *
+ * Version 2 (draft-cel-nfsv4-rpcrdma-version-two-09) is the same engine
+ * with another header codec, RDMA2_CONNPROP, rdma_inv_handle, the
+ * RDMA2_ERROR codes with their recoveries, and version negotiation; the
+ * choices on the draft's open points are in docs/v2.md.
+ *
  * Wire choices, each from the RFC text:
  *  - Shape of a call (RFC 8166 §3.5): Short (RDMA_MSG, all inline) when
  *    the whole message fits the call inline threshold; otherwise Chunked
@@ -105,6 +110,19 @@ struct rpcrdma_engine_mem_ops {
 /* ---------------------------------------------------------------------
  * Configuration
  */
+
+/* Which RPC-over-RDMA versions a connection may speak (draft-cel-nfsv4-
+ * rpcrdma-version-two §7; docs/v2.md). */
+enum rpcrdma_engine_versions {
+	RPCRDMA_ENGINE_V1_ONLY = 1,   /* RFC 8166 only: v2 gets ERR_VERS */
+	RPCRDMA_ENGINE_V2_ONLY = 2,   /* v2 only: v1 gets ERR_VERS; a v1-only
+					 server fails the calls */
+	RPCRDMA_ENGINE_PREFER_V2 = 3, /* client: open in v2, continue in v1
+					 after ERR_VERS or a lost opener;
+					 server: answer each client in its
+					 version (the default) */
+};
+
 struct rpcrdma_engine_config {
 	uint32_t max_calls;        /* Requester: calls in flight at most;
 				      credits requested; grants are clamped
@@ -121,12 +139,32 @@ struct rpcrdma_engine_config {
 				      Default 1 MiB. */
 	uint32_t max_chunk_bytes;  /* Responder: largest Write / Reply chunk
 				      total accepted.  Default 1 MiB. */
+	uint32_t max_read_chunks;  /* Responder: Read chunks besides a
+				      Position-Zero one accepted in a call;
+				      more -> RDMA2_ERR_READ_CHUNKS (v1:
+				      ERR_CHUNK).  Default 16. */
 	uint32_t sq_depth;         /* send queue entries the driver created;
 				      default 4 * (max_calls + credits) */
 	uint32_t max_retries;      /* resends on a new connection before a
 				      call fails with ERR_DISCONNECTED.
 				      Default 0. */
 	uint32_t xid_seed;         /* first XID */
+	uint32_t versions;         /* enum rpcrdma_engine_versions; default
+				      PREFER_V2 */
+	bool client;               /* we opened the connection: we choose
+				      the version (§7); the other side
+				      follows the first message it gets.
+				      Default false. */
+	uint32_t neg_timeout_ms;   /* client: a v2 opener unanswered this
+				      long counts as lost and the
+				      connection continues in v1 (§7.2).
+				      Default 2000. */
+	bool peer_v1_only;         /* client: this server already answered a
+				      v2 opener with ERR_VERS (remembered by
+				      the caller, §7.2): start in v1 */
+	uint32_t v2_brs;           /* RDMA2_PROPID_BRS we advertise
+				      (enum rpcrdma_v2_rvreqsup); default
+				      GENL: we take chunked reverse calls */
 	struct rpcrdma_limits limits; /* decode limits (header size is
 					 forced <= max_inline_recv) */
 };
@@ -163,6 +201,10 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
  * RPCRDMA_ERR_BUSY if already connected. */
 int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 			       size_t len, uint32_t ord, uint64_t now);
+
+/* Time passes: a client's unanswered v2 opener times out here (§7.2).
+ * Call it now and then (the RPC loop does on every tick). */
+void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
 /* The connection is gone.  Every work request the engine handed out is
  * forgotten (their flushed completions may still be fed in; they are
@@ -285,8 +327,9 @@ struct rpcrdma_engine_event {
 	/* CALL_DONE, REPLY_SENT */
 	void *user;
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
-				_ERR_CHUNK, _DISCONNECTED (retries used
-				up).  REPLY_SENT: 0, or _DISCONNECTED if
+				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
+				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
+				(retries used up).  REPLY_SENT: 0, or _DISCONNECTED if
 				the connection died first, or
 				_PEER_ERR_CHUNK if ERR_CHUNK went instead */
 	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
@@ -294,6 +337,8 @@ struct rpcrdma_engine_event {
 	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into
 				each Write chunk (0: unused or empty) */
 	uint32_t peer_vers_low, peer_vers_high; /* ERR_VERS */
+	uint32_t peer_err;   /* the RDMA_ERROR / RDMA2_ERROR code that
+				ended the call (0: none) */
 	/* INCOMING_CALL: the whole unreduced RPC Call message, valid until
 	 * the REPLY_SENT event of its reply (or submit_reply() failing). */
 	uint32_t call_id;
@@ -339,6 +384,16 @@ struct rpcrdma_engine_counters {
 	uint64_t done_dropped;     /* RDMA_DONE discarded (§4.6.2) */
 	uint64_t short_dropped;    /* under 28 bytes (§4.5) */
 	uint64_t connections;      /* established() calls */
+	/* Version 2 */
+	uint64_t connprop_sent, connprop_recv; /* RDMA2_CONNPROP */
+	uint64_t vers_fallbacks;   /* v2 opener answered by ERR_VERS or
+				      lost: continued in v1 (§7.2) */
+	uint64_t recoveries;       /* calls resent (same XID) after an
+				      RDMA2_ERROR (§5.3.3) */
+	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by rdma_err code;
+				      v1 ERR_VERS/ERR_CHUNK count here too
+				      as codes 1/2 */
+	uint64_t reverse_refused;  /* reverse calls the peer's BRS forbade */
 };
 
 void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,
@@ -354,6 +409,17 @@ struct rpcrdma_engine_info {
 	uint32_t calls_in_flight; /* sent, not yet answered */
 	uint32_t recvs_posted;
 	uint32_t ord;
+	/* Version: 0 while unknown (a server before the first message, a
+	 * client waiting for the answer to its v2 opener), else 1 or 2. */
+	uint32_t version;
+	bool negotiating;         /* client: v2 opener not yet answered */
+	bool peer_v1_only;        /* a v2 opener got ERR_VERS or was lost;
+				     later connections of this engine
+				     start in v1 (§7.2) */
+	bool peer_props;          /* RDMA2_CONNPROP received */
+	uint32_t peer_rbsiz;      /* peer's Receive Buffer Size (4096 when
+				     it sent none, §4.2.1) */
+	uint32_t peer_brs;        /* peer's Reverse Request Support */
 };
 
 void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,

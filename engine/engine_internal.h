@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "wire/cm_private_data.h"
 #include "wire/rpcrdma_v1.h"
+#include "wire/rpcrdma_v2.h"
 
 #define RPCRDMA_NIL UINT32_MAX
 /* Registrations one call can hold: a Read chunk or PZRC segment per
@@ -64,7 +65,24 @@ enum rpcrdma_rq_wait {
 	WAIT_CREDIT,
 	WAIT_MR,
 	WAIT_SQ,
+	/* A resend after an RDMA2_ERROR waits for the first Send's
+	 * completion (its buffer is reused); not on the FIFO: the Send
+	 * completion puts it back. */
+	WAIT_SEND,
 };
+
+/* A received transport header, version-neutral: what the roles need from
+ * a v1 or a v2 header (the two share chunk lists, header type numbers
+ * 0/1/4 and error codes 1/2). */
+struct rx_view {
+	uint32_t vers, xid, credit, proc;
+	bool response;        /* v2 RPCRDMA2_F_RESPONSE; v1: by direction */
+	uint32_t inv_handle;  /* v2 rdma_inv_handle; 0 in v1 */
+	const struct rpcrdma_chunk_lists *cl;
+	struct rpcrdma_v2_error err; /* proc == RDMA_ERROR: code and body */
+};
+
+enum shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
 
 /*
  * Responder per-RPC state.  A slot owns its send buffer, a small call
@@ -132,6 +150,20 @@ struct rq {
 	uint32_t vers_low, vers_high;
 	uint32_t held_rbuf;  /* inline reply awaiting copy, or NIL */
 	size_t held_off;
+	/* Version 2. */
+	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
+	enum shape shape;    /* shape of the last attempt */
+	uint32_t offered_writes; /* Write chunks in the last attempt */
+	uint32_t peer_err;   /* error code that ended the call */
+	/* Recovery after an RDMA2_ERROR (§5.3.3): how the resend differs. */
+	bool resend;         /* resend once invalidation is done */
+	uint32_t recoveries;
+	bool force_long;     /* Position-Zero Read chunk (ERR_READ_CHUNKS) */
+	bool force_reply;    /* offer a Reply chunk (ERR_REPLY_RESOURCE...) */
+	uint32_t max_writes; /* Write chunks at most (ERR_WRITE_CHUNKS) */
+	uint32_t empty_mask; /* Write chunks offered empty (WRITE_RESOURCE) */
+	bool want_bounce;    /* one-segment Long Call (ERR_SEGMENTS) */
+	uint8_t *bounce;     /* the whole Payload stream, contiguous */
 };
 
 struct rs {
@@ -168,13 +200,30 @@ struct rs {
 	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
 	uint8_t *staging;    /* Long Reply's reduced stream */
 	uint32_t sq_held;
-	uint32_t err;        /* RDMA_ERROR to send: ERR_VERS / ERR_CHUNK */
+	uint32_t err;        /* RDMA_ERROR to send: v2 code numbering
+				(1 ERR_VERS, 2 BAD_XDR = v1 ERR_CHUNK ...);
+				a v1 connection gets ERR_CHUNK for 3..9 */
 	uint32_t err_vers;   /* rdma_vers to echo */
+	bool err_v2;         /* the error goes out in the v2 layout */
+	struct rpcrdma_v2_error ebody;
+	uint32_t vers;       /* version of the call */
+	uint32_t inv_handle; /* the call's rdma_inv_handle (v2) */
+	bool connprop;       /* this slot sends our RDMA2_CONNPROP */
+	bool connprop_resp;  /* ... as the answer to the peer's (xid) */
 };
 
 struct fifo {
 	uint32_t head, tail;
 };
+
+/* Take the whole list (its head; RPCRDMA_NIL when empty), leaving it
+ * empty: a slot run from the taken list may queue itself again. */
+static inline uint32_t fifo_take(struct fifo *f)
+{
+	uint32_t h = f->head;
+	f->head = f->tail = RPCRDMA_NIL;
+	return h;
+}
 
 struct rpcrdma_engine {
 	struct rpcrdma_engine_config cfg;
@@ -189,6 +238,17 @@ struct rpcrdma_engine {
 	uint32_t ord;
 	uint32_t reads_inflight;
 	uint32_t sq_avail;
+	struct rpcrdma_cm_pdata peer_pdata;
+
+	/* Version (draft §7).  vers 0: not known yet. */
+	uint32_t vers;
+	bool negotiating;      /* client: v2 opener out, no answer yet */
+	uint32_t neg_xid;
+	uint64_t neg_deadline;
+	bool peer_v1_only;     /* remembered across connections (§7.2) */
+	bool vers_failed;      /* V2_ONLY against a v1 server */
+	bool peer_props;       /* RDMA2_CONNPROP received */
+	uint32_t peer_rbsiz, peer_brs;
 
 	/* Requester role. */
 	uint32_t granted;      /* clamped grant, >= 1 */
@@ -226,6 +286,9 @@ struct rpcrdma_engine {
 	/* Scratch headers (large: embedded chunk lists). */
 	struct rpcrdma_v1_hdr rx_hdr;
 	struct rpcrdma_v1_hdr tx_hdr;
+	struct rpcrdma_v2_hdr rx_hdr2;
+	struct rpcrdma_v2_hdr tx_hdr2; /* prefix, errors and properties; the
+					  chunk lists come from tx_hdr */
 };
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
@@ -244,12 +307,22 @@ void rpcrdma_progress(struct rpcrdma_engine *e);
 void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx);
 bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid);
 uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e);
+size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
+			const struct rpcrdma_v1_hdr *h);
+int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
+		       const struct rpcrdma_v1_hdr *h, bool response,
+		       uint32_t inv_handle);
+void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
+			uint32_t *hi);
+bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
+			     uint32_t *rkey);
 
 /* requester.c */
 void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
-bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey);
+void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status);
 void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
@@ -257,10 +330,18 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
 
 /* responder.c */
-void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
 		     const uint8_t *msg, size_t len);
+/* Answer xid (whose header carried rdma_vers vers) with an RDMA_ERROR /
+ * RDMA2_ERROR: in the v2 layout when v2, else v1's (codes above 2
+ * become ERR_CHUNK).  body: the code and its fields. */
 void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
-		      uint32_t err);
+		      bool v2, const struct rpcrdma_v2_error *body);
+void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
+			   uint32_t vers, bool v2, uint32_t code);
+/* Send our RDMA2_CONNPROP: as the answer to the peer's (resp, with its
+ * xid) or on our own (a fresh xid). */
+void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp);
 void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);

@@ -48,6 +48,8 @@ static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 			e->in_flight--;
 	}
 	rpcrdma_rq_release_mrs(e, q);
+	free(q->bounce);
+	q->bounce = NULL;
 	/* Return the reservation except the pending Send's own entry. */
 	uint32_t keep = q->send_pending ? 1 : 0;
 	if (q->sq_held > keep) {
@@ -117,6 +119,18 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->reply_len = 0;
 	q->nresults = 0;
 	q->vers_low = q->vers_high = 0;
+	q->inv_handle = 0;
+	q->shape = SHAPE_SHORT;
+	q->offered_writes = 0;
+	q->peer_err = 0;
+	q->resend = false;
+	q->recoveries = 0;
+	q->force_long = false;
+	q->force_reply = false;
+	q->max_writes = UINT32_MAX;
+	q->empty_mask = 0;
+	q->want_bounce = false;
+	q->bounce = NULL;
 	memset(q->result_len, 0, sizeof q->result_len);
 	memset(q->pad, 0, sizeof q->pad);
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID. */
@@ -161,8 +175,6 @@ static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
 	return 0;
 }
 
-enum shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
-
 /* Build the header (registering chunks) for the chosen shape.  Returns 0,
  * AGAIN, or another registration error; on error nothing stays held. */
 static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
@@ -187,12 +199,23 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	h->vers = RPCRDMA_VERSION_1;
 	h->credit = e->cfg.max_calls; /* credits requested */
 	h->proc = RPCRDMA_V1_MSG;
+	q->inv_handle = 0;
+	/* Draft §4.2.2: a server may send a reverse-direction call with
+	 * chunks only to a client that said RDMA2_RVREQSUP_GENL. */
+	bool inline_only = e->vers == RPCRDMA_VERSION_2 && !e->cfg.client &&
+			   e->peer_brs != RPCRDMA_V2_RVREQSUP_GENL;
 
-	/* Write list: one chunk per DDP-eligible result (§4.3.2). */
-	for (unsigned i = 0; i < r->nresults; i++) {
+	/* Write list: one chunk per DDP-eligible result (§4.3.2); after an
+	 * RDMA2_ERR_WRITE_CHUNKS no more than the peer takes, after
+	 * RDMA2_ERR_WRITE_RESOURCE the short one offered empty (§4.3.2.3:
+	 * its result comes inline). */
+	uint32_t nw = r->nresults < q->max_writes ? r->nresults : q->max_writes;
+	if (inline_only)
+		nw = 0;
+	for (unsigned i = 0; i < nw; i++) {
 		struct rpcrdma_write_chunk *wc = &h->chunks.writes[i];
 		wc->nsegs = 0;
-		if (r->results[i].len) {
+		if (r->results[i].len && !(q->empty_mask & (1u << i))) {
 			rc = reg_remote(e, q, r->results[i].base, r->results[i].len,
 					RPCRDMA_ACCESS_REMOTE_WRITE |
 						RPCRDMA_ACCESS_LOCAL_WRITE,
@@ -202,13 +225,15 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			wc->nsegs = 1;
 		}
 	}
-	h->chunks.nwrites = r->nresults;
+	h->chunks.nwrites = nw;
+	q->offered_writes = nw;
 	/* Reply chunk (§4.3.3) when the largest reply may not fit: the
 	 * reply header echoes our Write list, plus an absent Read list and
-	 * Reply chunk. */
+	 * Reply chunk.  A recovery may ask for one regardless. */
 	h->chunks.has_reply = false;
-	size_t reply_hdr = rpcrdma_v1_size(h);
-	if (r->reply_max && reply_hdr + r->reply_max > e->thr.recv) {
+	size_t reply_hdr = rpcrdma_hdr_size(e, h);
+	if (r->reply_max && !inline_only &&
+	    (q->force_reply || reply_hdr + r->reply_max > e->thr.recv)) {
 		rc = reg_remote(e, q, r->reply_buf, r->reply_max,
 				RPCRDMA_ACCESS_REMOTE_WRITE |
 					RPCRDMA_ACCESS_LOCAL_WRITE,
@@ -220,15 +245,20 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		q->reply_offered = true;
 	}
 
-	if (rpcrdma_v1_size(h) + unreduced <= e->thr.send) {
+	if (!q->force_long && rpcrdma_hdr_size(e, h) + unreduced <= e->thr.send) {
 		*shape = SHAPE_SHORT;
 		*inline_len = (size_t)unreduced;
 		return 0;
 	}
+	if (inline_only) {
+		e->ctr.reverse_refused++;
+		rc = RPCRDMA_ERR_PEER_NO_REVERSE;
+		goto fail;
+	}
 	/* Chunked: each DDP-eligible argument into a Read chunk at its
 	 * unreduced XDR position (§4.3.1.1), without roundup (§3.4.5.2). */
-	if (nddp) {
-		size_t hsz = rpcrdma_v1_size(h) +
+	if (nddp && !q->force_long) {
+		size_t hsz = rpcrdma_hdr_size(e, h) +
 			     nddp * (4 + 4 + 16); /* discriminator + P + HLOO */
 		if (hsz + reduced <= e->thr.send) {
 			uint64_t pos = 0;
@@ -258,7 +288,18 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	h->proc = RPCRDMA_V1_NOMSG;
 	uint32_t n = 0;
 	struct rpcrdma_segment padseg = {0, 0, 0};
-	for (unsigned i = 0; i < r->nmsg; i++) {
+	if (q->bounce) {
+		/* One segment over the contiguous copy (RDMA2_ERR_SEGMENTS
+		 * recovery). */
+		rc = reg_remote(e, q, q->bounce, (size_t)unreduced,
+				RPCRDMA_ACCESS_REMOTE_READ,
+				&h->chunks.reads[0].target);
+		if (rc)
+			goto fail;
+		h->chunks.reads[0].position = 0;
+		h->chunks.nreads = 1;
+	}
+	for (unsigned i = 0; i < r->nmsg && !q->bounce; i++) {
 		const struct rpcrdma_iov *v = &r->msg[i];
 		if (!v->len)
 			continue;
@@ -284,7 +325,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			h->chunks.nreads = n;
 		}
 	}
-	if (rpcrdma_v1_size(h) > e->thr.send) {
+	if (rpcrdma_hdr_size(e, h) > e->thr.send) {
 		rc = RPCRDMA_ERR_NOSPACE;
 		goto fail;
 	}
@@ -307,10 +348,38 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
-	if (!e->connected || e->close_asked) {
+	if (q->send_pending) {
+		/* A resend: the first Send still owns sbuf. */
+		q->wait = WAIT_SEND;
+		return;
+	}
+	if (e->vers_failed) {
+		complete_call(e, q, RPCRDMA_ERR_PEER_ERR_VERS);
+		return;
+	}
+	/* §7: nothing but the v2 opener until the server answers it; a
+	 * server sends nothing before it knows the client's version. */
+	if (!e->connected || e->close_asked || !e->vers) {
 		q->wait = WAIT_CONN;
 		rpcrdma_rq_enqueue(e, q);
 		return;
+	}
+	if (e->vers == RPCRDMA_VERSION_2 && !e->cfg.client &&
+	    e->peer_brs == RPCRDMA_V2_RVREQSUP_NONE) {
+		/* Draft §4.2.2: this client takes no reverse calls. */
+		e->ctr.reverse_refused++;
+		complete_call(e, q, RPCRDMA_ERR_PEER_NO_REVERSE);
+		return;
+	}
+	if (q->want_bounce && !q->bounce) {
+		size_t total = 0;
+		for (unsigned i = 0; i < q->req.nmsg; i++)
+			total += q->req.msg[i].len + pad4(q->req.msg[i].len);
+		q->bounce = calloc(1, total ? total : 1);
+		if (!q->bounce) {
+			complete_call(e, q, RPCRDMA_ERR_NOMEM);
+			return;
+		}
 	}
 	/* §3.3.1: never more unacknowledged calls than granted. */
 	if (e->in_flight >= e->granted) {
@@ -331,6 +400,15 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID (written again
 	 * on every attempt: a resend keeps it, §4.5.5). */
 	rpcrdma_be32_put(q->msg[0].base, q->xid);
+	if (q->bounce) {
+		uint8_t *b = q->bounce;
+		for (unsigned i = 0; i < q->req.nmsg; i++) {
+			const struct rpcrdma_iov *v = &q->req.msg[i];
+			if (v->len)
+				memcpy(b, v->base, v->len);
+			b += v->len + pad4(v->len); /* calloc'd: pads are 0 */
+		}
+	}
 	int rc = marshal(e, q, &shape, &inl);
 	if (rc == RPCRDMA_ERR_AGAIN) {
 		wait_on(e, q, WAIT_MR);
@@ -355,7 +433,12 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		return;
 	}
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-	int hlen = w ? rpcrdma_v1_encode(q->sbuf, e->ssize, &e->tx_hdr)
+	/* Draft §3.3: name the one handle the Responder may invalidate. */
+	if (e->vers == RPCRDMA_VERSION_2 && e->cfg.remote_inv &&
+	    !rpcrdma_pick_inv_handle(&e->tx_hdr.chunks, &q->inv_handle))
+		q->inv_handle = 0;
+	int hlen = w ? rpcrdma_hdr_encode(e, q->sbuf, e->ssize, &e->tx_hdr,
+					  false, q->inv_handle)
 		     : RPCRDMA_ERR_NOSPACE;
 	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {
 		if (w)
@@ -392,6 +475,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	q->epoch = e->epoch;
 	q->state = RQ_SENT;
 	q->wait = WAIT_NONE;
+	q->shape = shape;
 	if (q->retransmit) {
 		e->ctr.retransmissions++;
 		q->retransmit = false;
@@ -404,9 +488,30 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		e->ctr.long_calls++;
 }
 
+/* Send the call again, same XID, reshaped by the recovery flags (draft
+ * §5.3.3); its registrations are dead (invalidated) by now. */
+static void requeue(struct rpcrdma_engine *e, struct rq *q)
+{
+	rpcrdma_rq_release_mrs(e, q);
+	uint32_t keep = q->send_pending ? 1 : 0;
+	if (q->sq_held > keep) {
+		e->sq_avail += q->sq_held - keep;
+		q->sq_held = keep;
+	}
+	q->resend = false;
+	q->state = RQ_QUEUED;
+	q->wait = WAIT_NONE;
+	e->ctr.recoveries++;
+	rpcrdma_rq_enqueue(e, q);
+}
+
 /* Copy an inline reply out and complete. */
 static void finish(struct rpcrdma_engine *e, struct rq *q)
 {
+	if (q->resend) {
+		requeue(e, q);
+		return;
+	}
 	if (q->held_rbuf != RPCRDMA_NIL) {
 		const uint8_t *src = e->rbufs + (size_t)q->held_rbuf * e->rsize +
 				     q->held_off;
@@ -438,11 +543,78 @@ static bool check_writes(const struct rq *q, const struct rpcrdma_chunk_lists *c
 	return true;
 }
 
-bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+/* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
+ * a status to complete with, or 0 with q reshaped and *resend set. */
+static int error_outcome(struct rpcrdma_engine *e, struct rq *q,
+			 const struct rpcrdma_v2_error *er, bool *resend)
+{
+	*resend = false;
+	switch (er->code) {
+	case RPCRDMA_V2_ERR_VERS:
+		return RPCRDMA_ERR_PEER_ERR_VERS;
+	case RPCRDMA_V2_ERR_BAD_XDR: /* = v1 ERR_CHUNK */
+		return RPCRDMA_ERR_PEER_ERR_CHUNK;
+	case RPCRDMA_V2_ERR_SYSTEM: /* "a permanent error" */
+		return RPCRDMA_ERR_PEER_ERR_SYSTEM;
+	case RPCRDMA_V2_ERR_READ_CHUNKS:
+		/* "SHOULD resend the request using a Position-Zero Read
+		 * chunk"; a Long Call that fails so "MUST terminate". */
+		if (q->shape != SHAPE_CHUNKED)
+			return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+		q->force_long = true;
+		break;
+	case RPCRDMA_V2_ERR_WRITE_CHUNKS:
+		/* Fewer Write chunks; the other results come inline, so a
+		 * Reply chunk goes along. */
+		if (er->max_chunks >= q->offered_writes || !q->req.reply_max)
+			return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+		q->max_writes = er->max_chunks;
+		q->force_reply = true;
+		break;
+	case RPCRDMA_V2_ERR_SEGMENTS:
+		/* Our chunks have one segment each except a Long Call's
+		 * Position-Zero chunk: send it from one contiguous copy. */
+		if (!er->max_segments || q->want_bounce)
+			return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+		q->want_bounce = true;
+		q->force_long = true;
+		break;
+	case RPCRDMA_V2_ERR_WRITE_RESOURCE: {
+		/* Our chunk is as large as the caller's buffer; "more reply
+		 * resources" is that result inline, through a Reply chunk. */
+		uint32_t i = er->chunk_index;
+		if (!i || i > q->offered_writes || i > 32 ||
+		    (q->empty_mask & (1u << (i - 1))) || !q->req.reply_max)
+			return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+		q->empty_mask |= 1u << (i - 1);
+		q->force_reply = true;
+		break;
+	}
+	case RPCRDMA_V2_ERR_REPLY_RESOURCE:
+		/* A Reply chunk of the caller's whole reply buffer, if that
+		 * is enough and we did not offer it already. */
+		if (q->reply_offered || !q->req.reply_max ||
+		    er->length_needed > q->req.reply_max)
+			return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+		q->force_reply = true;
+		break;
+	default: /* INVAL_HTYPE, unknown codes */
+		return RPCRDMA_ERR_PEER_ERROR;
+	}
+	/* Bounded: each recovery changes the shape one way only. */
+	if (q->recoveries >= 4)
+		return RPCRDMA_ERR_PEER_ERR_RESOURCE;
+	q->recoveries++;
+	*resend = true;
+	(void)e;
+	return 0;
+}
+
+bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
 {
-	struct rq *q = rpcrdma_rq_find(e, h->xid);
+	struct rq *q = rpcrdma_rq_find(e, v->xid);
 	if (!q) {
 		e->ctr.bad_replies++;
 		return false;
@@ -450,23 +622,33 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 	int status = 0;
 	size_t reply_len = 0;
 	bool offered_reply = q->reply_offered;
+	bool resend = false;
+	const struct rpcrdma_chunk_lists *cl = v->cl;
 
-	switch (h->proc) {
+	switch (v->proc) {
 	case RPCRDMA_V1_ERROR:
-		/* §4.5: completes the transaction with this XID. */
-		if (h->err == RPCRDMA_V1_ERR_VERS) {
-			status = RPCRDMA_ERR_PEER_ERR_VERS;
+		/* §4.5: completes the transaction with this XID, unless a
+		 * v2 recovery sends it again. */
+		if (v->err.code == RPCRDMA_V1_ERR_VERS)
 			e->ctr.err_vers_recv++;
-		} else {
-			status = RPCRDMA_ERR_PEER_ERR_CHUNK;
+		else if (v->err.code == RPCRDMA_V1_ERR_CHUNK)
 			e->ctr.err_chunk_recv++;
+		if (v->err.code < 10)
+			e->ctr.v2_err_recv[v->err.code]++;
+		q->peer_err = v->err.code;
+		if (v->vers == RPCRDMA_VERSION_1) {
+			status = v->err.code == RPCRDMA_V1_ERR_VERS
+					 ? RPCRDMA_ERR_PEER_ERR_VERS
+					 : RPCRDMA_ERR_PEER_ERR_CHUNK;
+		} else {
+			status = error_outcome(e, q, &v->err, &resend);
 		}
 		break;
 	case RPCRDMA_V1_MSG:
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
-		if (h->chunks.nreads || !check_writes(q, &h->chunks) ||
-		    (h->chunks.has_reply && chunk_len(&h->chunks.reply)) ||
+		if (cl->nreads || !check_writes(q, cl) ||
+		    (cl->has_reply && chunk_len(&cl->reply)) ||
 		    len > q->req.reply_max) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
@@ -477,13 +659,13 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 	case RPCRDMA_V1_NOMSG:
 		/* Long Reply (§3.5.3): the Payload stream is in our Reply
 		 * chunk; its returned length is the reply's. */
-		if (!h->chunks.has_reply || !offered_reply ||
-		    !check_writes(q, &h->chunks) ||
-		    chunk_len(&h->chunks.reply) > q->req.reply_max) {
+		if (!cl->has_reply || !offered_reply || cl->nreads ||
+		    !check_writes(q, cl) ||
+		    chunk_len(&cl->reply) > q->req.reply_max) {
 			e->ctr.bad_replies++;
 			return false;
 		}
-		reply_len = (size_t)chunk_len(&h->chunks.reply);
+		reply_len = (size_t)chunk_len(&cl->reply);
 		e->ctr.replies_long++;
 		break;
 	default:
@@ -493,22 +675,27 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 
 	/* §3.3.1 and Linux practice: a grant of 0 counts as 1 (0 would
 	 * deadlock); a grant above what we can use is clamped. */
-	uint32_t g = h->credit ? h->credit : 1;
-	e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
+	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR) {
+		/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
+		uint32_t g = v->credit ? v->credit : 1;
+		e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
+	}
 	if (q->in_flight) {
 		q->in_flight = false;
 		e->in_flight--;
 	}
 	q->status = status;
+	q->resend = resend;
 	q->reply_len = reply_len;
-	q->nresults = status ? 0 : q->req.nresults;
+	bool is_err = v->proc == RPCRDMA_V1_ERROR;
+	q->nresults = is_err ? 0 : q->req.nresults;
 	memset(q->result_len, 0, sizeof q->result_len);
-	if (!status)
-		for (uint32_t i = 0; i < h->chunks.nwrites; i++)
-			q->result_len[i] = (size_t)chunk_len(&h->chunks.writes[i]);
-	if (h->proc == RPCRDMA_V1_ERROR && h->err == RPCRDMA_V1_ERR_VERS) {
-		q->vers_low = h->vers_low;
-		q->vers_high = h->vers_high;
+	if (!is_err)
+		for (uint32_t i = 0; i < cl->nwrites; i++)
+			q->result_len[i] = (size_t)chunk_len(&cl->writes[i]);
+	if (is_err && v->err.code == RPCRDMA_V1_ERR_VERS) {
+		q->vers_low = v->err.vers_low;
+		q->vers_high = v->err.vers_high;
 	}
 
 	/* Remote invalidation (RFC 8797 §4.1) killed one handle; every
@@ -556,7 +743,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 		q->sq_held = keep;
 	}
 	bool hold = false;
-	if (h->proc == RPCRDMA_V1_MSG && reply_len) {
+	if (v->proc == RPCRDMA_V1_MSG && reply_len) {
 		q->held_rbuf = rbuf_idx;
 		q->held_off = (size_t)(msg - (e->rbufs + (size_t)rbuf_idx * e->rsize));
 		hold = true;
@@ -576,6 +763,10 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	switch (op) {
 	case WRO_SEND:
 		q->send_pending = false;
+		if (q->state == RQ_QUEUED && q->wait == WAIT_SEND) {
+			q->wait = WAIT_NONE;
+			rpcrdma_rq_enqueue(e, q);
+		}
 		maybe_free(q);
 		break;
 	case WRO_LINV:
@@ -616,7 +807,33 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 		q->send_pending = false;
 		maybe_free(q);
 		break;
+	case RQ_QUEUED:
+		if (q->wait == WAIT_SEND) {
+			/* A resend waiting for a Send that will never
+			 * complete: it goes out on the next connection. */
+			q->send_pending = false;
+			q->wait = WAIT_CONN;
+			rpcrdma_rq_enqueue(e, q);
+		}
+		break;
 	default:
 		break;
 	}
+}
+
+/* Every call waiting to be sent completes with status. */
+void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
+{
+	/* Empty the FIFO first: a completed slot may be reused and queued
+	 * again before the old links would be walked. */
+	uint32_t i = fifo_take(&e->rq_pending);
+	while (i != RPCRDMA_NIL) {
+		struct rq *q = &e->rq[i];
+		i = q->next;
+		q->next = RPCRDMA_NIL;
+		complete_call(e, q, status);
+	}
+	for (uint32_t k = 0; k < e->nrq; k++)
+		if (e->rq[k].state == RQ_QUEUED) /* WAIT_SEND: not queued */
+			complete_call(e, &e->rq[k], status);
 }

@@ -39,6 +39,11 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->staging = NULL;
 		s->sq_held = 0;
 		s->err = 0;
+		s->err_v2 = false;
+		memset(&s->ebody, 0, sizeof s->ebody);
+		s->vers = e->vers;
+		s->inv_handle = 0;
+		s->connprop = s->connprop_resp = false;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
 		s->next = RPCRDMA_NIL;
@@ -66,19 +71,35 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 	s->state = RS_FREE;
 }
 
-/* Queue an RDMA_ERROR for xid on slot s (or a fresh slot). */
-static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
-		       uint32_t vers, uint32_t err)
+/* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh
+ * slot); v2: the v2 layout. */
+static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
+			    uint32_t xid, uint32_t vers, bool v2,
+			    const struct rpcrdma_v2_error *body)
 {
 	s->xid = xid;
 	s->err_vers = vers;
-	s->err = err;
+	s->err_v2 = v2;
+	s->ebody = *body;
+	s->err = body->code;
+	if (s->err == RPCRDMA_V2_ERR_VERS && !s->ebody.vers_low)
+		rpcrdma_vers_range(e, &s->ebody.vers_low, &s->ebody.vers_high);
 	s->state = RS_WAIT_SQ;
 	rpcrdma_rs_run(e, s);
 }
 
+/* The same with a bare code (its body fields 0, ERR_VERS our range). */
+static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
+		       uint32_t code)
+{
+	struct rpcrdma_v2_error er = {0};
+	er.code = code;
+	send_error_body(e, s, xid, s->vers ? s->vers : RPCRDMA_VERSION_1,
+			s->vers == RPCRDMA_VERSION_2, &er);
+}
+
 void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
-		      uint32_t err)
+		      bool v2, const struct rpcrdma_v2_error *body)
 {
 	struct rs *s = rs_alloc(e);
 	if (!s) {
@@ -86,7 +107,29 @@ void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
 	}
-	send_error(e, s, xid, vers, err);
+	send_error_body(e, s, xid, vers, v2, body);
+}
+
+void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
+			   uint32_t vers, bool v2, uint32_t code)
+{
+	struct rpcrdma_v2_error er = {0};
+	er.code = code;
+	rpcrdma_rs_error(e, xid, vers, v2, &er);
+}
+
+void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp)
+{
+	struct rs *s = rs_alloc(e);
+	if (!s) {
+		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
+		return;
+	}
+	s->xid = xid;
+	s->connprop = true;
+	s->connprop_resp = resp;
+	s->state = RS_WAIT_SQ;
+	rpcrdma_rs_run(e, s);
 }
 
 static bool seg_ok(const struct rpcrdma_segment *g)
@@ -173,14 +216,42 @@ static void deliver(struct rpcrdma_engine *e, struct rs *s)
 	 * a call's msg_type is CALL. */
 	if (s->call_len < 8 || be32(s->callbuf) != s->xid ||
 	    be32(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
-		send_error(e, s, s->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		send_error(e, s, s->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
 	s->state = RS_IN_ULP;
 	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
 }
 
-void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
+/* Read chunks in the list besides a Position-Zero one (segments with the
+ * same position form one chunk, RFC 8166 §3.4.5). */
+static uint32_t read_chunks(const struct rpcrdma_chunk_lists *cl)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < cl->nreads; i++)
+		if (cl->reads[i].position &&
+		    (i == 0 || cl->reads[i].position != cl->reads[i - 1].position))
+			n++;
+	return n;
+}
+
+static bool names_handle(const struct rpcrdma_chunk_lists *cl, uint32_t h)
+{
+	for (uint32_t i = 0; i < cl->nreads; i++)
+		if (cl->reads[i].target.handle == h)
+			return true;
+	for (uint32_t i = 0; i < cl->nwrites; i++)
+		for (uint32_t j = 0; j < cl->writes[i].nsegs; j++)
+			if (cl->writes[i].segs[j].handle == h)
+				return true;
+	if (cl->has_reply)
+		for (uint32_t j = 0; j < cl->reply.nsegs; j++)
+			if (cl->reply.segs[j].handle == h)
+				return true;
+	return false;
+}
+
+void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		     const uint8_t *msg, size_t len)
 {
 	e->ctr.calls_received++;
@@ -190,8 +261,27 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 		return;
 	}
 	s->xid = h->xid;
-	const struct rpcrdma_chunk_lists *cl = &h->chunks;
+	s->vers = h->vers;
+	s->inv_handle = h->inv_handle;
+	const struct rpcrdma_chunk_lists *cl = h->cl;
 	bool nomsg = h->proc == RPCRDMA_V1_NOMSG;
+	/* Draft §3.3: the handle must be one of this header's; anything
+	 * else would let the Requester make us invalidate a handle it
+	 * never exposed for this call. */
+	if (s->inv_handle && !names_handle(cl, s->inv_handle)) {
+		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
+		return;
+	}
+	if (read_chunks(cl) > e->cfg.max_read_chunks) {
+		/* Draft §5.3.3 RDMA2_ERR_READ_CHUNKS (v1: ERR_CHUNK). */
+		struct rpcrdma_v2_error er = {0};
+		er.code = s->vers == RPCRDMA_VERSION_2 ? RPCRDMA_V2_ERR_READ_CHUNKS
+						       : RPCRDMA_V2_ERR_BAD_XDR;
+		er.max_chunks = e->cfg.max_read_chunks;
+		send_error_body(e, s, h->xid, s->vers,
+				s->vers == RPCRDMA_VERSION_2, &er);
+		return;
+	}
 	bool ok = true;
 	for (uint32_t i = 0; i < cl->nwrites; i++)
 		ok = ok && chunk_ok(e, &cl->writes[i]);
@@ -209,7 +299,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 	}
 	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL, 0) : 0;
 	if (!ok || (!total && cl->nreads)) {
-		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
 	memcpy(&s->cl, cl, sizeof s->cl);
@@ -230,13 +320,13 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rpcrdma_v1_hdr *h,
 	size_t cap = (size_t)total + (inserts ? (size_t)base_len : 0);
 	s->callbuf = malloc(cap ? cap : 1);
 	if (!s->callbuf) {
-		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
 		       RPCRDMA_ACCESS_LOCAL_WRITE, &s->callmr)) {
-		send_error(e, s, h->xid, RPCRDMA_VERSION_1, RPCRDMA_V1_ERR_CHUNK);
+		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
 	}
 	s->callmr_valid = true;
@@ -345,27 +435,6 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 	return n;
 }
 
-/* The rkey the reply may invalidate at the Requester (RFC 8797 §4.1):
- * the first handle of the Write list, else the Reply chunk, else the
- * Read list; 0 when the call exposed none. */
-static bool inv_handle(const struct rs *s, uint32_t *rkey)
-{
-	for (uint32_t i = 0; i < s->cl.nwrites; i++)
-		if (s->cl.writes[i].nsegs) {
-			*rkey = s->cl.writes[i].segs[0].handle;
-			return true;
-		}
-	if (s->cl.has_reply && s->cl.reply.nsegs) {
-		*rkey = s->cl.reply.segs[0].handle;
-		return true;
-	}
-	if (s->cl.nreads) {
-		*rkey = s->cl.reads[0].target.handle;
-		return true;
-	}
-	return false;
-}
-
 static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 		      bool may_inv)
 {
@@ -377,7 +446,18 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	uint32_t rkey;
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_SEND, s->idx);
 	w->send.opcode = RPCRDMA_WR_SEND;
-	if (may_inv && e->thr.send_with_inv && inv_handle(s, &rkey)) {
+	bool inv;
+	if (s->vers == RPCRDMA_VERSION_2) {
+		/* Draft §3.3, §8.4: exactly the handle the call named. */
+		rkey = s->inv_handle;
+		inv = rkey && e->cfg.remote_inv;
+	} else {
+		/* RFC 8797 §4.1: the peer said it takes remote
+		 * invalidation; pick one of the call's handles. */
+		inv = e->thr.send_with_inv &&
+		      rpcrdma_pick_inv_handle(&s->cl, &rkey);
+	}
+	if (may_inv && inv) {
 		w->send.opcode = RPCRDMA_WR_SEND_WITH_INV;
 		w->send.invalidate_rkey = rkey;
 		e->ctr.send_with_inv++;
@@ -400,23 +480,78 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
-	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
-	rpcrdma_v1_hdr_init(h);
-	h->xid = s->xid;
-	h->vers = s->err_vers; /* §4.5: echo the failing request's */
-	h->credit = rpcrdma_grant_value(e);
-	h->proc = RPCRDMA_V1_ERROR;
-	h->err = s->err;
-	h->vers_low = h->vers_high = RPCRDMA_VERSION_1; /* §4.5.1 */
-	int n = rpcrdma_v1_encode(s->sbuf, e->ssize, h);
+	int n;
+	uint32_t code = s->err;
+	if (s->err_v2) {
+		/* Draft §5.3.3: xid and vers copied, our grant, F_RESPONSE
+		 * (§3.2 MUST), the code's body. */
+		struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
+		h->xid = s->xid;
+		h->vers = s->err_vers;
+		h->credit = rpcrdma_grant_value(e);
+		h->htype = RPCRDMA_V2_ERROR;
+		h->flags = RPCRDMA_V2_F_RESPONSE;
+		h->error = s->ebody;
+		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+	} else {
+		/* RFC 8166 §4.5: v1 knows ERR_VERS and ERR_CHUNK only. */
+		if (code != RPCRDMA_V1_ERR_VERS)
+			code = RPCRDMA_V1_ERR_CHUNK;
+		struct rpcrdma_v1_hdr *h = &e->tx_hdr;
+		rpcrdma_v1_hdr_init(h);
+		h->xid = s->xid;
+		h->vers = s->err_vers; /* §4.5: echo the failing request's */
+		h->credit = rpcrdma_grant_value(e);
+		h->proc = RPCRDMA_V1_ERROR;
+		h->err = code;
+		h->vers_low = s->ebody.vers_low;   /* §4.5.1 */
+		h->vers_high = s->ebody.vers_high;
+		n = rpcrdma_v1_encode(s->sbuf, e->ssize, h);
+	}
 	if (n < 0) {
 		rpcrdma_ask_close(e, n);
 		return;
 	}
-	if (s->err == RPCRDMA_V1_ERR_VERS)
+	if (code == RPCRDMA_V1_ERR_VERS)
 		e->ctr.err_vers_sent++;
-	else
+	else if (code == RPCRDMA_V1_ERR_CHUNK)
 		e->ctr.err_chunk_sent++;
+	if (code < 10)
+		e->ctr.v2_err_sent[code]++;
+	emit_send(e, s, (size_t)n, false);
+}
+
+/* Our RDMA2_CONNPROP (draft §5.3.4): Receive Buffer Size and Reverse
+ * Request Support.  About 48 bytes: it fits a 1024-byte receiver. */
+static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (!e->sq_avail) {
+		e->ctr.sq_stalls++;
+		rpcrdma_rs_enqueue(e, s);
+		return;
+	}
+	struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
+	h->xid = s->xid;
+	h->vers = RPCRDMA_VERSION_2;
+	/* Open point (docs/v2.md): an answer carries our grant, an opener
+	 * our request, as F_RESPONSE says (§3.2). */
+	h->credit = s->connprop_resp ? rpcrdma_grant_value(e) : e->cfg.max_calls;
+	h->htype = RPCRDMA_V2_CONNPROP;
+	h->flags = s->connprop_resp ? RPCRDMA_V2_F_RESPONSE : 0;
+	h->nprops = 2;
+	memset(h->props, 0, 2 * sizeof h->props[0]);
+	h->props[0].propid = RPCRDMA_V2_PROPID_RBSIZ;
+	h->props[0].has_value = true;
+	h->props[0].value = e->rsize;
+	h->props[1].propid = RPCRDMA_V2_PROPID_BRS;
+	h->props[1].has_value = true;
+	h->props[1].value = e->cfg.v2_brs;
+	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+	if (n < 0) {
+		rpcrdma_ask_close(e, n);
+		return;
+	}
+	e->ctr.connprop_sent++;
 	emit_send(e, s, (size_t)n, false);
 }
 
@@ -429,6 +564,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	uint32_t w = 0, nwr = 0;
 	uint64_t reduced = 0;
 	bool reduce[RPCRDMA_ENGINE_MAX_IOV];
+
+	struct rpcrdma_v2_error er = {0};
 
 	rpcrdma_v1_hdr_init(h);
 	h->xid = s->xid;
@@ -443,8 +580,14 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (v->ddp && w < cl->nwrites) {
 			const struct rpcrdma_write_chunk *c = &cl->writes[w];
 			if (c->nsegs) {
-				if (chunk_cap(c) < v->len)
+				if (chunk_cap(c) < v->len) {
+					/* Draft §5.3.3 RDMA2_ERR_WRITE_RESOURCE:
+					 * which chunk (1-based), how much. */
+					er.code = RPCRDMA_V2_ERR_WRITE_RESOURCE;
+					er.chunk_index = w + 1;
+					er.length_needed = (uint32_t)v->len;
 					goto err_chunk;
+				}
 				reduce[i] = true;
 				nwr += write_chunk(e, s, v->base, v->len, 0, c,
 						   &h->chunks.writes[w], false);
@@ -462,24 +605,29 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		write_chunk(e, s, NULL, 0, 0, &cl->writes[w],
 			    &h->chunks.writes[w], false);
 	h->chunks.nwrites = cl->nwrites;
-	bool lng = rpcrdma_v1_size(h) + reduced > e->thr.send;
+	bool lng = rpcrdma_hdr_size(e, h) + reduced > e->thr.send;
 	if (lng) {
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
-		 * when there is none or it is too small (§4.5.3). */
-		if (!cl->has_reply || chunk_cap(&cl->reply) < reduced)
+		 * when there is none or it is too small (§4.5.3); v2 says
+		 * how large it must be (RDMA2_ERR_REPLY_RESOURCE). */
+		if (!cl->has_reply || chunk_cap(&cl->reply) < reduced) {
+			er.code = RPCRDMA_V2_ERR_REPLY_RESOURCE;
+			er.length_needed = reduced > UINT32_MAX ? UINT32_MAX
+								 : (uint32_t)reduced;
 			goto err_chunk;
+		}
 		h->proc = RPCRDMA_V1_NOMSG;
 		h->chunks.has_reply = true;
 		nwr += write_chunk(e, s, NULL, (size_t)reduced, 0, &cl->reply,
 				   &h->chunks.reply, false);
-		if (rpcrdma_v1_size(h) > e->thr.send)
-			goto err_chunk;
+		if (rpcrdma_hdr_size(e, h) > e->thr.send)
+			goto err_system;
 	}
 	/* A reply needing more work requests than the whole send queue
 	 * (a hostile Requester can offer 8 x 32 tiny segments) would wait
 	 * forever: no RPC-level reply is possible (§4.5.3). */
 	if (nwr + 1 > e->cfg.sq_depth)
-		goto err_chunk;
+		goto err_system;
 	if (e->sq_avail < nwr + 1) {
 		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
@@ -517,7 +665,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		dst = s->staging;
 	} else {
 		/* Fits: size(h) + reduced <= thr.send <= ssize. */
-		dst = s->sbuf + rpcrdma_v1_size(h);
+		dst = s->sbuf + rpcrdma_hdr_size(e, h);
 	}
 	uint8_t *p = dst;
 	for (unsigned i = 0; i < s->nmsg; i++) {
@@ -539,7 +687,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		write_chunk(e, s, s->staging, (size_t)reduced, mr->lkey,
 			    &cl->reply, &h->chunks.reply, true);
 	}
-	hlen = rpcrdma_v1_encode(s->sbuf, e->ssize, h);
+	hlen = rpcrdma_hdr_encode(e, s->sbuf, e->ssize, h, true, 0);
 	if (hlen < 0) {
 		rpcrdma_ask_close(e, hlen);
 		return;
@@ -557,10 +705,17 @@ err_chunk_release:
 	/* Writes already queued for this slot are harmless (they target
 	 * the Requester's chunks); drop our local registrations after the
 	 * error's Send completes (rs_free). */
+err_system:
+	memset(&er, 0, sizeof er);
+	er.code = RPCRDMA_V2_ERR_SYSTEM;
 err_chunk:
 	s->reply_status = RPCRDMA_ERR_PEER_ERR_CHUNK;
-	s->err = RPCRDMA_V1_ERR_CHUNK;
-	s->err_vers = RPCRDMA_VERSION_1;
+	if (s->vers != RPCRDMA_VERSION_2 || !er.code)
+		er.code = RPCRDMA_V2_ERR_BAD_XDR; /* v1: ERR_CHUNK */
+	s->err = er.code;
+	s->ebody = er;
+	s->err_vers = s->vers;
+	s->err_v2 = s->vers == RPCRDMA_VERSION_2;
 	run_error(e, s);
 }
 
@@ -573,7 +728,9 @@ void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s)
 		run_reads(e, s);
 		break;
 	case RS_WAIT_SQ:
-		if (s->ulp && !s->err)
+		if (s->connprop)
+			run_connprop(e, s);
+		else if (s->ulp && !s->err)
 			run_reply(e, s);
 		else
 			run_error(e, s);

@@ -1370,6 +1370,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (lim & 16)
 		C.sq_depth = 8u + ((lim >> 5) & 7u) * 3u;
 	C.xid_seed = u32(&in);
+	C.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
 	flags = u8(&in);
 	uint8_t faults = u8(&in);
 

@@ -248,7 +248,8 @@ size_t rpcrdma_v2_size(const struct rpcrdma_v2_hdr *h)
 	}
 }
 
-static int validate(const struct rpcrdma_v2_hdr *h)
+static int validate(const struct rpcrdma_v2_hdr *h,
+		    const struct rpcrdma_chunk_lists *cl)
 {
 	if (h->vers != RPCRDMA_VERSION_2)
 		return RPCRDMA_ERR_BAD_VERSION;
@@ -256,7 +257,7 @@ static int validate(const struct rpcrdma_v2_hdr *h)
 	case RPCRDMA_V2_MSG:
 		return 0;
 	case RPCRDMA_V2_NOMSG:
-		if (rpcrdma_chunk_lists_empty(&h->chunks))
+		if (rpcrdma_chunk_lists_empty(cl))
 			return RPCRDMA_ERR_BAD_CHUNK;
 		return 0;
 	case RPCRDMA_V2_ERROR:
@@ -324,14 +325,16 @@ static int encode_error(struct rpcrdma_xdr_enc *e, const struct rpcrdma_v2_error
 	}
 }
 
-int rpcrdma_v2_encode(void *buf, size_t cap, const struct rpcrdma_v2_hdr *h)
+int rpcrdma_v2_encode_lists(void *buf, size_t cap,
+			    const struct rpcrdma_v2_hdr *h,
+			    const struct rpcrdma_chunk_lists *cl)
 {
 	struct rpcrdma_xdr_enc e;
 	int rc;
 
-	if (!h || (!buf && cap))
+	if (!h || !cl || (!buf && cap))
 		return RPCRDMA_ERR_INVAL;
-	if ((rc = validate(h)))
+	if ((rc = validate(h, cl)))
 		return rc;
 	rpcrdma_xdr_enc_init(&e, buf, cap);
 	/* §3.2: reserved flag bits: "The sender MUST set these to zero." */
@@ -345,7 +348,7 @@ int rpcrdma_v2_encode(void *buf, size_t cap, const struct rpcrdma_v2_hdr *h)
 	case RPCRDMA_V2_MSG:
 	case RPCRDMA_V2_NOMSG:
 		if ((rc = rpcrdma_xdr_put_u32(&e, h->inv_handle)) ||
-		    (rc = rpcrdma_chunk_lists_encode(&e, &h->chunks)))
+		    (rc = rpcrdma_chunk_lists_encode(&e, cl)))
 			return rc;
 		break;
 	case RPCRDMA_V2_ERROR:
@@ -361,6 +364,11 @@ int rpcrdma_v2_encode(void *buf, size_t cap, const struct rpcrdma_v2_hdr *h)
 		break;
 	}
 	return (int)e.pos;
+}
+
+int rpcrdma_v2_encode(void *buf, size_t cap, const struct rpcrdma_v2_hdr *h)
+{
+	return rpcrdma_v2_encode_lists(buf, cap, h, h ? &h->chunks : NULL);
 }
 
 static bool error_equal(const struct rpcrdma_v2_error *a,

@@ -155,6 +155,14 @@ int rpcrdma_v2_decode(const void *buf, size_t len,
  */
 int rpcrdma_v2_encode(void *buf, size_t cap, const struct rpcrdma_v2_hdr *h);
 
+/* The same, with the chunk lists of RDMA2_MSG / RDMA2_NOMSG taken from
+ * cl instead of h->chunks (the engine builds its lists once, in a
+ * version-neutral struct, and encodes them in the connection's version
+ * without copying them). */
+int rpcrdma_v2_encode_lists(void *buf, size_t cap,
+			    const struct rpcrdma_v2_hdr *h,
+			    const struct rpcrdma_chunk_lists *cl);
+
 /* Bytes rpcrdma_v2_encode() would write (0 if htype is unknown). */
 size_t rpcrdma_v2_size(const struct rpcrdma_v2_hdr *h);
 

@@ -71,6 +71,13 @@ enum rpcrdma_error {
 	RPCRDMA_ERR_PEER_ERROR = -302,     /* peer answered another RDMA_ERROR */
 	RPCRDMA_ERR_NO_CREDIT = -303,      /* no credit available */
 	RPCRDMA_ERR_CANCELLED = -304,      /* call cancelled (shutdown) */
+	RPCRDMA_ERR_PEER_ERR_SYSTEM = -305, /* peer answered RDMA2_ERR_SYSTEM */
+	RPCRDMA_ERR_PEER_ERR_RESOURCE = -306, /* peer answered
+				RDMA2_ERR_READ_CHUNKS / _WRITE_CHUNKS /
+				_SEGMENTS / _WRITE_RESOURCE /
+				_REPLY_RESOURCE and no resend can help */
+	RPCRDMA_ERR_PEER_NO_REVERSE = -307, /* the peer does not accept this
+				reverse-direction call (RDMA2_PROPID_BRS) */
 	/* ONC RPC reply outcomes (RFC 5531 §9), one code each so a caller
 	 * can tell them apart; the rpc/ layer starts at -310. */
 	RPCRDMA_ERR_RPC_PROG_UNAVAIL = -310,  /* accepted, PROG_UNAVAIL */

@@ -409,6 +409,14 @@ static inline void rpc_reply_hdr(uint8_t *p, uint32_t xid)
 		rpcrdma_be32_put(p + 4 * i, w[i]);
 }
 
+/* XDR words w[0..n) into p, big-endian; returns the byte count. */
+static inline size_t xdr_words(uint8_t *p, const uint32_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rpcrdma_be32_put(p + 4 * i, w[i]);
+	return 4 * n;
+}
+
 static inline void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
 {
 	for (size_t i = 0; i < n; i++)

@@ -63,6 +63,7 @@ static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
 	c.max_calls = max_calls;
 	c.credits = credits;
 	c.xid_seed = 0x100;
+	c.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
 	c.sq_depth = cfg_sq_depth;
 	CHECK_EQ(side_create(&S, &c), 0);
 	CHECK_EQ(rpcrdma_engine_established(S.e, pdata, len, 4, 0), 0);
@@ -83,17 +84,10 @@ static void teardown(void)
 	S.e = NULL;
 }
 
-static size_t words(uint8_t *p, const uint32_t *w, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		rpcrdma_be32_put(p + 4 * i, w[i]);
-	return 4 * n;
-}
-
 static void feed(const uint32_t *w, size_t n)
 {
 	uint8_t b[512];
-	size_t len = words(b, w, n);
+	size_t len = xdr_words(b, w, n);
 	CHECK_EQ(rpcrdma_engine_recv(S.e, b, len, false, 0, 0), 0);
 	drain();
 }
@@ -101,7 +95,7 @@ static void feed(const uint32_t *w, size_t n)
 static void check_sent_words(int i, const uint32_t *w, size_t n)
 {
 	uint8_t b[512];
-	size_t len = words(b, w, n);
+	size_t len = xdr_words(b, w, n);
 	CHECK_EQ(sent[i].len, len);
 	CHECK_MEM(sent[i].bytes, b, len);
 }
@@ -587,7 +581,7 @@ static void test_recv_byte_len_checked(void)
 	CHECK_EQ(cap, 4096);
 	static const uint32_t m[] = {0x61, 1, 1, 0, 0, 0, 0,
 				     0x61, 0, 2, 1, 1, 1, 0, 0, 0, 0};
-	words(buf, m, sizeof m / 4);
+	xdr_words(buf, m, sizeof m / 4);
 	struct rpcrdma_wc wc = {0};
 	wc.wr_id = id;
 	wc.status = RPCRDMA_WC_SUCCESS;

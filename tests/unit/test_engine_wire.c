@@ -105,6 +105,7 @@ static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
 	c.credits = credits;
 	c.remote_inv = rinv_a;
 	c.xid_seed = 0x1000;
+	c.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
 	CHECK_EQ(side_create(&A, &c), 0);
 	c.remote_inv = rinv_b;
 	c.xid_seed = 0x8000;
@@ -523,6 +524,7 @@ static void test_conn_loss(void)
 		c.credits = 8;
 		c.max_retries = (uint32_t)retries;
 		c.xid_seed = 0x1000;
+		c.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
 		CHECK_EQ(side_create(&A, &c), 0);
 		CHECK_EQ(side_create(&B, &c), 0);
 		connect_pair(&A, &B, 4);
