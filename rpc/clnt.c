@@ -12,8 +12,12 @@
  * Exactly-once delivery: `delivered` is set under the connection lock by
  * whichever of reply, time-out, disconnection or destroy comes first.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
@@ -55,7 +59,69 @@ struct rpcrdma_clnt {
 	uint32_t cred_flavor;
 	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
 	uint32_t cred_len;
+	char peer_key[64];             /* server address, for v1_servers */
 };
+
+/* ---------------------------------------------------------------------
+ * Servers known to speak only version 1 (draft §7.2: "a client can avoid
+ * a possible version negotiation loop when re-establishing another
+ * connection by assuming that particular server does not support
+ * RPC-over-RDMA version 2").  Process-wide, by address; a handful is
+ * plenty, the oldest entry makes room.
+ */
+#define V1_SERVERS 32
+static pthread_mutex_t v1_lock = PTHREAD_MUTEX_INITIALIZER;
+static char v1_servers[V1_SERVERS][64];
+static unsigned v1_next;
+
+static void peer_key(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+		port = ntohs(a->sin6_port);
+	} else if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+		port = ntohs(a->sin_port);
+	}
+	snprintf(out, cap, "%s/%u", host, port);
+}
+
+static bool v1_server_known(const char *key)
+{
+	bool hit = false;
+	pthread_mutex_lock(&v1_lock);
+	for (unsigned i = 0; i < V1_SERVERS && !hit; i++)
+		hit = !strcmp(v1_servers[i], key);
+	pthread_mutex_unlock(&v1_lock);
+	return hit;
+}
+
+static void v1_server_remember(const char *key)
+{
+	if (!*key || v1_server_known(key))
+		return;
+	pthread_mutex_lock(&v1_lock);
+	snprintf(v1_servers[v1_next++ % V1_SERVERS], sizeof v1_servers[0],
+		 "%s", key);
+	pthread_mutex_unlock(&v1_lock);
+}
+
+/* Record what the connection learned about the server's versions. */
+static void note_versions(struct rpcrdma_clnt *c)
+{
+	struct rpcrdma_engine_info in;
+	if (!c->owns_xprt || !c->x || !c->x->e)
+		return;
+	pthread_mutex_lock(&c->x->lock);
+	rpcrdma_engine_get_info(c->x->e, &in);
+	pthread_mutex_unlock(&c->x->lock);
+	if (in.peer_v1_only)
+		v1_server_remember(c->peer_key);
+}
 
 /* ---------------------------------------------------------------------
  * Records
@@ -652,7 +718,9 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	rc = ops->resolve(id, (struct sockaddr *)&ss, sl);
 	if (rc < 0)
 		goto fail;
-	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false, id, &c->x);
+	peer_key(&ss, c->peer_key, sizeof c->peer_key);
+	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
+				     v1_server_known(c->peer_key), id, &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
@@ -730,6 +798,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 
 	if (!c)
 		return;
+	note_versions(c);
 	struct rpc_xprt *x = c->x;
 	if (x) {
 		/* Every call of this handle completes now, exactly once. */
@@ -821,5 +890,6 @@ RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
 		return RPCRDMA_ERR_INVAL;
 	memset(s, 0, sizeof(*s));
 	rpcrdma_rpc_xprt_add_stats(c->x, s);
+	note_versions(c);
 	return 0;
 }

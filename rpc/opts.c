@@ -33,6 +33,12 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	const char *d = getenv("RPCRDMA_DEVICE");
 	if (d && *d)
 		o->device = d;
+	o->versions = RPCRDMA_PREFER_V2;
+	const char *v = getenv("RPCRDMA_VERSIONS");
+	if (v && !strcmp(v, "1"))
+		o->versions = RPCRDMA_V1_ONLY;
+	else if (v && !strcmp(v, "2"))
+		o->versions = RPCRDMA_V2_ONLY;
 }
 
 void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
@@ -62,6 +68,8 @@ void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->connect_timeout_ms = d.connect_timeout_ms;
 	if (!out->workers)
 		out->workers = d.workers;
+	if (!out->versions)
+		out->versions = d.versions;
 }
 
 uint64_t rpcrdma_rpc_now_ms(void)

@@ -96,7 +96,8 @@ struct rpc_xprt {
  * opts.credits and calls back with backchannel_credits; client: the
  * reverse. */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
-			    bool server, struct rpcrdma_cm_id *id,
+			    bool server, bool peer_v1_only,
+			    struct rpcrdma_cm_id *id,
 			    struct rpc_xprt **out);
 /* Everything torn down; no thread may use x any more. */
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x);

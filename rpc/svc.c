@@ -40,7 +40,7 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	uint8_t pd[16];
 	int rc;
 
-	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, ev->id, &x);
+	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id, &x);
 	if (rc < 0) {
 		ops->reject(ev->id, NULL, 0);
 		ops->destroy_id(ev->id);

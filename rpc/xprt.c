@@ -107,8 +107,8 @@ static void mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
  * Create / destroy
  */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
-			    bool server, struct rpcrdma_cm_id *id,
-			    struct rpc_xprt **out)
+			    bool server, bool peer_v1_only,
+			    struct rpcrdma_cm_id *id, struct rpc_xprt **out)
 {
 	struct rpcrdma_engine_config cfg;
 	struct rpcrdma_qp_attr qa;
@@ -130,6 +130,9 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.max_inline_recv = o->inline_recv;
 	cfg.remote_inv = o->remote_inv &&
 			 (rd->attr.caps & RPCRDMA_DEV_CAP_SEND_WITH_INV);
+	cfg.versions = o->versions;
+	cfg.client = !server;
+	cfg.peer_v1_only = peer_v1_only;
 	cfg.max_call_size = o->max_msg;
 	cfg.max_chunk_bytes = o->max_msg;
 	cfg.xid_seed = (uint32_t)rpcrdma_rpc_now_ms() * 2654435761u ^
@@ -415,6 +418,8 @@ void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
 		 * provider cannot even start the disconnect, unwind now. */
 		lost = ops->disconnect(x->id) < 0;
 	}
+	if (x->e && x->connected && !x->dead)
+		rpcrdma_engine_tick(x->e, now); /* v2 opener time-out */
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
@@ -457,4 +462,17 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->send_threshold = in.send_threshold;
 	s->recv_threshold = in.recv_threshold;
 	s->peer_remote_inv = in.send_with_inv;
+	s->version = in.version;
+	s->peer_v1_only = in.peer_v1_only;
+	s->peer_rbsiz = in.peer_rbsiz;
+	s->peer_brs = in.peer_brs;
+	s->vers_fallbacks += k.vers_fallbacks;
+	s->err_vers_sent += k.err_vers_sent;
+	s->connprop_sent += k.connprop_sent;
+	s->connprop_recv += k.connprop_recv;
+	s->recoveries += k.recoveries;
+	for (int i = 0; i < 10; i++) {
+		s->v2_err_sent[i] += k.v2_err_sent[i];
+		s->v2_err_recv[i] += k.v2_err_recv[i];
+	}
 }

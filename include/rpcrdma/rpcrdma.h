@@ -65,11 +65,24 @@ struct rpcrdma_opts {
 				       threads (default 4) */
 	bool remote_inv;            /* offer and use Send With Invalidate
 				       (RFC 8797 §4.1; default true) */
+	unsigned versions;          /* RPC-over-RDMA versions, enum
+				       rpcrdma_versions; 0: the default,
+				       RPCRDMA_PREFER_V2 */
+};
+
+/* Which protocol versions a connection may use (docs/v2.md). */
+enum rpcrdma_versions {
+	RPCRDMA_V1_ONLY = 1,    /* RFC 8166 only */
+	RPCRDMA_V2_ONLY = 2,    /* draft-cel-nfsv4-rpcrdma-version-two only */
+	RPCRDMA_PREFER_V2 = 3,  /* client: try v2, fall back to v1 on
+				   ERR_VERS (and remember that server);
+				   server: answer each client in its
+				   version */
 };
 
 /* Fills *o with the defaults above; the environment variables
  * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
- * device. */
+ * device, and RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions. */
 void rpcrdma_opts_default(struct rpcrdma_opts *o);
 
 /* ---------------------------------------------------------------------
@@ -220,6 +233,16 @@ struct rpcrdma_stats {
 	 * peer's; with several connections, the last one's. */
 	uint32_t send_threshold, recv_threshold;
 	bool peer_remote_inv;     /* both sides allow Send With Invalidate */
+	/* Version (the last connection's): 1, 2, or 0 while negotiating. */
+	uint32_t version;
+	bool peer_v1_only;        /* our v2 opener got ERR_VERS or no answer */
+	uint32_t peer_rbsiz;      /* v2: peer's Receive Buffer Size */
+	uint32_t peer_brs;        /* v2: peer's Reverse Request Support */
+	uint64_t vers_fallbacks;  /* connections that fell back to v1 */
+	uint64_t err_vers_sent;
+	uint64_t connprop_sent, connprop_recv;
+	uint64_t recoveries;      /* calls resent after an RDMA2_ERROR */
+	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
 };
 
 /* Errors: RPCRDMA_ERR_INVAL. */
