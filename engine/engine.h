@@ -49,9 +49,10 @@
  *    (§4.3.2.1), without padding (§3.4.6.2), unused chunks returned with
  *    empty segments (§4.3.2.2), empty chunks honoured (§4.3.2.3); the
  *    reduced reply goes inline when it fits, else through the Reply chunk
- *    as RDMA_NOMSG (§3.5.3), else ERR_CHUNK (§4.5.3).  An inline reply
- *    returns the Reply chunk as absent (what Linux svcrdma does; the
- *    Requester accepts absent or all-empty).
+ *    as RDMA_NOMSG (§3.5.3), else ERR_CHUNK (§4.5.3).  An offered Reply
+ *    chunk is always copied into the reply (§4.3.3 MUST), with zero
+ *    lengths when the reply went inline (Linux svcrdma leaves it absent;
+ *    the Requester accepts absent or all-empty).
  *  - Messages shorter than 28 bytes are discarded (§4.5) except
  *    RDMA_ERROR, whose ERR_CHUNK form is only 20 bytes long.
  *  - Direction of a received message (RFC 8167 §4.1): RDMA_MSG by the RPC

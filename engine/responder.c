@@ -605,6 +605,13 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		write_chunk(e, s, NULL, 0, 0, &cl->writes[w],
 			    &h->chunks.writes[w], false);
 	h->chunks.nwrites = cl->nwrites;
+	if (cl->has_reply) {
+		/* §4.3.3: "the Responder MUST copy that chunk into the
+		 * Transport header of the RPC Reply message", its lengths
+		 * the bytes returned in it: zero for a Short reply. */
+		h->chunks.has_reply = true;
+		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply, false);
+	}
 	bool lng = rpcrdma_hdr_size(e, h) + reduced > e->thr.send;
 	if (lng) {
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
@@ -633,35 +640,56 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
+	/* Register every source first: a registration shortage (AGAIN)
+	 * is a queued state like the send queue's (DESIGN: starvation is
+	 * a state with a queue), and nothing may be emitted before. */
+	uint32_t lkey[RPCRDMA_ENGINE_MAX_IOV] = {0};
+	if (lng && !s->staging) {
+		s->staging = malloc(reduced ? (size_t)reduced : 1);
+		if (!s->staging)
+			goto err_system;
+	}
+	for (unsigned i = 0; i <= s->nmsg; i++) {
+		bool stage = i == s->nmsg;
+		if (stage ? !lng : !reduce[i] || !s->msg[i].len)
+			continue;
+		struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
+		int rc = stage ? e->mem.reg(e->mem.ctx, s->staging,
+					    reduced ? (size_t)reduced : 1, 0, mr)
+			       : e->mem.reg(e->mem.ctx, s->msg[i].base,
+					    s->msg[i].len, 0, mr);
+		if (rc == RPCRDMA_ERR_AGAIN) {
+			for (uint32_t k = 0; k < s->nmr; k++)
+				e->mem.release(e->mem.ctx, &s->mr[k]);
+			s->nmr = 0;
+			e->ctr.mr_stalls++;
+			rpcrdma_rs_enqueue(e, s);
+			return;
+		}
+		if (rc)
+			goto err_system;
+		s->nmr++;
+		if (!stage)
+			lkey[i] = mr->lkey;
+	}
 	/* Reserve the Writes now; the Send (or an error's) takes the one
-	 * entry left. */
+	 * entry left.  Emit: Writes first, the Send last (the Send's
+	 * arrival tells the Requester the data is in place). */
 	e->sq_avail -= nwr;
 	s->sq_held += nwr;
-	/* Register sources and emit: Writes first, the Send last (the
-	 * Send's arrival tells the Requester the data is in place). */
 	w = 0;
 	for (unsigned i = 0; i < s->nmsg; i++) {
 		const struct rpcrdma_iov *v = &s->msg[i];
 		if (v->ddp && w < cl->nwrites) {
-			if (reduce[i]) {
-				struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
-				if (v->len && e->mem.reg(e->mem.ctx, v->base, v->len,
-							 0, mr))
-					goto err_chunk_release;
-				if (v->len)
-					s->nmr++;
-				write_chunk(e, s, v->base, v->len, v->len ? mr->lkey : 0,
+			if (reduce[i])
+				write_chunk(e, s, v->base, v->len, lkey[i],
 					    &cl->writes[w], &h->chunks.writes[w], true);
-			}
 			w++;
 		}
 	}
 	uint8_t *dst;
 	int hlen;
 	if (lng) {
-		s->staging = malloc(reduced ? (size_t)reduced : 1);
-		if (!s->staging)
-			goto err_chunk_release;
 		dst = s->staging;
 	} else {
 		/* Fits: size(h) + reduced <= thr.send <= ssize. */
@@ -678,15 +706,10 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		memset(p, 0, pad4(v->len));
 		p += pad4(v->len);
 	}
-	if (lng) {
-		struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
-		if (e->mem.reg(e->mem.ctx, s->staging, reduced ? (size_t)reduced : 1,
-			       0, mr))
-			goto err_chunk_release;
-		s->nmr++;
-		write_chunk(e, s, s->staging, (size_t)reduced, mr->lkey,
-			    &cl->reply, &h->chunks.reply, true);
-	}
+	if (lng)
+		write_chunk(e, s, s->staging, (size_t)reduced,
+			    s->mr[s->nmr - 1].lkey, &cl->reply, &h->chunks.reply,
+			    true);
 	hlen = rpcrdma_hdr_encode(e, s->sbuf, e->ssize, h, true, 0);
 	if (hlen < 0) {
 		rpcrdma_ask_close(e, hlen);
@@ -701,11 +724,9 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true);
 	return;
 
-err_chunk_release:
-	/* Writes already queued for this slot are harmless (they target
-	 * the Requester's chunks); drop our local registrations after the
-	 * error's Send completes (rs_free). */
 err_system:
+	/* Registrations made so far are dropped when the error's Send
+	 * completes (rs_finish / rs_free). */
 	memset(&er, 0, sizeof er);
 	er.code = RPCRDMA_V2_ERR_SYSTEM;
 err_chunk:

@@ -37,6 +37,7 @@ struct fake {
 	int violations;
 	bool conn_down;   /* releases of live rkeys are fine then */
 	int again_budget; /* next N remote registrations return AGAIN */
+	int local_again;  /* next N local-only registrations return AGAIN */
 	int live_remote[2];
 	bool drop_sends;  /* test hook: Sends vanish (peer never answers) */
 };
@@ -73,6 +74,11 @@ static inline int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
 				RPCRDMA_ACCESS_REMOTE_WRITE);
 	if (remote && f->again_budget > 0) {
 		f->again_budget--;
+		return RPCRDMA_ERR_AGAIN;
+	}
+	if (!remote && access != RPCRDMA_ACCESS_LOCAL_WRITE &&
+	    f->local_again > 0) {
+		f->local_again--;
 		return RPCRDMA_ERR_AGAIN;
 	}
 	if (f->next_key + 1 >= FAKE_MAX_MR)

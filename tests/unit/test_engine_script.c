@@ -374,6 +374,70 @@ static void test_reply_chunk_offer(void)
 	teardown();
 }
 
+/* RFC 8166 §4.3.3: "the Responder MUST copy that chunk into the
+ * Transport header of the RPC Reply message", its lengths what it
+ * returned: a Short reply echoes the Reply chunk with a zero length. */
+static void test_reply_chunk_echoed(void)
+{
+	setup(4, 4);
+	static const uint32_t call[] = {0x41, 1, 1, 0, 0, 0, 1, 1, 0x77, 8192, 0,
+					0x1000, 0x41, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(call, 22);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.reply_chunk_len, 8192);
+	static uint8_t rep[24];
+	rpc_reply_hdr(rep, 0x41);
+	struct rpcrdma_iov rv = {rep, 24, false};
+	struct rpcrdma_reply_req rr = {&rv, 1, NULL};
+	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 1);
+	/* xid, 1, grant 4, RDMA_MSG, no Read list, no Write list, Reply
+	 * chunk present: one segment, handle 0x77, length 0, offset. */
+	static const uint32_t want[] = {0x41, 1, 4, 0, 0, 0, 1, 1, 0x77, 0, 0,
+					0x1000, 0x41, 1, 0, 0, 0, 0};
+	check_sent_words(0, want, 18);
+	teardown();
+}
+
+/* DESIGN: a registration shortage while replying is a queued state: no
+ * error goes out, the reply is retried when the engine next moves. */
+static void test_reply_waits_for_registration(void)
+{
+	setup(4, 4);
+	/* A call with one Write chunk of 64 bytes. */
+	static const uint32_t call[] = {0x51, 1, 1, 0, 0, 1, 1, 0x78, 64, 0,
+					0x2000, 0, 0, 0x51, 0, 2, 1, 1, 1, 0, 0,
+					0, 0};
+	feed(call, 23);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	static uint8_t rep[24], data[64];
+	rpc_reply_hdr(rep, 0x51);
+	struct rpcrdma_iov rv[2] = {{rep, 24, false}, {data, 64, true}};
+	struct rpcrdma_reply_req rr = {rv, 2, NULL};
+	F->local_again = 1;
+	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
+	drain();
+	CHECK_EQ(nsent, 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.mr_stalls, 1);
+	CHECK_EQ(c.err_chunk_sent, 0);
+	/* Anything that moves the engine retries it (here RDMA_DONE, which
+	 * is otherwise discarded). */
+	static const uint32_t done[] = {0x52, 1, 1, 3, 0, 0, 0};
+	feed(done, 7);
+	CHECK_EQ(nsent, 2); /* the RDMA Write, then the Send */
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_RDMA_WRITE);
+	CHECK(sent[1].op == RPCRDMA_WR_SEND_WITH_INV); /* R set both ways */
+	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes), 0x51);
+	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes + 12), 0); /* RDMA_MSG */
+	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes + 32), 64); /* written */
+	teardown();
+}
+
 /* RFC 8166 §3.4.4: peer-supplied chunks are checked against limits
  * before use: a Read chunk past max_call_size and a wrapping Write
  * segment are answered ERR_CHUNK without any RDMA operation. */
@@ -608,6 +672,8 @@ int main(void)
 	test_peer_errors();
 	test_thresholds();
 	test_reply_chunk_offer();
+	test_reply_chunk_echoed();
+	test_reply_waits_for_registration();
 	test_segment_limits();
 	test_reply_needs_more_than_sq();
 	test_call_needs_more_than_sq();
