@@ -90,7 +90,7 @@ static void peer_key(const struct sockaddr_storage *ss, char *out, size_t cap)
 	snprintf(out, cap, "%s/%u", host, port);
 }
 
-static bool v1_server_known(const char *key)
+bool rpcrdma_rpc_v1_server_known(const char *key)
 {
 	bool hit = false;
 	pthread_mutex_lock(&v1_lock);
@@ -100,9 +100,9 @@ static bool v1_server_known(const char *key)
 	return hit;
 }
 
-static void v1_server_remember(const char *key)
+void rpcrdma_rpc_v1_server_remember(const char *key)
 {
-	if (!*key || v1_server_known(key))
+	if (!*key || rpcrdma_rpc_v1_server_known(key))
 		return;
 	pthread_mutex_lock(&v1_lock);
 	snprintf(v1_servers[v1_next++ % V1_SERVERS], sizeof v1_servers[0],
@@ -110,18 +110,6 @@ static void v1_server_remember(const char *key)
 	pthread_mutex_unlock(&v1_lock);
 }
 
-/* Record what the connection learned about the server's versions. */
-static void note_versions(struct rpcrdma_clnt *c)
-{
-	struct rpcrdma_engine_info in;
-	if (!c->owns_xprt || !c->x || !c->x->e)
-		return;
-	pthread_mutex_lock(&c->x->lock);
-	rpcrdma_engine_get_info(c->x->e, &in);
-	pthread_mutex_unlock(&c->x->lock);
-	if (in.peer_v1_only)
-		v1_server_remember(c->peer_key);
-}
 
 /* ---------------------------------------------------------------------
  * Records
@@ -720,10 +708,12 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 		goto fail;
 	peer_key(&ss, c->peer_key, sizeof c->peer_key);
 	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
-				     v1_server_known(c->peer_key), id, &c->x);
+				     rpcrdma_rpc_v1_server_known(c->peer_key),
+				     id, &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
+	memcpy(c->x->peer_key, c->peer_key, sizeof c->x->peer_key);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
 	if (pl < 0) {
@@ -798,7 +788,6 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 
 	if (!c)
 		return;
-	note_versions(c);
 	struct rpc_xprt *x = c->x;
 	if (x) {
 		/* Every call of this handle completes now, exactly once. */
@@ -890,6 +879,5 @@ RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
 		return RPCRDMA_ERR_INVAL;
 	memset(s, 0, sizeof(*s));
 	rpcrdma_rpc_xprt_add_stats(c->x, s);
-	note_versions(c);
 	return 0;
 }

@@ -90,7 +90,15 @@ struct rpc_xprt {
 	struct rpc_call *waitq_head, *waitq_tail; /* waiting for a slot */
 	unsigned in_engine;
 	struct rpc_xprt *next;       /* in its loop's list */
+	char peer_key[64];           /* client: server address, "" on a
+					server; see rpcrdma_rpc_v1_server_* */
+	bool v1_noted;               /* its v1-only answer is remembered */
 };
+
+/* Servers that answered a v2 opener with ERR_VERS (or lost it): later
+ * clients to them start in v1 (draft §7.2).  Keys are "addr/port". */
+bool rpcrdma_rpc_v1_server_known(const char *key);
+void rpcrdma_rpc_v1_server_remember(const char *key);
 
 /* Creates CQ, QP (on id) and engine.  server: the engine grants
  * opts.credits and calls back with backchannel_credits; client: the

@@ -420,6 +420,16 @@ void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
 	}
 	if (x->e && x->connected && !x->dead)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener time-out */
+	if (x->peer_key[0] && !x->v1_noted && x->e) {
+		/* Remember a v1-only server as soon as the engine learns it,
+		 * not when the client goes (draft §7.2). */
+		struct rpcrdma_engine_info in;
+		rpcrdma_engine_get_info(x->e, &in);
+		if (in.peer_v1_only) {
+			x->v1_noted = true;
+			rpcrdma_rpc_v1_server_remember(x->peer_key);
+		}
+	}
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
