@@ -609,6 +609,26 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 		e->ctr.done_dropped++; /* §4.6.2 */
 		return false;
 	case RPCRDMA_V1_MSGP:
+		if (e->cfg.accept_msgp && !h->chunks.nreads) {
+			/* RFC 5666 §4.3: an RPC message with padding; the
+			 * upper layer skips it (the events say how). */
+			v.msgp_align = h->align;
+			v.msgp_thresh = h->thresh;
+			v.msgp_offset = (uint32_t)h->hdr_len;
+			switch (payload_direction(payload, plen, h->xid)) {
+			case 1:
+				rpcrdma_rs_call(e, &v, payload, plen);
+				return false;
+			case 0:
+				v.proc = RPCRDMA_V1_MSG;
+				v.response = true;
+				return rpcrdma_rq_reply(e, &v, idx, payload, plen,
+							with_inv, inv_rkey);
+			default:
+				bad_message(e, h->xid);
+				return false;
+			}
+		}
 		/* §4.6.1: Responders SHOULD answer ERR_CHUNK, Requesters
 		 * MUST discard. */
 		if (payload_direction(payload, plen, h->xid) == 0 ||
@@ -1055,6 +1075,9 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->peer_vers_low = q->vers_low;
 		ev->peer_vers_high = q->vers_high;
 		ev->peer_err = q->peer_err;
+		ev->msgp_align = q->msgp_align;
+		ev->msgp_thresh = q->msgp_thresh;
+		ev->msgp_offset = q->msgp_offset;
 		q->event_pending = false;
 		if (!q->send_pending)
 			q->state = RQ_FREE;
@@ -1074,6 +1097,9 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->type = RPCRDMA_EV_INCOMING_CALL;
 		ev->call = s->callbuf;
 		ev->call_len = s->call_len;
+		ev->msgp_align = s->msgp_align;
+		ev->msgp_thresh = s->msgp_thresh;
+		ev->msgp_offset = s->msgp_offset;
 		ev->write_chunks = s->cl.nwrites;
 		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
 			size_t t = 0;

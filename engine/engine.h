@@ -53,6 +53,9 @@
  *    chunk is always copied into the reply (§4.3.3 MUST), with zero
  *    lengths when the reply went inline (Linux svcrdma leaves it absent;
  *    the Requester accepts absent or all-empty).
+ *  - RDMA_MSGP (RFC 5666) is answered ERR_CHUNK (§4.6.1) unless
+ *    accept_msgp: then taken as RDMA_MSG with its padding described to
+ *    the upper layer (msgp_* in the events).
  *  - Messages shorter than 28 bytes are discarded (§4.5) except
  *    RDMA_ERROR, whose ERR_CHUNK form is only 20 bytes long.
  *  - Direction of a received message (RFC 8167 §4.1): RDMA_MSG by the RPC
@@ -140,6 +143,11 @@ struct rpcrdma_engine_config {
 				      Default 1 MiB. */
 	uint32_t max_chunk_bytes;  /* Responder: largest Write / Reply chunk
 				      total accepted.  Default 1 MiB. */
+	bool accept_msgp;          /* take RFC 5666 RDMA_MSGP (padded
+				      messages) instead of answering
+				      ERR_CHUNK (RFC 8166 §4.6.1); the
+				      padding is passed up (msgp_* in the
+				      events).  Without a Read list only. */
 	uint32_t max_read_chunks;  /* Responder: Read chunks besides a
 				      Position-Zero one accepted in a call;
 				      more -> RDMA2_ERR_READ_CHUNKS (v1:
@@ -348,6 +356,13 @@ struct rpcrdma_engine_event {
 	unsigned write_chunks;       /* Write chunks offered */
 	size_t write_chunk_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	size_t reply_chunk_len;      /* 0: no Reply chunk */
+	/* CALL_DONE, INCOMING_CALL: the message came as RFC 5666 RDMA_MSGP
+	 * (accept_msgp): its upper layer must skip padding before every
+	 * opaque of at least msgp_thresh bytes so that the data starts at a
+	 * multiple of msgp_align counted from the start of the transport
+	 * header (RFC 5666 §3.7); the RPC message began msgp_offset bytes
+	 * into it.  msgp_align 0: no padding. */
+	uint32_t msgp_align, msgp_thresh, msgp_offset;
 	/* CLOSE */
 	int reason;
 };

@@ -686,6 +686,9 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	}
 	q->status = status;
 	q->resend = resend;
+	q->msgp_align = v->msgp_align;
+	q->msgp_thresh = v->msgp_thresh;
+	q->msgp_offset = v->msgp_offset;
 	q->reply_len = reply_len;
 	bool is_err = v->proc == RPCRDMA_V1_ERROR;
 	q->nresults = is_err ? 0 : q->req.nresults;

@@ -283,6 +283,9 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 		rep->status = 0;
 		rep->data = c->reply_buf + hl;
 		rep->len = ev->reply_len - (size_t)hl;
+		rep->pad.align = ev->msgp_align;
+		rep->pad.thresh = ev->msgp_thresh;
+		rep->pad.base = (size_t)ev->msgp_offset + (size_t)hl;
 		rep->nddp = c->nresults;
 		for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++) {
 			rep->ddp[i] = c->results[i].base;

@@ -57,6 +57,7 @@ struct rpcrdma_svc_req {
 	uint32_t prog, vers, proc;
 	const uint8_t *args;
 	size_t args_len;
+	struct rpcrdma_padding pad;
 	struct rpcrdma_cred cred;
 	struct rpcrdma_opaque_auth raw_cred; /* body points into the call */
 	bool raw;          /* the handler gave the whole reply message */
@@ -389,6 +390,9 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 			  m.call.cred.flavor);
 	r->args = (const uint8_t *)ev->call + hl;
 	r->args_len = ev->call_len - (size_t)hl;
+	r->pad.align = ev->msgp_align;
+	r->pad.thresh = ev->msgp_thresh;
+	r->pad.base = (size_t)ev->msgp_offset + (size_t)hl;
 	r->raw_cred = m.call.cred;
 	int as = decode_cred(&m.call.cred, &r->cred);
 	if (as) {
@@ -477,6 +481,12 @@ RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_vers(const struct rpcrdma_svc_req *r)
 RPCRDMA_EXPORT uint32_t rpcrdma_svc_req_proc(const struct rpcrdma_svc_req *r)
 {
 	return r->proc;
+}
+
+RPCRDMA_EXPORT struct rpcrdma_padding
+rpcrdma_svc_req_padding(const struct rpcrdma_svc_req *r)
+{
+	return r->pad;
 }
 
 RPCRDMA_EXPORT const void *rpcrdma_svc_req_args(const struct rpcrdma_svc_req *r,

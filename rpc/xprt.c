@@ -131,6 +131,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.remote_inv = o->remote_inv &&
 			 (rd->attr.caps & RPCRDMA_DEV_CAP_SEND_WITH_INV);
 	cfg.versions = o->versions;
+	cfg.accept_msgp = o->accept_msgp;
 	cfg.client = !server;
 	cfg.peer_v1_only = peer_v1_only;
 	cfg.max_call_size = o->max_msg;

@@ -68,6 +68,21 @@ struct rpcrdma_opts {
 	unsigned versions;          /* RPC-over-RDMA versions, enum
 				       rpcrdma_versions; 0: the default,
 				       RPCRDMA_PREFER_V2 */
+	bool accept_msgp;           /* take RFC 5666 RDMA_MSGP (padded)
+				       messages from old peers instead of
+				       answering ERR_CHUNK (RFC 8166
+				       §4.6.1); see rpcrdma_padding */
+};
+
+/* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
+ * data of every opaque of at least `thresh` bytes the sender inserted
+ * zero bytes so that the data starts at a multiple of `align` counted
+ * from the start of its transport header; byte i of the stream we hand
+ * out was byte `base + i` of that message.  align 0: no padding.  The
+ * libtirpc adapters skip it while decoding. */
+struct rpcrdma_padding {
+	uint32_t align, thresh;
+	size_t base;
 };
 
 /* Which protocol versions a connection may use (docs/v2.md). */
@@ -180,6 +195,7 @@ struct rpcrdma_reply {
 	const uint8_t *ddp[RPCRDMA_MAX_DDP_RESULTS];
 	size_t ddp_len[RPCRDMA_MAX_DDP_RESULTS];
 	uint32_t xid;          /* the call's XID (0 if it was never sent) */
+	struct rpcrdma_padding pad; /* of data (accept_msgp) */
 	void *priv;            /* library's; free with rpcrdma_reply_free */
 };
 
@@ -310,6 +326,8 @@ void rpcrdma_svc_destroy(struct rpcrdma_svc *s);
 uint32_t rpcrdma_svc_req_prog(const struct rpcrdma_svc_req *r);
 uint32_t rpcrdma_svc_req_vers(const struct rpcrdma_svc_req *r);
 uint32_t rpcrdma_svc_req_proc(const struct rpcrdma_svc_req *r);
+/* The RFC 5666 padding of the arguments (accept_msgp); align 0: none. */
+struct rpcrdma_padding rpcrdma_svc_req_padding(const struct rpcrdma_svc_req *r);
 /* The XDR-encoded arguments (DDP items reinserted with their padding). */
 const void *rpcrdma_svc_req_args(const struct rpcrdma_svc_req *r,
 				 size_t *len);

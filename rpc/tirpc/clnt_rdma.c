@@ -215,6 +215,7 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		const void *ddp = rep.nddp ? rep.ddp[0] : NULL;
 		size_t ddp_len = rep.nddp ? rep.ddp_len[0] : 0;
 		xdr_scatter_create(&x, &s, rep.data, rep.len, ddp, ddp_len);
+		xdr_scatter_set_padding(&s, &rep.pad);
 		if (!xres(&x, resp))
 			err.re_status = RPC_CANTDECODERES;
 	}

@@ -118,9 +118,19 @@ static bool_t x_getargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 	size_t len;
 	const void *args = rpcrdma_svc_req_args(c->req, &len);
 	XDR xdrs;
-	/* Arguments arrive as one contiguous stream (DDP items already
-	 * reinserted): libtirpc's own memory stream decodes them. */
-	xdrmem_create(&xdrs, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
+	struct xdr_scatter sc;
+	struct rpcrdma_padding pad = rpcrdma_svc_req_padding(c->req);
+	if (pad.align) {
+		/* An RFC 5666 RDMA_MSGP call: decode around its padding. */
+		xdr_scatter_create(&xdrs, &sc, args, len, NULL, 0);
+		xdr_scatter_set_padding(&sc, &pad);
+	} else {
+		/* Arguments arrive as one contiguous stream (DDP items
+		 * already reinserted): libtirpc's own memory stream decodes
+		 * them. */
+		xdrmem_create(&xdrs, (char *)(uintptr_t)args, (u_int)len,
+			      XDR_DECODE);
+	}
 	bool_t ok = xargs(&xdrs, argsp);
 	XDR_DESTROY(&xdrs);
 	return ok;

@@ -56,7 +56,12 @@ struct xdr_scatter {
 	size_t ddp_len;
 	bool ddp_used;
 	unsigned pad_left;     /* roundup of the DDP item still to serve */
+	struct rpcrdma_padding msgp; /* RFC 5666 padding to skip */
 };
+
+/* The stream's data came as RFC 5666 RDMA_MSGP: skip its padding. */
+void xdr_scatter_set_padding(struct xdr_scatter *s,
+			     const struct rpcrdma_padding *pad);
 
 /* Initialises xdrs as a decode stream over [p, p+len) plus one DDP item. */
 void xdr_scatter_create(XDR *xdrs, struct xdr_scatter *s, const void *p,

@@ -223,11 +223,33 @@ static bool_t s_getbytes(XDR *x, char *p, u_int n)
 		s->pad_left = (4 - n % 4) % 4;
 		return TRUE;
 	}
+	if (s->msgp.align && n >= s->msgp.thresh) {
+		/* RFC 5666 §3.7: "Where the decoded length exceeds the
+		 * rdma_thresh, the XDR decode MUST skip over the appropriate
+		 * padding as indicated by rdma_align and the current XDR
+		 * stream position."  The sender pads "at or above" the
+		 * threshold (same section); we follow the sender's words. */
+		size_t at = s->msgp.base + s->pos;
+		size_t skip = (s->msgp.align - at % s->msgp.align) % s->msgp.align;
+		if (s->len - s->pos < skip)
+			return FALSE;
+		s->pos += skip;
+	}
 	if (s->len - s->pos < n)
 		return FALSE;
 	memcpy(p, s->p + s->pos, n);
 	s->pos += n;
 	return TRUE;
+}
+
+void xdr_scatter_set_padding(struct xdr_scatter *s,
+			     const struct rpcrdma_padding *pad)
+{
+	s->msgp = *pad;
+	/* The roundup of an opaque (1..3 bytes, its own getbytes) is never
+	 * padded: a threshold under 4 would pad it. */
+	if (s->msgp.align && s->msgp.thresh < 4)
+		s->msgp.thresh = 4;
 }
 
 static u_int s_getpostn(XDR *x)

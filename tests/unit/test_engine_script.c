@@ -50,6 +50,7 @@ static void drain(void)
 
 /* Send queue depth for the next setup (0: the default). */
 static uint32_t cfg_sq_depth;
+static bool cfg_accept_msgp;
 
 static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
 		     uint32_t credits)
@@ -65,6 +66,7 @@ static void setup_pd(const void *pdata, size_t len, uint32_t max_calls,
 	c.xid_seed = 0x100;
 	c.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
 	c.sq_depth = cfg_sq_depth;
+	c.accept_msgp = cfg_accept_msgp;
 	CHECK_EQ(side_create(&S, &c), 0);
 	CHECK_EQ(rpcrdma_engine_established(S.e, pdata, len, 4, 0), 0);
 	drain();
@@ -374,6 +376,51 @@ static void test_reply_chunk_offer(void)
 	teardown();
 }
 
+/* RFC 5666 §4.3 with accept_msgp: a padded call (no Read list) reaches
+ * the upper layer with rdma_align, rdma_thresh and the RPC message's
+ * offset; a padded reply completes its call the same way; RDMA_MSGP with
+ * a Read list is still refused (positions and padding do not mix). */
+static void test_msgp_accepted(void)
+{
+	cfg_accept_msgp = true;
+	setup(8, 32);
+	static const uint32_t msgp[] = {0x61, 1, 1, 2, 64, 1024, 0, 0, 0,
+					0x61, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(msgp, 19);
+	CHECK_EQ(nsent, 0);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+	CHECK_EQ(ev.msgp_align, 64);
+	CHECK_EQ(ev.msgp_thresh, 1024);
+	CHECK_EQ(ev.msgp_offset, 36);
+	CHECK_EQ(ev.call_len, 40);
+	static const uint32_t withread[] = {0x62, 1, 1, 2, 64, 1024, 1, 8, 0x77,
+					    4, 0, 0x1000, 0, 0, 0, 0x62, 0, 2,
+					    1, 1, 1, 0, 0, 0, 0};
+	feed(withread, 25);
+	CHECK_EQ(nsent, 1);
+	static const uint32_t want[] = {0x62, 1, 32, 4, 2};
+	check_sent_words(0, want, 5);
+	/* Our call, answered RDMA_MSGP. */
+	uint32_t xid = submit(0);
+	uint32_t rep[] = {xid, 1, 4, 2, 8, 512, 0, 0, 0, xid, 1, 0, 0, 0, 0};
+	feed(rep, 15);
+	bool done = false;
+	while (rpcrdma_engine_poll_event(S.e, &ev))
+		if (ev.type == RPCRDMA_EV_CALL_DONE && ev.xid == xid) {
+			done = true;
+			CHECK_EQ(ev.status, 0);
+			CHECK_EQ(ev.reply_len, 24);
+			CHECK_EQ(ev.msgp_align, 8);
+			CHECK_EQ(ev.msgp_thresh, 512);
+			CHECK_EQ(ev.msgp_offset, 36);
+		}
+	CHECK(done);
+	teardown();
+	cfg_accept_msgp = false;
+}
+
 /* RFC 8166 §4.3.3: "the Responder MUST copy that chunk into the
  * Transport header of the RPC Reply message", its lengths what it
  * returned: a Short reply echoes the Reply chunk with a zero length. */
@@ -668,6 +715,7 @@ int main(void)
 	test_err_vers();
 	test_err_chunk();
 	test_msgp_done_short();
+	test_msgp_accepted();
 	test_credits();
 	test_peer_errors();
 	test_thresholds();
