@@ -476,7 +476,7 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->cb = cb;
 	c->cb_arg = arg;
 	pthread_mutex_lock(&x->lock);
-	if (x->dead || !x->connected) {
+	if ((x->dead || !x->connected) && !x->reconnecting) {
 		pthread_mutex_unlock(&x->lock);
 		free(c);
 		return RPCRDMA_ERR_DISCONNECTED;
@@ -637,6 +637,8 @@ static void clnt_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 {
 	struct rpcrdma_clnt *c = owner;
 
+	if (rpcrdma_rpc_xprt_reconnect_event(c->x, ev))
+		return;
 	switch (ev->type) {
 	case RPCRDMA_CM_EVENT_DISCONNECTED:
 	case RPCRDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -649,6 +651,14 @@ static void clnt_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 	default:
 		break;
 	}
+}
+
+/* After each loop round: a reconnection that is due starts here, where
+ * no CM event is held unacknowledged (destroying an id waits for those). */
+static void clnt_on_round(void *owner)
+{
+	struct rpcrdma_clnt *c = owner;
+	rpcrdma_rpc_xprt_reconnect_due(c->x, rpcrdma_rpc_now_ms());
 }
 
 static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
@@ -717,6 +727,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 		goto fail;
 	id = NULL; /* the connection owns it */
 	memcpy(c->x->peer_key, c->peer_key, sizeof c->x->peer_key);
+	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)&ss, sl);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
 	if (pl < 0) {
@@ -744,7 +755,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	uint32_t ord = c->x->ord;
 	if (ev.ird && ev.ird < ord)
 		ord = ev.ird;
-	rc = rpcrdma_rpc_loop_init(&c->loop, &c->rd, clnt_on_cm, NULL, c);
+	rc = rpcrdma_rpc_loop_init(&c->loop, &c->rd, clnt_on_cm, clnt_on_round,
+				   c);
 	if (rc < 0)
 		goto fail;
 	c->x->loop = &c->loop;
@@ -804,6 +816,11 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return;
+	}
+	if (x) {
+		pthread_mutex_lock(&x->lock);
+		x->no_reconnect = true;
+		pthread_mutex_unlock(&x->lock);
 	}
 	rpcrdma_rpc_loop_stop(&c->loop);
 	if (x && x->connected && !x->dead) {

@@ -90,6 +90,17 @@ struct rpc_xprt {
 	struct rpc_call *waitq_head, *waitq_tail; /* waiting for a slot */
 	unsigned in_engine;
 	struct rpc_xprt *next;       /* in its loop's list */
+	/* Client reconnection (opts.max_retries > 0). */
+	bool client;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	struct rpcrdma_qp_attr qa;   /* to create the next QP alike */
+	bool reconnecting;           /* lost; a new connection is due */
+	bool connect_pending;        /* connect() out on id, no answer yet */
+	bool no_reconnect;           /* being destroyed */
+	unsigned attempts;           /* failed attempts in a row */
+	uint64_t retry_at;
+	uint64_t reconnects;         /* connections re-established */
 	char peer_key[64];           /* client: server address, "" on a
 					server; see rpcrdma_rpc_v1_server_* */
 	bool v1_noted;               /* its v1-only answer is remembered */
@@ -118,6 +129,18 @@ int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
 /* The connection is gone: unwind the engine, fail every call not yet
  * completed with status (each exactly once). */
 void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status);
+
+/* Client: the peer's address, for reconnection. */
+void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
+			       socklen_t len);
+/* Client, from its loop thread between CM event batches: start the next
+ * connection if one is due (a new CM id and QP over the same engine and
+ * CQ).  The ESTABLISHED that follows goes to _xprt_reestablished. */
+void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now);
+/* ESTABLISHED (or a failure) for the id of a reconnection: returns true
+ * when the event was about it. */
+bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
+				      const struct rpcrdma_cm_event *ev);
 
 /* Collected engine events, acted on after the lock is dropped. */
 struct rpc_evbuf {

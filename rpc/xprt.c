@@ -131,6 +131,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.remote_inv = o->remote_inv &&
 			 (rd->attr.caps & RPCRDMA_DEV_CAP_SEND_WITH_INV);
 	cfg.versions = o->versions;
+	cfg.max_retries = server ? 0 : o->max_retries;
 	cfg.accept_msgp = o->accept_msgp;
 	cfg.client = !server;
 	cfg.peer_v1_only = peer_v1_only;
@@ -179,6 +180,8 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 		qa.max_send_sge = rd->attr.max_sge;
 	qa.max_recv_sge = 1;
 	qa.context = x;
+	x->qa = qa;
+	x->client = !server;
 	rc = rd->ops->create_qp(id, rd->pd, &qa, &x->qp);
 	if (rc < 0)
 		goto fail;
@@ -238,6 +241,36 @@ int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
 	return rc;
 }
 
+/* Reconnection attempts back off 50 ms, 100 ms ... up to 2 s. */
+static uint64_t backoff_ms(unsigned attempts)
+{
+	uint64_t ms = 50;
+	for (unsigned i = 0; i < attempts && ms < 2000; i++)
+		ms *= 2;
+	return ms < 2000 ? ms : 2000;
+}
+
+/* With x->lock held, after a loss or a failed attempt: schedule the next
+ * connection, or give up and fail everything still waiting. */
+static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
+{
+	x->connect_pending = false;
+	if (x->client && x->opts.max_retries && !x->no_reconnect &&
+	    x->attempts < x->opts.max_retries) {
+		/* RFC 8166 §4.5.5: the engine keeps the calls that have
+		 * retries left for the next connection. */
+		x->reconnecting = true;
+		x->retry_at = rpcrdma_rpc_now_ms() + backoff_ms(x->attempts);
+		rpcrdma_rpc_trace("conn %p: reconnecting in %llu ms", (void *)x,
+			  (unsigned long long)backoff_ms(x->attempts));
+		return;
+	}
+	/* Calls the engine keeps queued for a next connection, and those
+	 * waiting for a slot, fail now: no connection will come. */
+	x->reconnecting = false;
+	rpcrdma_rpc_calls_fail_locked(x, status, 0, NULL, b);
+}
+
 void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 {
 	struct rpc_evbuf b = {.n = 0};
@@ -249,10 +282,119 @@ void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 		rpcrdma_engine_conn_lost(x->e, rpcrdma_rpc_now_ms());
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	/* Calls the engine keeps queued for a next connection, and those
-	 * waiting for a slot, fail now: a client does not reconnect. */
-	rpcrdma_rpc_calls_fail_locked(x, status, 0, NULL, &b);
+	lost_locked(x, status, &b);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+}
+
+void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
+			       socklen_t len)
+{
+	if (len > sizeof(x->peer))
+		len = sizeof(x->peer);
+	memcpy(&x->peer, sa, len);
+	x->peer_len = len;
+}
+
+/* One reconnection attempt failed before or at connect(). */
+static void attempt_failed(struct rpc_xprt *x, int rc)
+{
+	struct rpc_evbuf b = {.n = 0};
+
+	rpcrdma_rpc_trace("conn %p: reconnection failed: %s", (void *)x,
+		  rpcrdma_strerror(rc));
+	pthread_mutex_lock(&x->lock);
+	x->attempts++;
+	lost_locked(x, RPCRDMA_ERR_DISCONNECTED, &b);
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+}
+
+void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
+{
+	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+
+	pthread_mutex_lock(&x->lock);
+	bool go = x->reconnecting && !x->connect_pending && !x->no_reconnect &&
+		  now >= x->retry_at;
+	struct rpcrdma_qp *oqp = go ? x->qp : NULL;
+	struct rpcrdma_cm_id *oid = go ? x->id : NULL;
+	if (go) {
+		x->qp = NULL;
+		x->id = NULL;
+		x->connect_pending = true;
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (!go)
+		return;
+	/* The old QP's work is over (the engine forgot it at conn_lost and
+	 * ignores its flushed completions by epoch); its id's events have
+	 * all been acknowledged by the loop. */
+	if (oqp)
+		ops->destroy_qp(oqp);
+	if (oid)
+		ops->destroy_id(oid);
+	struct rpcrdma_cm_id *id = NULL;
+	struct rpcrdma_qp *qp = NULL;
+	int rc = ops->create_id(x->rd->ch, x, &id);
+	if (rc >= 0)
+		rc = ops->resolve(id, (struct sockaddr *)&x->peer, x->peer_len);
+	if (rc >= 0)
+		rc = ops->create_qp(id, x->rd->pd, &x->qa, &qp);
+	if (rc < 0) {
+		if (id)
+			ops->destroy_id(id);
+		attempt_failed(x, rc);
+		return;
+	}
+	uint8_t pd[16];
+	pthread_mutex_lock(&x->lock);
+	x->id = id;
+	x->qp = qp;
+	x->close_req = false;
+	x->disconnect_sent = false;
+	int pl = rpcrdma_engine_private_data(x->e, pd, sizeof(pd));
+	pthread_mutex_unlock(&x->lock);
+	struct rpcrdma_conn_param cp = {
+		.private_data = pd, .private_data_len = (uint8_t)(pl > 0 ? pl : 0),
+		.responder_resources = (uint8_t)x->ird,
+		.initiator_depth = (uint8_t)x->ord,
+	};
+	rc = ops->connect(id, &cp);
+	if (rc < 0)
+		attempt_failed(x, rc);
+}
+
+bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
+				      const struct rpcrdma_cm_event *ev)
+{
+	pthread_mutex_lock(&x->lock);
+	bool ours = x->reconnecting && x->connect_pending && ev->id == x->id;
+	pthread_mutex_unlock(&x->lock);
+	if (!ours)
+		return false;
+	if (ev->type != RPCRDMA_CM_EVENT_ESTABLISHED) {
+		if (ev->type == RPCRDMA_CM_EVENT_REJECTED ||
+		    ev->type == RPCRDMA_CM_EVENT_UNREACHABLE ||
+		    ev->type == RPCRDMA_CM_EVENT_CONNECT_ERROR ||
+		    ev->type == RPCRDMA_CM_EVENT_DISCONNECTED)
+			attempt_failed(x, RPCRDMA_ERR_CONNREFUSED);
+		return true;
+	}
+	uint32_t ord = x->ord;
+	if (ev->responder_resources && ev->responder_resources < ord)
+		ord = ev->responder_resources;
+	pthread_mutex_lock(&x->lock);
+	x->dead = false;
+	x->reconnecting = false;
+	x->connect_pending = false;
+	x->attempts = 0;
+	x->reconnects++;
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_trace("conn %p: reconnected", (void *)x);
+	/* The engine resends its calls, same XIDs (RFC 8166 §4.5.5). */
+	rpcrdma_rpc_xprt_established(x, ev->private_data_len ? ev->private_data
+							     : NULL,
+				     ev->private_data_len, ord);
+	return true;
 }
 
 void rpcrdma_rpc_xprt_get(struct rpc_xprt *x)
@@ -482,6 +624,10 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->connprop_sent += k.connprop_sent;
 	s->connprop_recv += k.connprop_recv;
 	s->recoveries += k.recoveries;
+	s->retransmissions += k.retransmissions;
+	pthread_mutex_lock(&x->lock);
+	s->reconnects += x->reconnects;
+	pthread_mutex_unlock(&x->lock);
 	for (int i = 0; i < 10; i++) {
 		s->v2_err_sent[i] += k.v2_err_sent[i];
 		s->v2_err_recv[i] += k.v2_err_recv[i];

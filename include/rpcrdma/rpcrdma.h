@@ -68,6 +68,16 @@ struct rpcrdma_opts {
 	unsigned versions;          /* RPC-over-RDMA versions, enum
 				       rpcrdma_versions; 0: the default,
 				       RPCRDMA_PREFER_V2 */
+	unsigned max_retries;       /* client: when the connection drops,
+				       reconnect and send each outstanding
+				       call again (same XID, RFC 8166
+				       §4.5.5) up to this many times before
+				       it fails with RPCRDMA_ERR_DISCONNECTED;
+				       reconnection attempts back off from
+				       50 ms to 2 s, and stop after
+				       max_retries failed attempts in a row.
+				       Default 0: no reconnection (as
+				       libtirpc's clnt_vc). */
 	bool accept_msgp;           /* take RFC 5666 RDMA_MSGP (padded)
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
@@ -258,6 +268,8 @@ struct rpcrdma_stats {
 	uint64_t err_vers_sent;
 	uint64_t connprop_sent, connprop_recv;
 	uint64_t recoveries;      /* calls resent after an RDMA2_ERROR */
+	uint64_t retransmissions; /* calls resent on a new connection */
+	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
 };
 
