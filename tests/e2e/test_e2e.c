@@ -251,11 +251,25 @@ static enum rpcrdma_svc_stat h_cb_double(struct rpcrdma_svc_req *r, void *a)
 	return RPCRDMA_SVC_OK;
 }
 
-static struct rpcrdma_svc *start_server(const char *listen)
+/* The RPC-over-RDMA version connections of this run must come out at:
+ * the default client (PREFER_V2) against the default server speaks v2,
+ * RPCRDMA_VERSIONS=1 makes both sides v1-only (docs/v2.md). */
+static uint32_t expected_version(void)
+{
+	const char *v = getenv("RPCRDMA_VERSIONS");
+	return v && strcmp(v, "1") == 0 ? 1 : 2;
+}
+
+/* opts NULL: the defaults (the environment's versions). */
+static struct rpcrdma_svc *start_server_opts(const char *listen,
+					     const struct rpcrdma_opts *opts)
 {
 	struct rpcrdma_opts o;
 	struct rpcrdma_svc *s = NULL;
-	rpcrdma_opts_default(&o);
+	if (opts)
+		o = *opts;
+	else
+		rpcrdma_opts_default(&o);
 	o.workers = 4;
 	int rc = rpcrdma_svc_create(listen, &o, &s);
 	if (rc) {
@@ -283,9 +297,16 @@ static struct rpcrdma_svc *start_server(const char *listen)
 	return s;
 }
 
+static struct rpcrdma_svc *start_server(const char *listen)
+{
+	return start_server_opts(listen, NULL);
+}
+
 /* Without CHECK: callable from any thread (the harness counters are
- * not atomic). */
-static int open_client(uint32_t prog, uint32_t vers, struct rpcrdma_clnt **c)
+ * not atomic).  opts NULL: the defaults. */
+static int open_client_opts(uint32_t prog, uint32_t vers,
+			    const struct rpcrdma_opts *opts,
+			    struct rpcrdma_clnt **c)
 {
 	char a[96];
 	*c = NULL;
@@ -293,10 +314,15 @@ static int open_client(uint32_t prog, uint32_t vers, struct rpcrdma_clnt **c)
 		snprintf(a, sizeof(a), "[%s]:%u", addr_host, port);
 	else
 		snprintf(a, sizeof(a), "%s:%u", addr_host, port);
-	int rc = rpcrdma_clnt_create(a, prog, vers, NULL, c);
+	int rc = rpcrdma_clnt_create(a, prog, vers, opts, c);
 	if (rc)
 		fprintf(stderr, "clnt_create(%s): %s\n", a, rpcrdma_strerror(rc));
 	return rc;
+}
+
+static int open_client(uint32_t prog, uint32_t vers, struct rpcrdma_clnt **c)
+{
+	return open_client_opts(prog, vers, NULL, c);
 }
 
 static struct rpcrdma_clnt *connect_client(uint32_t prog, uint32_t vers)
@@ -472,22 +498,26 @@ static void case_long_reply(struct rpcrdma_clnt *c)
 	CHECK_EQ(v1.long_replies - v0.long_replies, 1);
 	CHECK(v1.rdma_write_bytes - v0.rdma_write_bytes >= n);
 	/* Without reply_max a reply over the inline threshold cannot come
-	 * back: the server answers ERR_CHUNK (§4.5.3). */
+	 * back: the server answers ERR_CHUNK (RFC 8166 §4.5.3); v2 has a
+	 * code of its own for it, RDMA2_ERR_REPLY_RESOURCE (draft-cel-
+	 * nfsv4-rpcrdma-version-two §5.3.3). */
 	call.reply_max = 0;
-	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_PEER_ERR_CHUNK);
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep),
+		 s1.version == 2 ? RPCRDMA_ERR_PEER_ERR_RESOURCE
+				 : RPCRDMA_ERR_PEER_ERR_CHUNK);
 	rpcrdma_reply_free(&rep);
 }
 
-static void case_long_call(struct rpcrdma_clnt *c)
+/* P_SUM over n pattern bytes (seed), no DDP: checks the sum and length
+ * the server computed. */
+static void sum_call(struct rpcrdma_clnt *c, unsigned seed, size_t n)
 {
-	const size_t n = 16u << 10;
 	uint8_t *buf = malloc(n);
 	uint32_t sum = 0;
 	for (size_t i = 0; i < n; i++) {
-		buf[i] = pat(5, i);
+		buf[i] = pat(seed, i);
 		sum += buf[i];
 	}
-	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
 	struct rpcrdma_iov iov = {buf, n, false};
 	struct rpcrdma_call call = {.proc = P_SUM, .args = &iov, .nargs = 1};
 	struct rpcrdma_reply rep;
@@ -498,12 +528,19 @@ static void case_long_call(struct rpcrdma_clnt *c)
 		CHECK_EQ(rpcrdma_be32_get(rep.data + 4), n);
 	}
 	rpcrdma_reply_free(&rep);
+	free(buf);
+}
+
+static void case_long_call(struct rpcrdma_clnt *c)
+{
+	const size_t n = 16u << 10;
+	struct rpcrdma_stats s0 = stats(c), v0 = svc_stats();
+	sum_call(c, 5, n);
 	struct rpcrdma_stats s1 = stats(c);
 	CHECK_EQ(s1.long_calls - s0.long_calls, 1); /* §3.5.3 Long Call */
 	/* The whole call came by RDMA Read (Position-Zero Read chunk). */
 	struct rpcrdma_stats v1 = svc_stats();
 	CHECK(v1.rdma_read_bytes - v0.rdma_read_bytes >= n);
-	free(buf);
 }
 
 /* Random sizes around every threshold (RFC 8166 §3.5, RFC 8797 §4.2):
@@ -935,6 +972,422 @@ static void case_svc_destroy_midcall(void)
 		 RPCRDMA_ERR_NOTSUP);
 }
 
+/* ------------------------------------------------------------------ */
+/* Version negotiation (draft-cel-nfsv4-rpcrdma-version-two §7)         */
+
+/* One call of a batch started right after connecting, while the v2
+ * opener may still be unanswered: whatever the negotiation does, each
+ * must complete exactly once with its bytes intact. */
+enum { VK_SHORT, VK_READ_CHUNK, VK_WRITE_CHUNK, VK_LONG_CALL,
+       VK_LONG_REPLY, VK_KINDS };
+
+struct vcall {
+	int kind;
+	uint32_t expect;  /* VK_LONG_CALL: the sum */
+	atomic_int done, ok, status;
+};
+
+enum { V_DDP = 256u << 10, V_LONG = 16u << 10, V_REPLY = 64u << 10,
+       V_SHORT = 100 };
+
+static bool vcall_good(const struct vcall *k, const struct rpcrdma_reply *rep)
+{
+	if (rep->status != 0)
+		return false;
+	switch (k->kind) {
+	case VK_SHORT:
+		if (rep->len != V_SHORT)
+			return false;
+		for (size_t i = 0; i < V_SHORT; i++)
+			if (rep->data[i] != pat(1, i))
+				return false;
+		return true;
+	case VK_READ_CHUNK:
+		return rep->len == 8 && rpcrdma_be32_get(rep->data) == 1 &&
+		       rpcrdma_be32_get(rep->data + 4) == V_DDP;
+	case VK_WRITE_CHUNK:
+		if (rep->len != 4 || rep->nddp != 1 || rep->ddp_len[0] != V_DDP)
+			return false;
+		for (size_t i = 0; i < V_DDP; i++)
+			if (rep->ddp[0][i] != pat(11, i))
+				return false;
+		return true;
+	case VK_LONG_CALL:
+		return rep->len == 8 && rpcrdma_be32_get(rep->data) == k->expect &&
+		       rpcrdma_be32_get(rep->data + 4) == V_LONG;
+	default:
+		if (rep->len != V_REPLY)
+			return false;
+		for (size_t i = 0; i < V_REPLY; i++)
+			if (rep->data[i] != pat(3, i))
+				return false;
+		return true;
+	}
+}
+
+static void vcall_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct vcall *k = arg;
+	if (vcall_good(k, rep))
+		atomic_fetch_add(&k->ok, 1);
+	atomic_store(&k->status, rep->status);
+	rpcrdma_reply_free(rep);
+	atomic_fetch_add(&k->done, 1);
+}
+
+/* Starts 2 * VK_KINDS calls of every shape at once and waits for them:
+ * how many completed with the right bytes (each exactly once). */
+static int version_batch(struct rpcrdma_clnt *c)
+{
+	enum { N = 2 * VK_KINDS };
+	struct vcall k[N];
+	uint8_t *data = malloc(V_DDP), hdr[N][8];
+	uint32_t sum = 0;
+	for (size_t i = 0; i < V_DDP; i++)
+		data[i] = pat(7, i);
+	for (size_t i = 0; i < V_LONG; i++)
+		sum += data[i];
+	uint8_t shortbuf[V_SHORT];
+	for (size_t i = 0; i < V_SHORT; i++)
+		shortbuf[i] = pat(1, i);
+	size_t wmax = V_DDP;
+	int started = 0;
+	for (int i = 0; i < N; i++) {
+		k[i].kind = i % VK_KINDS;
+		k[i].expect = sum;
+		atomic_init(&k[i].done, 0);
+		atomic_init(&k[i].ok, 0);
+		atomic_init(&k[i].status, 0);
+		struct rpcrdma_iov v[2];
+		struct rpcrdma_call call;
+		memset(&call, 0, sizeof(call));
+		switch (k[i].kind) {
+		case VK_SHORT:
+			v[0] = (struct rpcrdma_iov){shortbuf, V_SHORT, false};
+			call = (struct rpcrdma_call){.proc = P_ECHO, .args = v,
+						     .nargs = 1};
+			break;
+		case VK_READ_CHUNK:
+			rpcrdma_be32_put(hdr[i], V_DDP);
+			v[0] = (struct rpcrdma_iov){hdr[i], 4, false};
+			v[1] = (struct rpcrdma_iov){data, V_DDP, true};
+			call = (struct rpcrdma_call){.proc = P_CHECK, .args = v,
+						     .nargs = 2};
+			break;
+		case VK_WRITE_CHUNK:
+			rpcrdma_be32_put(hdr[i], V_DDP);
+			rpcrdma_be32_put(hdr[i] + 4, 11);
+			v[0] = (struct rpcrdma_iov){hdr[i], 8, false};
+			call = (struct rpcrdma_call){.proc = P_READ, .args = v,
+						     .nargs = 1,
+						     .ddp_result_max = &wmax,
+						     .nddp_results = 1};
+			break;
+		case VK_LONG_CALL:
+			v[0] = (struct rpcrdma_iov){data, V_LONG, false};
+			call = (struct rpcrdma_call){.proc = P_SUM, .args = v,
+						     .nargs = 1};
+			break;
+		default:
+			rpcrdma_be32_put(hdr[i], V_REPLY);
+			v[0] = (struct rpcrdma_iov){hdr[i], 4, false};
+			call = (struct rpcrdma_call){.proc = P_BIG, .args = v,
+						     .nargs = 1,
+						     .reply_max = V_REPLY};
+			break;
+		}
+		if (rpcrdma_clnt_call_async(c, &call, vcall_cb, &k[i]) == 0)
+			started++;
+		else
+			atomic_store(&k[i].done, 1); /* cb will not run */
+	}
+	CHECK_EQ(started, N);
+	int ok = 0;
+	for (int i = 0; i < N; i++) {
+		for (int w = 0; w < 1000 && !atomic_load(&k[i].done); w++)
+			usleep(10000);
+		CHECK_EQ(atomic_load(&k[i].done), 1);
+		if (atomic_load(&k[i].ok) != 1)
+			fprintf(stderr, "versions: call %d (kind %d): %s\n", i,
+				k[i].kind,
+				rpcrdma_strerror(atomic_load(&k[i].status)));
+		ok += atomic_load(&k[i].ok);
+	}
+	usleep(20000); /* a second completion would show up by now */
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(atomic_load(&k[i].done), 1);
+	free(data);
+	return ok;
+}
+
+static struct rpcrdma_svc *version_server(unsigned versions,
+					  uint32_t inline_recv)
+{
+	char listen[96];
+	struct rpcrdma_opts o;
+	listen_addr(listen, sizeof(listen));
+	rpcrdma_opts_default(&o);
+	o.versions = versions;
+	if (inline_recv)
+		o.inline_recv = inline_recv;
+	struct rpcrdma_svc *s = start_server_opts(listen, &o);
+	CHECK(s != NULL);
+	return s;
+}
+
+static struct rpcrdma_clnt *version_client(struct rpcrdma_svc *s,
+					   unsigned versions,
+					   uint32_t inline_send)
+{
+	struct rpcrdma_opts o;
+	struct rpcrdma_clnt *c = NULL;
+	uint16_t keep = port;
+	rpcrdma_opts_default(&o);
+	o.versions = versions;
+	if (inline_send)
+		o.inline_send = inline_send;
+	port = rpcrdma_svc_port(s);
+	CHECK_EQ(open_client_opts(PROG, 1, &o, &c), 0);
+	port = keep;
+	return c;
+}
+
+static struct rpcrdma_stats svc_stats_of(struct rpcrdma_svc *s)
+{
+	struct rpcrdma_stats st;
+	memset(&st, 0, sizeof(st));
+	CHECK_EQ(rpcrdma_svc_stats(s, &st), 0);
+	return st;
+}
+
+/* The shapes of the main suite once more, on client c of server s (their
+ * server-side counter checks read srv). */
+static void version_shapes(struct rpcrdma_clnt *c, struct rpcrdma_svc *s)
+{
+	struct rpcrdma_svc *keep = srv;
+	srv = s;
+	case_null(c);
+	case_echo(c);
+	case_ddp_arg(c);
+	case_write_chunk(c);
+	case_long_reply(c);
+	case_long_call(c);
+	srv = keep;
+}
+
+/*
+ * Every pairing of versions, each with servers and clients of its own
+ * (explicit opts, so RPCRDMA_VERSIONS does not change this case):
+ *  a) PREFER_V2 client, V1_ONLY server: one ERR_VERS, the client goes on
+ *     in v1 on the same connection and loses no call; a second client to
+ *     the same address starts in v1 without asking again (§7.2);
+ *  b) V1_ONLY client, PREFER_V2 server: v1 both sides, no ERR_VERS;
+ *  c) V2_ONLY client, V1_ONLY server: the call fails with ERR_VERS, once;
+ *  d) v2 both sides: CONNPROP each way (§5.3.4), the peer's Receive
+ *     Buffer Size raises the inline threshold, callbacks work.
+ * The servers live until the end, so no later server in this process can
+ * inherit a port remembered as v1-only.
+ */
+static void case_versions(void)
+{
+	struct rpcrdma_svc *sv1 = version_server(RPCRDMA_V1_ONLY, 0);
+	struct rpcrdma_svc *sv2 = version_server(RPCRDMA_PREFER_V2, 0);
+	struct rpcrdma_svc *sbig = version_server(RPCRDMA_PREFER_V2, 8192);
+	if (!sv1 || !sv2 || !sbig)
+		goto out;
+
+	/* a) */
+	struct rpcrdma_clnt *c = version_client(sv1, RPCRDMA_PREFER_V2, 0);
+	struct rpcrdma_stats a1, a2, sa;
+	memset(&a1, 0, sizeof(a1));
+	memset(&a2, 0, sizeof(a2));
+	memset(&sa, 0, sizeof(sa));
+	int a_ok = 0;
+	uint32_t a_live_vers = 0;
+	uint64_t a_live_err = 0;
+	if (c) {
+		a_ok = version_batch(c);
+		CHECK_EQ(a_ok, 2 * VK_KINDS);
+		/* A second connection while the first is still up (as an
+		 * NFS client opens more): the fallback is already known,
+		 * before anyone read the first one's counters. */
+		struct rpcrdma_clnt *live = version_client(sv1,
+							   RPCRDMA_PREFER_V2, 0);
+		if (live) {
+			case_null(live);
+			struct rpcrdma_stats l = stats(live);
+			CHECK_EQ(l.version, 1);
+			CHECK_EQ(l.err_vers_recv, 0);
+			CHECK_EQ(l.connprop_sent, 0);
+			a_live_vers = l.version;
+			a_live_err = l.err_vers_recv;
+			rpcrdma_clnt_destroy(live);
+		}
+		a1 = stats(c);
+		CHECK_EQ(a1.err_vers_recv, 1);
+		CHECK_EQ(a1.vers_fallbacks, 1);
+		CHECK_EQ(a1.version, 1);
+		CHECK(a1.peer_v1_only);
+		CHECK_EQ(a1.connprop_sent, 1); /* the opener, and only it */
+		CHECK_EQ(a1.connprop_recv, 0);
+		version_shapes(c, sv1);
+		struct rpcrdma_stats a1b = stats(c);
+		CHECK_EQ(a1b.err_vers_recv, 1);
+		CHECK_EQ(a1b.calls_completed, a1b.calls);
+		rpcrdma_clnt_destroy(c);
+	}
+	sa = svc_stats_of(sv1);
+	CHECK_EQ(sa.err_vers_sent, 1);
+	CHECK_EQ(sa.version, 1);
+	CHECK_EQ(sa.connprop_sent, 0);
+	c = version_client(sv1, RPCRDMA_PREFER_V2, 0);
+	if (c) {
+		a2 = stats(c); /* before any call: no negotiation to wait for */
+		CHECK_EQ(a2.version, 1);
+		case_null(c);
+		a2 = stats(c);
+		CHECK_EQ(a2.version, 1);
+		CHECK_EQ(a2.err_vers_recv, 0);
+		CHECK_EQ(a2.vers_fallbacks, 0);
+		CHECK_EQ(a2.connprop_sent, 0);
+		case_echo(c);
+		rpcrdma_clnt_destroy(c);
+	}
+	CHECK_EQ(svc_stats_of(sv1).err_vers_sent, 1);
+
+	/* b) */
+	struct rpcrdma_stats b1, sb;
+	memset(&b1, 0, sizeof(b1));
+	memset(&sb, 0, sizeof(sb));
+	int b_ok = 0;
+	c = version_client(sv2, RPCRDMA_V1_ONLY, 0);
+	if (c) {
+		b_ok = version_batch(c);
+		CHECK_EQ(b_ok, 2 * VK_KINDS);
+		b1 = stats(c);
+		CHECK_EQ(b1.version, 1);
+		CHECK_EQ(b1.err_vers_recv, 0);
+		CHECK_EQ(b1.vers_fallbacks, 0);
+		CHECK_EQ(b1.connprop_sent, 0);
+		CHECK_EQ(b1.connprop_recv, 0);
+		sb = svc_stats_of(sv2);
+		CHECK_EQ(sb.version, 1);
+		CHECK_EQ(sb.err_vers_sent, 0);
+		CHECK_EQ(sb.connprop_recv, 0);
+		CHECK_EQ(sb.connprop_sent, 0);
+		rpcrdma_clnt_destroy(c);
+	}
+
+	/* c) */
+	int c_status = 0, c_cbs = 0;
+	c = version_client(sv1, RPCRDMA_V2_ONLY, 0);
+	if (c) {
+		struct vcall k = {.kind = VK_SHORT};
+		atomic_init(&k.done, 0);
+		atomic_init(&k.ok, 0);
+		atomic_init(&k.status, 0);
+		uint8_t buf[V_SHORT];
+		for (size_t i = 0; i < V_SHORT; i++)
+			buf[i] = pat(1, i);
+		struct rpcrdma_iov iov = {buf, V_SHORT, false};
+		struct rpcrdma_call call = {.proc = P_ECHO, .args = &iov,
+					    .nargs = 1, .timeout_ms = 5000};
+		int rc = rpcrdma_clnt_call_async(c, &call, vcall_cb, &k);
+		CHECK_EQ(rc, 0);
+		if (rc)
+			atomic_store(&k.done, 1);
+		for (int w = 0; w < 1000 && !atomic_load(&k.done); w++)
+			usleep(10000);
+		usleep(20000);
+		c_cbs = atomic_load(&k.done);
+		c_status = atomic_load(&k.status);
+		CHECK_EQ(c_cbs, 1);
+		CHECK_EQ(c_status, RPCRDMA_ERR_PEER_ERR_VERS);
+		struct rpcrdma_stats c1 = stats(c);
+		CHECK_EQ(c1.err_vers_recv, 1);
+		CHECK_EQ(c1.vers_fallbacks, 0);
+		rpcrdma_clnt_destroy(c);
+		CHECK_EQ(atomic_load(&k.done), 1);
+	}
+	CHECK_EQ(svc_stats_of(sv1).err_vers_sent, 2);
+
+	/* d) */
+	struct rpcrdma_stats d0, d1, sd;
+	memset(&d0, 0, sizeof(d0));
+	memset(&d1, 0, sizeof(d1));
+	memset(&sd, 0, sizeof(sd));
+	int d_ok = 0;
+	uint64_t d_short = 0, d_long = 0;
+	c = version_client(sbig, RPCRDMA_PREFER_V2, 8192);
+	if (c) {
+		CHECK_EQ(rpcrdma_clnt_register(c, CB_PROG, 1, 1, h_cb_double,
+					       NULL, 0), 0);
+		d_ok = version_batch(c);
+		CHECK_EQ(d_ok, 2 * VK_KINDS);
+		d0 = stats(c);
+		CHECK_EQ(d0.version, 2);
+		CHECK_EQ(d0.err_vers_recv, 0);
+		CHECK_EQ(d0.vers_fallbacks, 0);
+		CHECK(!d0.peer_v1_only);
+		CHECK_EQ(d0.connprop_sent, 1);
+		CHECK_EQ(d0.connprop_recv, 1);
+		CHECK_EQ(d0.peer_rbsiz, 8192);   /* the server's inline_recv */
+		CHECK_EQ(d0.send_threshold, 8192);
+		/* ~6 KiB without DDP: over v1's 4096 but under the
+		 * threshold the server's CONNPROP allowed, so Short. */
+		sum_call(c, 9, 6000);
+		d1 = stats(c);
+		d_short = d1.short_calls - d0.short_calls;
+		d_long = d1.long_calls - d0.long_calls;
+		CHECK_EQ(d_short, 1);
+		CHECK_EQ(d_long, 0);
+		/* The reverse direction in v2 (RFC 8167 over §4.2's BRS). */
+		struct rpcrdma_svc *keep = srv;
+		srv = sbig;
+		case_reverse(c);
+		srv = keep;
+		d1 = stats(c);
+		CHECK_EQ(d1.version, 2);
+		CHECK_EQ(d1.connprop_sent, 1);
+		CHECK_EQ(d1.connprop_recv, 1);
+		sd = svc_stats_of(sbig);
+		CHECK_EQ(sd.version, 2);
+		CHECK_EQ(sd.connprop_sent, 1);
+		CHECK_EQ(sd.connprop_recv, 1);
+		CHECK_EQ(sd.peer_rbsiz, 4096);   /* the client's inline_recv */
+		CHECK_EQ(sd.err_vers_sent, 0);
+		rpcrdma_clnt_destroy(c);
+	}
+	printf("versions: a) v2->v1-only: version %u, ERR_VERS recv %llu, "
+	       "fallbacks %llu, %d/%d batch calls ok, server ERR_VERS sent %llu; "
+	       "concurrent client version %u, ERR_VERS recv %llu; "
+	       "later client version %u, ERR_VERS recv %llu | b) v1->v2 server: "
+	       "version %u/%u, %d/%d ok | c) v2-only->v1-only: %d completion(s), "
+	       "%s | d) v2: version %u/%u, CONNPROP sent/recv %llu/%llu "
+	       "(server %llu/%llu), peer rbsiz %u/%u, send threshold %u, "
+	       "%d/%d ok, short +%llu long +%llu, callbacks served %llu\n",
+	       a1.version, (unsigned long long)a1.err_vers_recv,
+	       (unsigned long long)a1.vers_fallbacks, a_ok, 2 * VK_KINDS,
+	       (unsigned long long)sa.err_vers_sent, a_live_vers,
+	       (unsigned long long)a_live_err, a2.version,
+	       (unsigned long long)a2.err_vers_recv, b1.version, sb.version,
+	       b_ok, 2 * VK_KINDS, c_cbs, rpcrdma_strerror(c_status),
+	       d1.version, sd.version, (unsigned long long)d1.connprop_sent,
+	       (unsigned long long)d1.connprop_recv,
+	       (unsigned long long)sd.connprop_sent,
+	       (unsigned long long)sd.connprop_recv, d1.peer_rbsiz,
+	       sd.peer_rbsiz, d1.send_threshold, d_ok, 2 * VK_KINDS,
+	       (unsigned long long)d_short, (unsigned long long)d_long,
+	       (unsigned long long)d1.calls_received);
+out:
+	if (sbig)
+		rpcrdma_svc_destroy(sbig);
+	if (sv2)
+		rpcrdma_svc_destroy(sv2);
+	if (sv1)
+		rpcrdma_svc_destroy(sv1);
+}
+
 static void null_rate(struct rpcrdma_clnt *c)
 {
 	struct rpcrdma_call call = {.proc = 0};
@@ -1045,6 +1498,14 @@ static int run_all(void)
 	CHECK_EQ(rpcrdma_clnt_register(c, CB_PROG, 1, 1, h_cb_double, NULL, 0),
 		 0);
 	RUN("null", case_null(c));
+	/* After the first reply the version is settled (0 only while the
+	 * client's v2 opener is unanswered). */
+	uint32_t want = expected_version();
+	CHECK_EQ(stats(c).version, want);
+	CHECK_EQ(svc_stats().version, want);
+	printf("RPC-over-RDMA version %u (RPCRDMA_VERSIONS=%s)\n", want,
+	       getenv("RPCRDMA_VERSIONS") ? getenv("RPCRDMA_VERSIONS")
+					  : "unset");
 	RUN("echo", case_echo(c));
 	RUN("ddp_arg_1MiB", case_ddp_arg(c));
 	RUN("write_chunk_1MiB", case_write_chunk(c));
@@ -1060,6 +1521,7 @@ static int run_all(void)
 	RUN("timeout", case_timeout(c));
 	RUN("destroy_outstanding", case_destroy_outstanding());
 	RUN("svc_destroy_midcall", case_svc_destroy_midcall());
+	RUN("versions", case_versions());
 	RUN("null_rate", null_rate(c));
 	RUN("rates", rates(c));
 	rpcrdma_clnt_destroy(c);

@@ -6,7 +6,13 @@
 # Reply chunk (RFC 8166 §4.3), RDMA_NOMSG for the Long Call and Long Reply,
 # ONC RPC calls of the blockstore program, and no malformed frame.
 # Exit 77 (skip) without tshark.
+#
+# The demo runs in RPC-over-RDMA version 1: Wireshark's rpcordma dissector
+# knows only RFC 8166 headers, so a v2 capture (draft-cel-nfsv4-rpcrdma-
+# version-two, the default) would show no RPC-over-RDMA message at all.
+# Both programs take RPCRDMA_VERSIONS from their default options.
 set -u
+export RPCRDMA_VERSIONS=1
 build=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
 command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skip"; exit 77; }

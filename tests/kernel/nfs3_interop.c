@@ -43,6 +43,8 @@
 #define NPROC3 22
 
 static unsigned ncalls[NPROC3];
+static unsigned call_errors;   /* calls that did not get RPC_SUCCESS */
+static unsigned rdma_versions; /* enum rpcrdma_versions our RDMA clients use */
 
 /* One call through a generated stub: counts it (for the server-counter
  * check) and reports transport errors with clnt_sperror's text. */
@@ -51,9 +53,11 @@ static unsigned ncalls[NPROC3];
 		memset((res), 0, sizeof(*(res)));                           \
 		ncalls[proc]++;                                             \
 		enum clnt_stat st_ = stub((args), (res), (clnt));           \
-		if (st_ != RPC_SUCCESS)                                     \
+		if (st_ != RPC_SUCCESS) {                                   \
+			call_errors++;                                      \
 			fail("%s: %s", #stub,                               \
 			     clnt_sperror((clnt), "call"));                 \
+		}                                                           \
 		st_;                                                        \
 	})
 
@@ -71,6 +75,7 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 		struct rpcrdma_opts o;
 		rpcrdma_opts_default(&o);
 		o.provider = provider;
+		rdma_versions = o.versions;
 		c = clnt_rdma_create(addr, NFS_PROGRAM, NFS_V3, &o);
 		if (!c) {
 			fail("clnt_rdma_create %s: %s", addr,
@@ -229,6 +234,60 @@ static void check_server_counters(const char *before_path)
 		if (ra[i] != rb[i])
 			fail("server rpc %s grew by %lu", rn[i], ra[i] - rb[i]);
 	note("server rpc calls +%lu, bad calls +%lu", ra[0] - rb[0], ra[1] - rb[1]);
+}
+
+/*
+ * Version negotiation with a v1-only server (draft-cel-nfsv4-rpcrdma-
+ * version-two §7.2).  Linux svcrdma speaks only RFC 8166: it answers the
+ * v2 RDMA2_CONNPROP our PREFER_V2 client opens with by ERR_VERS (rdma_vers
+ * 2 echoed, v1 error layout), and the client goes on in v1 on the same
+ * connection.  first: the first connection to this server in the process
+ * (later ones start in v1 straight away, the server being remembered).
+ */
+static void check_versions(const char *who, const struct rpcrdma_stats *st,
+			   bool first)
+{
+	note("%s: RPC-over-RDMA version %u; v2 opener: CONNPROP sent %llu, "
+	     "ERR_VERS received %llu, fallbacks to v1 %llu, peer v1-only %s; "
+	     "RDMA2_CONNPROP received %llu; calls %llu, completed %llu, "
+	     "bad replies %llu", who, st->version,
+	     (unsigned long long)st->connprop_sent,
+	     (unsigned long long)st->err_vers_recv,
+	     (unsigned long long)st->vers_fallbacks,
+	     st->peer_v1_only ? "yes" : "no",
+	     (unsigned long long)st->connprop_recv,
+	     (unsigned long long)st->calls,
+	     (unsigned long long)st->calls_completed,
+	     (unsigned long long)st->bad_replies);
+	/* RPCRDMA_VERSIONS=1: no negotiation at all. */
+	bool negotiates = rdma_versions != RPCRDMA_V1_ONLY && first;
+	uint64_t want = negotiates ? 1 : 0;
+	if (st->version != 1)
+		fail("%s: version %u, expected 1 (nfsd is v1-only)", who,
+		     st->version);
+	if (st->err_vers_recv != want)
+		fail("%s: %llu ERR_VERS received, expected %llu", who,
+		     (unsigned long long)st->err_vers_recv,
+		     (unsigned long long)want);
+	if (st->vers_fallbacks != want)
+		fail("%s: %llu fallbacks to v1, expected %llu", who,
+		     (unsigned long long)st->vers_fallbacks,
+		     (unsigned long long)want);
+	if (st->connprop_sent != want)
+		fail("%s: %llu RDMA2_CONNPROP sent, expected %llu", who,
+		     (unsigned long long)st->connprop_sent,
+		     (unsigned long long)want);
+	if (rdma_versions != RPCRDMA_V1_ONLY && !st->peer_v1_only)
+		fail("%s: the server is not marked v1-only", who);
+	if (st->connprop_recv != 0)
+		fail("%s: an RDMA2_CONNPROP from a v1 server?", who);
+	if (st->calls_completed != st->calls)
+		fail("%s: %llu calls, %llu completed", who,
+		     (unsigned long long)st->calls,
+		     (unsigned long long)st->calls_completed);
+	if (st->bad_replies)
+		fail("%s: %llu replies discarded", who,
+		     (unsigned long long)st->bad_replies);
 }
 
 int main(int argc, char **argv)
@@ -431,6 +490,10 @@ int main(int argc, char **argv)
 				     (unsigned long long)ls.long_calls);
 				if (ls.long_calls < 1)
 					fail("the 8 KiB WRITE without DDP was not a Long Call");
+				/* The second connection: v1 from the start. */
+				check_versions("Long Call client", &ls, false);
+			} else {
+				fail("clnt_rdma_stats of the Long Call client");
 			}
 			auth_destroy(lc->cl_auth);
 			clnt_destroy(lc);
@@ -472,7 +535,14 @@ int main(int argc, char **argv)
 			fail("no Long Reply: READDIRPLUS fit inline?");
 		if (st.credits_granted < 1)
 			fail("no credit granted");
+		check_versions("main client", &st, true);
+	} else if (rdma) {
+		fail("clnt_rdma_stats");
 	}
+	if (call_errors)
+		fail("%u call(s) failed", call_errors);
+	else
+		note("every call succeeded");
 	auth_destroy(c->cl_auth);
 	clnt_destroy(c);
 	unmount_root(server, export);
