@@ -784,7 +784,9 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 		rpcrdma_rs_connprop(e, answer ? h->xid : e->next_xid++, answer);
 	}
 	if (rc) {
-		if (resp) {
+		/* Never an error to a response; nor while our opener waits
+		 * for its answer (§7: one message until a grant). */
+		if (resp || e->negotiating) {
 			e->ctr.bad_replies++;
 			return false;
 		}

@@ -1363,6 +1363,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	C.max_inline_send = 1024u * (1u + ((sz >> 2) & 3u));
 	C.remote_inv = (sz & 16) != 0;
 	C.max_retries = (sz >> 5) & 3u;
+	C.accept_msgp = (sz & 0x80) != 0; /* RFC 5666 RDMA_MSGP taken */
 	uint8_t lim = u8(&in);
 	static const uint32_t callsz[4] = {256, 4096, 65536, 1u << 20};
 	C.max_call_size = callsz[lim & 3];
