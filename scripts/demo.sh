@@ -39,11 +39,24 @@ trap cleanup EXIT
 port=$(( 20000 + (RANDOM % 20000) ))
 if [ -n "$pcap" ]; then
 	if command -v tshark >/dev/null 2>&1; then
-		tshark -i lo -f "tcp port $port" -w "$pcap" -q 2>"$dir/cap.err" &
+		# A large kernel buffer: the 1 MiB transfers come in 64 KiB
+		# loopback segments, and one dropped segment desynchronises
+		# a reassembling decoder (rpcrdma-dump) for the rest of its
+		# stream.
+		tshark -i lo -B 64 -f "tcp port $port" -w "$pcap" -q 2>"$dir/cap.err" &
 		cap_pid=$!
 		for _ in $(seq 100); do
 			grep -q "Capturing on" "$dir/cap.err" 2>/dev/null && break
 			sleep 0.1
+		done
+		# "Capturing on" can come before packets are really taken: probe
+		# the (still closed) port until the probe's SYN/RST is in the
+		# file, so the demo's connection setup (the MPA exchange that
+		# identifies iWARP to Wireshark) cannot be missed.
+		for _ in $(seq 50); do
+			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+			sleep 0.1
+			[ "$(tshark -r "$pcap" 2>/dev/null | wc -l)" -gt 0 ] && break
 		done
 	else
 		echo "demo: tshark not found (install Debian package tshark): no capture" >&2
