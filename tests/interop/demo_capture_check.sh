@@ -54,5 +54,6 @@ echo "demo capture: $frames frames, $rpcordma RPC-over-RDMA messages: Read list 
 [ "$malformed" -eq 0 ] || bad "$malformed malformed frames"
 [ "$crc_bad" -eq 0 ] || bad "$crc_bad bad CRCs"
 [ $fail -eq 0 ] && echo "demo capture: PASS"
+# RPCRDMA_KEEP_FAILED_PCAP=FILE keeps a failing capture for a look.
 [ $fail -ne 0 ] && [ -n "${RPCRDMA_KEEP_FAILED_PCAP:-}" ] && cp "$pcap" "$RPCRDMA_KEEP_FAILED_PCAP"
 exit $fail
