@@ -258,7 +258,10 @@ struct rpcrdma_stats {
 	/* Inline thresholds in force (RFC 8797 §4.2): our Sends and the
 	 * peer's; with several connections, the last one's. */
 	uint32_t send_threshold, recv_threshold;
-	bool peer_remote_inv;     /* both sides allow Send With Invalidate */
+	bool peer_remote_inv;     /* our replies may Send With Invalidate:
+				     both sides set R (RFC 8797 §4.1); the
+				     peer may still invalidate ours (see
+				     remote_invs) when only we set it */
 	/* Version (the last connection's): 1, 2, or 0 while negotiating. */
 	uint32_t version;
 	bool peer_v1_only;        /* our v2 opener got ERR_VERS or no answer */

@@ -508,8 +508,11 @@ int main(int argc, char **argv)
 
 	struct rpcrdma_stats st;
 	if (rdma && clnt_rdma_stats(c, &st)) {
+		/* RFC 8797 §4.1: the kernel sets no R bit (it takes no
+		 * Send With Invalidate for its callbacks' replies), so ours
+		 * is "no" while it invalidates our rkeys (we set R). */
 		note("RPC-over-RDMA: inline thresholds send %u / receive %u, "
-		     "Send With Invalidate %s, credits granted %u",
+		     "our replies Send With Invalidate %s, credits granted %u",
 		     st.send_threshold, st.recv_threshold,
 		     st.peer_remote_inv ? "yes" : "no", st.credits_granted);
 		note("RPC-over-RDMA: calls %llu: %llu Short, %llu Chunked, %llu Long; "
