@@ -48,7 +48,8 @@ struct rpcrdma_ulb_proc {
 	size_t ddp_result_max;
 	/* Largest results stream besides the DDP result; a Reply chunk is
 	 * offered when it may not fit inline (§4.3.3).  0: the client's
-	 * default (RPCRDMA_TIRPC_REPLY_MAX). */
+	 * default: RPCRDMA_TIRPC_REPLY_MAX, or 512 bytes (inline) when the
+	 * results routine is xdr_void. */
 	size_t reply_max;
 	/* 0: RPCRDMA_TIRPC_DDP_MIN. */
 	size_t ddp_min;

@@ -196,11 +196,19 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	struct rpcrdma_iov iov[3];
 	unsigned niov = xdr_gather_iov(&g, iov);
 	size_t ddp_max = b.ddp_result_max;
+	/* Without a binding the reply's size is unknown, so a Reply chunk
+	 * of RPCRDMA_TIRPC_REPLY_MAX goes with the call (RFC 8166 §4.3.3),
+	 * a registration per call.  A procedure with void results (NULL
+	 * pings above all) has a reply of one RPC reply header at most:
+	 * 24 bytes plus a verifier of up to 400 (RFC 5531 §8.2), inline. */
+	size_t reply_max = b.reply_max ? b.reply_max
+		: xres == (xdrproc_t)xdr_void || !xres ? 512
+		: RPCRDMA_TIRPC_REPLY_MAX;
 	struct rpcrdma_call call = {
 		.proc = (uint32_t)proc,
 		.args = iov,
 		.nargs = niov,
-		.reply_max = b.reply_max ? b.reply_max : RPCRDMA_TIRPC_REPLY_MAX,
+		.reply_max = reply_max,
 		.ddp_result_max = ddp_max ? &ddp_max : NULL,
 		.nddp_results = ddp_max ? 1 : 0,
 		.timeout_ms = timeout_ms(&tv),
