@@ -472,6 +472,14 @@ static void negotiation_failed(struct rpcrdma_engine *e, uint32_t lo,
 	rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 }
 
+/* The opener was answered ERR_VERS, in whichever layout (§7.2). */
+static void opener_refused(struct rpcrdma_engine *e, uint32_t lo, uint32_t hi)
+{
+	e->ctr.v2_err_recv[RPCRDMA_V2_ERR_VERS]++;
+	e->ctr.err_vers_recv++;
+	negotiation_failed(e, lo, hi, RPCRDMA_ERR_PEER_ERR_VERS);
+}
+
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 {
 	if (!e->connected || !e->negotiating || now < e->neg_deadline)
@@ -611,23 +619,12 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 	case RPCRDMA_V1_MSGP:
 		if (e->cfg.accept_msgp && !h->chunks.nreads) {
 			/* RFC 5666 §4.3: an RPC message with padding; the
-			 * upper layer skips it (the events say how). */
-			v.msgp_align = h->align;
-			v.msgp_thresh = h->thresh;
-			v.msgp_offset = (uint32_t)h->hdr_len;
-			switch (payload_direction(payload, plen, h->xid)) {
-			case 1:
-				rpcrdma_rs_call(e, &v, payload, plen);
-				return false;
-			case 0:
-				v.proc = RPCRDMA_V1_MSG;
-				v.response = true;
-				return rpcrdma_rq_reply(e, &v, idx, payload, plen,
-							with_inv, inv_rkey);
-			default:
-				bad_message(e, h->xid);
-				return false;
-			}
+			 * upper layer skips it (the events say how).  The
+			 * rest is RDMA_MSG's. */
+			v.msgp = (struct rpcrdma_engine_msgp){
+				h->align, h->thresh, (uint32_t)h->hdr_len};
+			v.proc = RPCRDMA_V1_MSG;
+			goto msg;
 		}
 		/* §4.6.1: Responders SHOULD answer ERR_CHUNK, Requesters
 		 * MUST discard. */
@@ -642,6 +639,7 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 		v.response = true;
 		return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv, inv_rkey);
 	case RPCRDMA_V1_MSG:
+	msg:
 		switch (payload_direction(payload, plen, h->xid)) {
 		case 1:
 			rpcrdma_rs_call(e, &v, payload, plen);
@@ -771,9 +769,7 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 		resp = true;
 	if (rc && e->negotiating && c->xid == e->neg_xid &&
 	    v1_layout_err_vers(buf, len, &lo, &hi)) {
-		e->ctr.v2_err_recv[RPCRDMA_V2_ERR_VERS]++;
-		e->ctr.err_vers_recv++;
-		negotiation_failed(e, lo, hi, RPCRDMA_ERR_PEER_ERR_VERS);
+		opener_refused(e, lo, hi);
 		return false;
 	}
 	if (first) {
@@ -798,11 +794,7 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 	if (e->negotiating) {
 		if (h->htype == RPCRDMA_V2_ERROR && h->xid == e->neg_xid &&
 		    h->error.code == RPCRDMA_V2_ERR_VERS) {
-			e->ctr.v2_err_recv[RPCRDMA_V2_ERR_VERS]++;
-			e->ctr.err_vers_recv++;
-			negotiation_failed(e, h->error.vers_low,
-					   h->error.vers_high,
-					   RPCRDMA_ERR_PEER_ERR_VERS);
+			opener_refused(e, h->error.vers_low, h->error.vers_high);
 			return false;
 		}
 		negotiated(e, h);
@@ -871,10 +863,7 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 		    c->vers == RPCRDMA_VERSION_1 &&
 		    !rpcrdma_v1_decode(buf, len, &e->cfg.limits, h) &&
 		    h->err == RPCRDMA_V1_ERR_VERS) {
-			e->ctr.v2_err_recv[RPCRDMA_V2_ERR_VERS]++;
-			e->ctr.err_vers_recv++;
-			negotiation_failed(e, h->vers_low, h->vers_high,
-					   RPCRDMA_ERR_PEER_ERR_VERS);
+			opener_refused(e, h->vers_low, h->vers_high);
 			return;
 		}
 		e->ctr.bad_replies++; /* never answer an error */
@@ -1077,9 +1066,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->peer_vers_low = q->vers_low;
 		ev->peer_vers_high = q->vers_high;
 		ev->peer_err = q->peer_err;
-		ev->msgp_align = q->msgp_align;
-		ev->msgp_thresh = q->msgp_thresh;
-		ev->msgp_offset = q->msgp_offset;
+		ev->msgp = q->msgp;
 		q->event_pending = false;
 		if (!q->send_pending)
 			q->state = RQ_FREE;
@@ -1099,9 +1086,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->type = RPCRDMA_EV_INCOMING_CALL;
 		ev->call = s->callbuf;
 		ev->call_len = s->call_len;
-		ev->msgp_align = s->msgp_align;
-		ev->msgp_thresh = s->msgp_thresh;
-		ev->msgp_offset = s->msgp_offset;
+		ev->msgp = s->msgp;
 		ev->write_chunks = s->cl.nwrites;
 		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
 			size_t t = 0;

@@ -55,7 +55,7 @@
  *    the Requester accepts absent or all-empty).
  *  - RDMA_MSGP (RFC 5666) is answered ERR_CHUNK (§4.6.1) unless
  *    accept_msgp: then taken as RDMA_MSG with its padding described to
- *    the upper layer (msgp_* in the events).
+ *    the upper layer (msgp in the events).
  *  - Messages shorter than 28 bytes are discarded (§4.5) except
  *    RDMA_ERROR, whose ERR_CHUNK form is only 20 bytes long.
  *  - Direction of a received message (RFC 8167 §4.1): RDMA_MSG by the RPC
@@ -146,7 +146,7 @@ struct rpcrdma_engine_config {
 	bool accept_msgp;          /* take RFC 5666 RDMA_MSGP (padded
 				      messages) instead of answering
 				      ERR_CHUNK (RFC 8166 §4.6.1); the
-				      padding is passed up (msgp_* in the
+				      padding is passed up (msgp in the
 				      events).  Without a Read list only. */
 	uint32_t max_read_chunks;  /* Responder: Read chunks besides a
 				      Position-Zero one accepted in a call;
@@ -330,6 +330,14 @@ enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_CLOSE,         /* the driver must disconnect */
 };
 
+/* RFC 5666 §3.7 padding of a message received as RDMA_MSGP: the upper
+ * layer skips padding before every opaque of at least `thresh` bytes so
+ * that its data starts at a multiple of `align` counted from the start of
+ * the transport header; the RPC message began `offset` bytes into it. */
+struct rpcrdma_engine_msgp {
+	uint32_t align, thresh, offset;
+};
+
 struct rpcrdma_engine_event {
 	enum rpcrdma_engine_event_type type;
 	uint32_t xid;
@@ -357,12 +365,8 @@ struct rpcrdma_engine_event {
 	size_t write_chunk_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	size_t reply_chunk_len;      /* 0: no Reply chunk */
 	/* CALL_DONE, INCOMING_CALL: the message came as RFC 5666 RDMA_MSGP
-	 * (accept_msgp): its upper layer must skip padding before every
-	 * opaque of at least msgp_thresh bytes so that the data starts at a
-	 * multiple of msgp_align counted from the start of the transport
-	 * header (RFC 5666 §3.7); the RPC message began msgp_offset bytes
-	 * into it.  msgp_align 0: no padding. */
-	uint32_t msgp_align, msgp_thresh, msgp_offset;
+	 * (accept_msgp); align 0: no padding. */
+	struct rpcrdma_engine_msgp msgp;
 	/* CLOSE */
 	int reason;
 };

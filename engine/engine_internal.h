@@ -80,7 +80,7 @@ struct rx_view {
 	uint32_t inv_handle;  /* v2 rdma_inv_handle; 0 in v1 */
 	const struct rpcrdma_chunk_lists *cl;
 	struct rpcrdma_v2_error err; /* proc == RDMA_ERROR: code and body */
-	uint32_t msgp_align, msgp_thresh, msgp_offset; /* RFC 5666 MSGP */
+	struct rpcrdma_engine_msgp msgp; /* RFC 5666 RDMA_MSGP */
 };
 
 enum shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
@@ -151,7 +151,7 @@ struct rq {
 	uint32_t vers_low, vers_high;
 	uint32_t held_rbuf;  /* inline reply awaiting copy, or NIL */
 	size_t held_off;
-	uint32_t msgp_align, msgp_thresh, msgp_offset; /* padded reply */
+	struct rpcrdma_engine_msgp msgp; /* padded reply */
 	/* Version 2. */
 	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
 	enum shape shape;    /* shape of the last attempt */
@@ -210,7 +210,7 @@ struct rs {
 	struct rpcrdma_v2_error ebody;
 	uint32_t vers;       /* version of the call */
 	uint32_t inv_handle; /* the call's rdma_inv_handle (v2) */
-	uint32_t msgp_align, msgp_thresh, msgp_offset; /* padded call */
+	struct rpcrdma_engine_msgp msgp; /* padded call */
 	bool connprop;       /* this slot sends our RDMA2_CONNPROP */
 	bool connprop_resp;  /* ... as the answer to the peer's (xid) */
 };

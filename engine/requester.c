@@ -545,8 +545,8 @@ static bool check_writes(const struct rq *q, const struct rpcrdma_chunk_lists *c
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
  * a status to complete with, or 0 with q reshaped and *resend set. */
-static int error_outcome(struct rpcrdma_engine *e, struct rq *q,
-			 const struct rpcrdma_v2_error *er, bool *resend)
+static int error_outcome(struct rq *q, const struct rpcrdma_v2_error *er,
+			 bool *resend)
 {
 	*resend = false;
 	switch (er->code) {
@@ -606,7 +606,6 @@ static int error_outcome(struct rpcrdma_engine *e, struct rq *q,
 		return RPCRDMA_ERR_PEER_ERR_RESOURCE;
 	q->recoveries++;
 	*resend = true;
-	(void)e;
 	return 0;
 }
 
@@ -641,7 +640,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 					 ? RPCRDMA_ERR_PEER_ERR_VERS
 					 : RPCRDMA_ERR_PEER_ERR_CHUNK;
 		} else {
-			status = error_outcome(e, q, &v->err, &resend);
+			status = error_outcome(q, &v->err, &resend);
 		}
 		break;
 	case RPCRDMA_V1_MSG:
@@ -686,9 +685,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	}
 	q->status = status;
 	q->resend = resend;
-	q->msgp_align = v->msgp_align;
-	q->msgp_thresh = v->msgp_thresh;
-	q->msgp_offset = v->msgp_offset;
+	q->msgp = v->msgp;
 	q->reply_len = reply_len;
 	bool is_err = v->proc == RPCRDMA_V1_ERROR;
 	q->nresults = is_err ? 0 : q->req.nresults;

@@ -263,9 +263,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	s->xid = h->xid;
 	s->vers = h->vers;
 	s->inv_handle = h->inv_handle;
-	s->msgp_align = h->msgp_align;
-	s->msgp_thresh = h->msgp_thresh;
-	s->msgp_offset = h->msgp_offset;
+	s->msgp = h->msgp;
 	const struct rpcrdma_chunk_lists *cl = h->cl;
 	bool nomsg = h->proc == RPCRDMA_V1_NOMSG;
 	/* Draft §3.3: the handle must be one of this header's; anything

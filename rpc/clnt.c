@@ -59,7 +59,6 @@ struct rpcrdma_clnt {
 	uint32_t cred_flavor;
 	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
 	uint32_t cred_len;
-	char peer_key[64];             /* server address, for v1_servers */
 };
 
 /* ---------------------------------------------------------------------
@@ -283,9 +282,9 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 		rep->status = 0;
 		rep->data = c->reply_buf + hl;
 		rep->len = ev->reply_len - (size_t)hl;
-		rep->pad.align = ev->msgp_align;
-		rep->pad.thresh = ev->msgp_thresh;
-		rep->pad.base = (size_t)ev->msgp_offset + (size_t)hl;
+		rep->pad.align = ev->msgp.align;
+		rep->pad.thresh = ev->msgp.thresh;
+		rep->pad.base = (size_t)ev->msgp.offset + (size_t)hl;
 		rep->nddp = c->nresults;
 		for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++) {
 			rep->ddp[i] = c->results[i].base;
@@ -719,14 +718,14 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	rc = ops->resolve(id, (struct sockaddr *)&ss, sl);
 	if (rc < 0)
 		goto fail;
-	peer_key(&ss, c->peer_key, sizeof c->peer_key);
+	char key[sizeof c->x->peer_key];
+	peer_key(&ss, key, sizeof key);
 	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
-				     rpcrdma_rpc_v1_server_known(c->peer_key),
-				     id, &c->x);
+				     rpcrdma_rpc_v1_server_known(key), id, &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
-	memcpy(c->x->peer_key, c->peer_key, sizeof c->x->peer_key);
+	memcpy(c->x->peer_key, key, sizeof key);
 	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)&ss, sl);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));

@@ -390,9 +390,9 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 			  m.call.cred.flavor);
 	r->args = (const uint8_t *)ev->call + hl;
 	r->args_len = ev->call_len - (size_t)hl;
-	r->pad.align = ev->msgp_align;
-	r->pad.thresh = ev->msgp_thresh;
-	r->pad.base = (size_t)ev->msgp_offset + (size_t)hl;
+	r->pad.align = ev->msgp.align;
+	r->pad.thresh = ev->msgp.thresh;
+	r->pad.base = (size_t)ev->msgp.offset + (size_t)hl;
 	r->raw_cred = m.call.cred;
 	int as = decode_cred(&m.call.cred, &r->cred);
 	if (as) {

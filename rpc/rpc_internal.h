@@ -103,7 +103,8 @@ struct rpc_xprt {
 	uint64_t reconnects;         /* connections re-established */
 	char peer_key[64];           /* client: server address, "" on a
 					server; see rpcrdma_rpc_v1_server_* */
-	bool v1_noted;               /* its v1-only answer is remembered */
+	bool vers_noted;             /* this connection's version is known
+					(and a v1-only server remembered) */
 };
 
 /* Servers that answered a v2 opener with ERR_VERS (or lost it): later

@@ -388,6 +388,7 @@ bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 	x->connect_pending = false;
 	x->attempts = 0;
 	x->reconnects++;
+	x->vers_noted = false; /* a new connection negotiates again */
 	pthread_mutex_unlock(&x->lock);
 	rpcrdma_rpc_trace("conn %p: reconnected", (void *)x);
 	/* The engine resends its calls, same XIDs (RFC 8166 §4.5.5). */
@@ -563,15 +564,15 @@ void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
 	}
 	if (x->e && x->connected && !x->dead)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener time-out */
-	if (x->peer_key[0] && !x->v1_noted && x->e) {
+	if (x->peer_key[0] && !x->vers_noted && x->e) {
 		/* Remember a v1-only server as soon as the engine learns it,
-		 * not when the client goes (draft §7.2). */
+		 * not when the client goes (draft §7.2); once the version is
+		 * settled there is nothing more to learn on this connection. */
 		struct rpcrdma_engine_info in;
 		rpcrdma_engine_get_info(x->e, &in);
-		if (in.peer_v1_only) {
-			x->v1_noted = true;
+		if (in.peer_v1_only)
 			rpcrdma_rpc_v1_server_remember(x->peer_key);
-		}
+		x->vers_noted = in.version && !in.negotiating;
 	}
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);

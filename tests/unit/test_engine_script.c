@@ -391,9 +391,9 @@ static void test_msgp_accepted(void)
 	struct rpcrdma_engine_event ev;
 	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
 	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
-	CHECK_EQ(ev.msgp_align, 64);
-	CHECK_EQ(ev.msgp_thresh, 1024);
-	CHECK_EQ(ev.msgp_offset, 36);
+	CHECK_EQ(ev.msgp.align, 64);
+	CHECK_EQ(ev.msgp.thresh, 1024);
+	CHECK_EQ(ev.msgp.offset, 36);
 	CHECK_EQ(ev.call_len, 40);
 	static const uint32_t withread[] = {0x62, 1, 1, 2, 64, 1024, 1, 8, 0x77,
 					    4, 0, 0x1000, 0, 0, 0, 0x62, 0, 2,
@@ -412,9 +412,9 @@ static void test_msgp_accepted(void)
 			done = true;
 			CHECK_EQ(ev.status, 0);
 			CHECK_EQ(ev.reply_len, 24);
-			CHECK_EQ(ev.msgp_align, 8);
-			CHECK_EQ(ev.msgp_thresh, 512);
-			CHECK_EQ(ev.msgp_offset, 36);
+			CHECK_EQ(ev.msgp.align, 8);
+			CHECK_EQ(ev.msgp.thresh, 512);
+			CHECK_EQ(ev.msgp.offset, 36);
 		}
 	CHECK(done);
 	teardown();
