@@ -45,7 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define HARNESS_NAME "fuzz_engine_v2"
 #include "engine/engine.h"
+#include "fuzz/engine_harness.h"
 #include "wire/cm_private_data.h"
 #include "wire/rpc_msg.h"
 #include "wire/rpcrdma_v1.h"
@@ -53,150 +55,6 @@
 #include "wire/xdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FAIL(...)                                                        \
-	do {                                                             \
-		fprintf(stderr, "fuzz_engine_v2: invariant broken: ");    \
-		fprintf(stderr, __VA_ARGS__);                            \
-		fputc('\n', stderr);                                     \
-		abort();                                                 \
-	} while (0)
-
-static int trace = -1;
-#define TRACE(...)                                                       \
-	do {                                                             \
-		if (trace)                                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-	} while (0)
-
-/* ---------------------------------------------------------------------
- * Input reader
- */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t u8(struct in *in)
-{
-	if (!in->n)
-		return 0;
-	in->n--;
-	return *in->p++;
-}
-
-static uint16_t u16(struct in *in)
-{
-	uint16_t hi = u8(in);
-	return (uint16_t)(hi << 8 | u8(in));
-}
-
-static uint32_t u32(struct in *in)
-{
-	uint32_t hi = u16(in);
-	return hi << 16 | u16(in);
-}
-
-static void bytes(struct in *in, uint8_t *dst, size_t len)
-{
-	size_t k = len < in->n ? len : in->n;
-	memcpy(dst, in->p, k);
-	memset(dst + k, 0, len - k);
-	in->p += k;
-	in->n -= k;
-}
-
-/* ---------------------------------------------------------------------
- * Fake registrations: key = KEY_BASE + index, never reused in a run.
- */
-#define KEY_BASE 0x1000u
-#define MAX_KEYS 2048u
-
-struct fmr {
-	bool used;
-	bool remote;
-	uint8_t *addr;
-	size_t len;
-	unsigned access;
-};
-
-static struct fmr mrs[MAX_KEYS];
-static uint32_t nkeys;
-static uint32_t live_regs;
-static uint64_t nreg, nrel;
-static int again_budget, fail_budget;
-
-static struct fmr *key_mr(uint32_t key)
-{
-	if (key < KEY_BASE || key - KEY_BASE >= nkeys)
-		return NULL;
-	return &mrs[key - KEY_BASE];
-}
-
-static int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
-		    struct rpcrdma_engine_mr *mr)
-{
-	(void)ctx;
-	bool remote = access & (RPCRDMA_ACCESS_REMOTE_READ |
-				RPCRDMA_ACCESS_REMOTE_WRITE);
-	if (!addr || !len)
-		FAIL("registration of an empty range");
-	if (remote && again_budget > 0) {
-		again_budget--;
-		return RPCRDMA_ERR_AGAIN;
-	}
-	if (remote && fail_budget > 0) {
-		fail_budget--;
-		return RPCRDMA_ERR_NOMEM;
-	}
-	if (nkeys >= MAX_KEYS)
-		return RPCRDMA_ERR_NOMEM;
-	struct fmr *r = &mrs[nkeys];
-	uint32_t key = KEY_BASE + nkeys++;
-	memset(r, 0, sizeof *r);
-	r->used = true;
-	r->remote = remote;
-	r->addr = addr;
-	r->len = len;
-	r->access = access;
-	live_regs++;
-	nreg++;
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = key;
-	mr->rkey = remote ? key : 0;
-	mr->remote_addr = (uint64_t)(uintptr_t)addr;
-	mr->cookie = r;
-	return 0;
-}
-
-static void fake_release(void *ctx, struct rpcrdma_engine_mr *mr)
-{
-	(void)ctx;
-	struct fmr *r = key_mr(mr->lkey);
-	if (!r || !r->used || r->addr != mr->addr || r->len != mr->length ||
-	    mr->cookie != r)
-		FAIL("release of an unknown or released registration %#x",
-		     mr->lkey);
-	r->used = false;
-	live_regs--;
-	nrel++;
-}
-
-static uint8_t *check_sge(const struct rpcrdma_sge *g, unsigned need,
-			  const char *what)
-{
-	struct fmr *r = key_mr(g->lkey);
-	if (!r || !r->used)
-		FAIL("%s SGE uses dead or unknown lkey %#x", what, g->lkey);
-	uint8_t *p = (uint8_t *)(uintptr_t)g->addr;
-	if (p < r->addr || (size_t)(p - r->addr) > r->len ||
-	    r->len - (size_t)(p - r->addr) < g->length)
-		FAIL("%s SGE outside registration %#x", what, g->lkey);
-	if ((r->access & need) != need)
-		FAIL("%s SGE lacks access %#x on %#x", what, need, g->lkey);
-	return p;
-}
 
 /* ---------------------------------------------------------------------
  * Queues (completed in posting order) and peer segments
@@ -244,26 +102,10 @@ static uint32_t pseg_xid(uint32_t handle)
  * Upper layer bookkeeping
  */
 #define MAX_CALLS 24u
-struct call {
-	bool used;
-	int done;
-	uint32_t xid;
-	uint8_t *hdr, *ddp, *tail, *reply;
-	size_t reply_max;
-	unsigned nres;
-	uint8_t *res[3];
-	size_t res_len[3];
-};
 static struct call calls[MAX_CALLS];
 static unsigned ncalls;
 
 #define MAX_RS 128u
-struct inc {
-	int state; /* 0 none, 1 awaiting reply, 2 reply submitted */
-	uint32_t xid;
-	uint8_t *bufs[5];
-	unsigned nbufs;
-};
 static struct inc incs[MAX_RS];
 
 /* Chunk lists of the calls the engine sent, by XID, so replies can echo
@@ -297,34 +139,6 @@ enum {
 	F_ABRUPT = 4,
 	F_BIGREPLY = 8,
 };
-
-static uint8_t *xmalloc(size_t n)
-{
-	uint8_t *p = malloc(n ? n : 1);
-	if (!p)
-		abort();
-	return p;
-}
-
-static void free_inc(struct inc *ic)
-{
-	for (unsigned i = 0; i < ic->nbufs; i++)
-		free(ic->bufs[i]);
-	ic->nbufs = 0;
-	ic->state = 0;
-}
-
-static void free_call(struct call *c)
-{
-	free(c->hdr);
-	free(c->ddp);
-	free(c->tail);
-	free(c->reply);
-	for (unsigned i = 0; i < c->nres; i++)
-		free(c->res[i]);
-	c->hdr = c->ddp = c->tail = c->reply = NULL;
-	c->nres = 0;
-}
 
 /* ---------------------------------------------------------------------
  * Answering an incoming call
@@ -981,13 +795,6 @@ static uint32_t pick_inv(uint8_t k)
 	return k;
 }
 
-static void gen_seg(struct in *in, struct rpcrdma_segment *g, uint32_t maxlen)
-{
-	g->handle = 0x100u + u8(in);
-	g->length = maxlen ? u16(in) % (maxlen + 1) : 0;
-	g->offset = (uint64_t)u16(in) << 12;
-}
-
 /* Chunk lists for a reply to one of our calls: echo what we sent
  * (lengths chosen by the fuzzer, sometimes too large), or junk. */
 static void reply_lists(struct in *in, uint32_t xid, uint8_t fl, bool nomsg,
@@ -1382,6 +1189,8 @@ static void reset(void)
 	live_regs = 0;
 	nreg = nrel = 0;
 	again_budget = fail_budget = 0;
+	/* Faults always armed; NOMEM only for remote registrations. */
+	faults_armed = fail_remote_only = true;
 	connected = false;
 	npseg = 0;
 	sq_head = sq_count = rq_head = rq_count = 0;
