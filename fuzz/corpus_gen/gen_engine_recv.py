@@ -12,11 +12,7 @@ import struct
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'corpus',
                    'fuzz_engine_recv')
 
-def w(*words):
-    return b''.join(struct.pack('>I', x & 0xffffffff) for x in words)
-
-def u16(v):
-    return struct.pack('>H', v)
+from engine_seeds import submit_op, u16, w
 
 # config: max_calls-1, credits-1, sz, lim, xid_seed, flags, faults
 AUTOCOMPLETE, AUTOANSWER, PLAUSIBLE, ABRUPT, BIGREPLY, LAZY = 1, 2, 4, 8, 16, 32
@@ -43,21 +39,8 @@ def complete(n):
 def fail_completion(st=3):
     return bytes([3, st])
 
-def submit(s=0, hdr_extra=None, ddp=None, tail=None, results=(), reply_max=256,
-           empty_first=False, big_reply=False):
-    s |= (16 if hdr_extra is not None else 0) | (1 if ddp is not None else 0) | \
-        (2 if tail is not None else 0) | len(results) << 2 | \
-        (0x80 if empty_first else 0) | (0x40 if big_reply else 0)
-    b = bytes([4, s])
-    if hdr_extra is not None:
-        b += bytes([hdr_extra])
-    if ddp is not None:
-        b += u16(ddp)
-    if tail is not None:
-        b += bytes([tail])
-    for r in results:
-        b += u16(r)
-    return b + u16(reply_max)
+def submit(**kw):
+    return submit_op(4, **kw)
 
 def answer(idx=0, nddp=0, lens=(), inline=None):
     shape = nddp | (4 if inline is not None else 0)

@@ -10,16 +10,11 @@ The cov_NN files next to the seeds are not generated here: they are inputs
 libFuzzer found (-set_cover_merge=1 -use_counters=0 over a 17-minute run),
 which with the seeds cover about 92-94% of engine/*.c lines when replayed."""
 import os
-import struct
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'corpus',
                    'fuzz_engine_v2')
 
-def w(*words):
-    return b''.join(struct.pack('>I', x & 0xffffffff) for x in words)
-
-def u16(v):
-    return struct.pack('>H', v)
+from engine_seeds import submit_op, u16, w
 
 V1_ONLY, V2_ONLY, PREFER_V2 = 0, 1, 2   # (role >> 1) & 3, mod 3
 
@@ -126,21 +121,8 @@ def v1_err_vers(xsel=X_OPENER):
 def linux_err_vers(xsel=X_OPENER, b=0):
     return bytes([3, xsel, b]) + xid_bytes(xsel)
 
-def submit(s=0, hdr_extra=None, ddp=None, tail=None, results=(), reply_max=256,
-           empty_first=False, big_reply=False):
-    s |= (16 if hdr_extra is not None else 0) | (1 if ddp is not None else 0) | \
-        (2 if tail is not None else 0) | len(results) << 2 | \
-        (0x80 if empty_first else 0) | (0x40 if big_reply else 0)
-    b = bytes([7, s])
-    if hdr_extra is not None:
-        b += bytes([hdr_extra])
-    if ddp is not None:
-        b += u16(ddp)
-    if tail is not None:
-        b += bytes([tail])
-    for r in results:
-        b += u16(r)
-    return b + u16(reply_max)
+def submit(**kw):
+    return submit_op(7, **kw)
 
 def complete_all():
     return bytes([13])
