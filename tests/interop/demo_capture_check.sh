@@ -14,19 +14,8 @@
 set -u
 export RPCRDMA_VERSIONS=1
 build=$1
-here=$(cd "$(dirname "$0")/../.." && pwd)
-command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skip"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma-democap.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pcap=$work/demo.pcap
-fail=0
-bad() { echo "demo capture: FAIL: $*"; fail=1; }
-
-(cd "$here" && scripts/demo.sh "$build" --pcap "$pcap") >"$work/demo.out" 2>&1
-rc=$?
-grep -E "result|capture" "$work/demo.out"
-[ $rc -eq 0 ] || { cat "$work/demo.out"; bad "the demo failed"; }
-[ -s "$pcap" ] || { echo "demo capture: FAIL: no capture"; exit 1; }
+tag="demo capture"
+. "$(dirname "$0")/demo_capture.sh"
 
 # Wireshark decodes calls of programs it does not know only when asked.
 ts() { tshark -n -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }

@@ -14,20 +14,9 @@
 set -u
 unset RPCRDMA_VERSIONS
 build=$1
-here=$(cd "$(dirname "$0")/../.." && pwd)
-command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skip"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skip"; exit 77; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma-democap2.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-pcap=$work/demo.pcap
-fail=0
-bad() { echo "v2 capture: FAIL: $*"; fail=1; }
-
-(cd "$here" && scripts/demo.sh "$build" --pcap "$pcap") >"$work/demo.out" 2>&1
-rc=$?
-grep -E "result|capture" "$work/demo.out"
-[ $rc -eq 0 ] || { cat "$work/demo.out"; bad "the demo failed"; }
-[ -s "$pcap" ] || { echo "v2 capture: FAIL: no capture"; exit 1; }
+tag="v2 capture"
+. "$(dirname "$0")/demo_capture.sh"
 
 ts() { tshark -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
 frames=$(ts | wc -l)
