@@ -184,6 +184,19 @@ static bool is_pow2(uint32_t v)
 }
 
 /* Walk a v1 header; true if the walk found nothing wrong. */
+
+/* Both versions: the header walked so far fits the default limit. */
+static bool header_size_ok(struct loc *l)
+{
+	struct rpcrdma_limits lim = rpcrdma_limits_default();
+	if (l->d.pos > lim.max_header_size) {
+		set_err(l->err, lim.max_header_size, RPCRDMA_ERR_HEADER_TOO_LONG,
+			"transport header is %zu bytes: expected at most %u",
+			l->d.pos, lim.max_header_size);
+		return false;
+	}
+	return true;
+}
 static bool locate_v1(struct loc *l)
 {
 	uint32_t xid, vers, credit, proc, w;
@@ -244,14 +257,7 @@ static bool locate_v1(struct loc *l)
 			proc);
 		return false;
 	}
-	struct rpcrdma_limits lim = rpcrdma_limits_default();
-	if (l->d.pos > lim.max_header_size) {
-		set_err(l->err, lim.max_header_size, RPCRDMA_ERR_HEADER_TOO_LONG,
-			"transport header is %zu bytes: expected at most %u",
-			l->d.pos, lim.max_header_size);
-		return false;
-	}
-	return true;
+	return header_size_ok(l);
 }
 
 /* Walk a v2 header; true if the walk found nothing wrong. */
@@ -378,14 +384,7 @@ static bool locate_v2(struct loc *l)
 			htype);
 		return false;
 	}
-	struct rpcrdma_limits lim = rpcrdma_limits_default();
-	if (l->d.pos > lim.max_header_size) {
-		set_err(l->err, lim.max_header_size, RPCRDMA_ERR_HEADER_TOO_LONG,
-			"transport header is %zu bytes: expected at most %u",
-			l->d.pos, lim.max_header_size);
-		return false;
-	}
-	return true;
+	return header_size_ok(l);
 }
 
 static bool loc_auth(struct loc *l, const char *name)
