@@ -183,8 +183,6 @@ static bool is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-/* Walk a v1 header; true if the walk found nothing wrong. */
-
 /* Both versions: the header walked so far fits the default limit. */
 static bool header_size_ok(struct loc *l)
 {
@@ -197,6 +195,8 @@ static bool header_size_ok(struct loc *l)
 	}
 	return true;
 }
+
+/* Walk a v1 header; true if the walk found nothing wrong. */
 static bool locate_v1(struct loc *l)
 {
 	uint32_t xid, vers, credit, proc, w;
