@@ -469,7 +469,9 @@ static void negotiation_failed(struct rpcrdma_engine *e, uint32_t lo,
 	/* V2_ONLY, or a server that speaks neither: every call fails. */
 	e->vers_failed = true;
 	rpcrdma_rq_fail_queued(e, status);
-	rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
+	/* The reason goes with CLOSE so that the driver can fail later
+	 * calls with it too, rather than with a bare "disconnected". */
+	rpcrdma_ask_close(e, status);
 }
 
 /* The opener was answered ERR_VERS, in whichever layout (§7.2). */

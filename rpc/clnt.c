@@ -475,10 +475,13 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->cb = cb;
 	c->cb_arg = arg;
 	pthread_mutex_lock(&x->lock);
-	if ((x->dead || !x->connected) && !x->reconnecting) {
+	if (x->refused || ((x->dead || !x->connected) && !x->reconnecting)) {
+		/* A refused version is the reason, whether or not the
+		 * disconnect it caused has happened yet. */
+		rc = x->refused ? x->refused : RPCRDMA_ERR_DISCONNECTED;
 		pthread_mutex_unlock(&x->lock);
 		free(c);
-		return RPCRDMA_ERR_DISCONNECTED;
+		return rc;
 	}
 	link_call(x, c);
 	/* FIFO: nobody overtakes calls already waiting for a slot. */

@@ -97,7 +97,10 @@ struct rpc_xprt {
 	struct rpcrdma_qp_attr qa;   /* to create the next QP alike */
 	bool reconnecting;           /* lost; a new connection is due */
 	bool connect_pending;        /* connect() out on id, no answer yet */
-	bool no_reconnect;           /* being destroyed */
+	bool no_reconnect;           /* being destroyed, or refused for good */
+	int refused;                 /* 0, or why the peer will never serve
+					us (PEER_ERR_VERS): later calls fail
+					with it, no reconnection */
 	unsigned attempts;           /* failed attempts in a row */
 	uint64_t retry_at;
 	uint64_t reconnects;         /* connections re-established */

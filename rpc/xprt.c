@@ -268,7 +268,8 @@ static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 	/* Calls the engine keeps queued for a next connection, and those
 	 * waiting for a slot, fail now: no connection will come. */
 	x->reconnecting = false;
-	rpcrdma_rpc_calls_fail_locked(x, status, 0, NULL, b);
+	rpcrdma_rpc_calls_fail_locked(x, x->refused ? x->refused : status, 0,
+				      NULL, b);
 }
 
 void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
@@ -487,6 +488,13 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 		case RPCRDMA_EV_CLOSE:
 			rpcrdma_rpc_trace("conn %p: engine asks to close: %s",
 				  (void *)x, rpcrdma_strerror(ev->reason));
+			if (ev->reason == RPCRDMA_ERR_PEER_ERR_VERS) {
+				/* The v2 opener was refused and we may not
+				 * fall back (V2_ONLY): another connection
+				 * would be refused the same way. */
+				x->refused = ev->reason;
+				x->no_reconnect = true;
+			}
 			post_failed(x);
 			break;
 		default:

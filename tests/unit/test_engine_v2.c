@@ -396,7 +396,12 @@ static void test_v2_only_refused(void)
 	bool close = false;
 	int dones = 0;
 	for (int i = 0; i < nev; i++) {
-		close |= evs[i].type == RPCRDMA_EV_CLOSE;
+		if (evs[i].type == RPCRDMA_EV_CLOSE) {
+			close = true;
+			/* The reason travels with CLOSE: the driver fails
+			 * later calls with it and does not reconnect. */
+			CHECK_EQ(evs[i].reason, RPCRDMA_ERR_PEER_ERR_VERS);
+		}
 		dones += evs[i].type == RPCRDMA_EV_CALL_DONE;
 	}
 	CHECK(close);
