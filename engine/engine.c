@@ -299,7 +299,9 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	if (rc) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
-		return rc;
+		/* AGAIN means "registrations are short, retry later" to the
+		 * roles, which queue; here nothing will retry. */
+		return rc == RPCRDMA_ERR_AGAIN ? RPCRDMA_ERR_NOMEM : rc;
 	}
 	e->rbufs = e->arena;
 	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
@@ -484,13 +486,24 @@ static void opener_refused(struct rpcrdma_engine *e, uint32_t lo, uint32_t hi)
 
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 {
-	if (!e->connected || !e->negotiating || now < e->neg_deadline)
+	if (!e->connected)
 		return;
-	/* §7.2: "A client can assume the same situation (no server support
-	 * for RPC-over-RDMA version 2) if the initial negotiation message is
-	 * lost or dropped." */
-	negotiation_failed(e, 1, 1, RPCRDMA_ERR_TIMEOUT);
-	rpcrdma_progress(e);
+	if (e->negotiating && now >= e->neg_deadline) {
+		/* §7.2: "A client can assume the same situation (no server
+		 * support for RPC-over-RDMA version 2) if the initial
+		 * negotiation message is lost or dropped." */
+		negotiation_failed(e, 1, 1, RPCRDMA_ERR_TIMEOUT);
+		rpcrdma_progress(e);
+		return;
+	}
+	/* A registration refused for now (AGAIN: memory or MRs short) is
+	 * tried again on every tick, not only when another registration of
+	 * this connection goes: there may be none, and the shortage may be
+	 * another connection's or the allocator's.  Other waiters (credit,
+	 * send queue) just queue themselves again. */
+	if (e->rq_pending.head != RPCRDMA_NIL ||
+	    e->rs_pending.head != RPCRDMA_NIL)
+		rpcrdma_progress(e);
 }
 
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
@@ -1128,4 +1141,5 @@ void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
 	info->peer_props = e->peer_props;
 	info->peer_rbsiz = e->peer_rbsiz;
 	info->peer_brs = e->peer_brs;
+	info->call_slots = e->nrs;
 }

@@ -184,8 +184,8 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg);
 /*
  * Create / destroy.  Allocates all buffers up front (receive and send
  * buffers are registered once through mem->reg).  Errors: RPCRDMA_ERR_INVAL
- * (NULL or zero sizes, max_inline_* < 1024), RPCRDMA_ERR_NOMEM, or the
- * error mem->reg returned.
+ * (NULL or zero sizes, max_inline_* < 1024), RPCRDMA_ERR_NOMEM (also for
+ * mem->reg's AGAIN), or another error mem->reg returned.
  */
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
@@ -211,8 +211,9 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
 int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 			       size_t len, uint32_t ord, uint64_t now);
 
-/* Time passes: a client's unanswered v2 opener times out here (§7.2).
- * Call it now and then (the RPC loop does on every tick). */
+/* Time passes: a client's unanswered v2 opener times out here (§7.2), and
+ * registrations that were short (mem->reg's AGAIN) are tried again.  Call
+ * it now and then (the RPC loop does on every tick, 20 ms). */
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
 /* The connection is gone.  Every work request the engine handed out is
@@ -440,6 +441,7 @@ struct rpcrdma_engine_info {
 	uint32_t peer_rbsiz;      /* peer's Receive Buffer Size (4096 when
 				     it sent none, §4.2.1) */
 	uint32_t peer_brs;        /* peer's Reverse Request Support */
+	uint32_t call_slots;      /* every INCOMING_CALL's call_id is below */
 };
 
 void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,

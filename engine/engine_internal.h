@@ -181,6 +181,7 @@ struct rs {
 	uint8_t *small;      /* preallocated call buffer (recv size) */
 	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
 	bool call_malloced;
+	bool mr_stalled;     /* waiting for registrations (counted once) */
 	size_t call_len;
 	struct rpcrdma_engine_mr callmr; /* LOCAL_WRITE on callbuf */
 	bool callmr_valid;

@@ -33,6 +33,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->send_pending = false;
 		s->callbuf = NULL;
 		s->call_malloced = false;
+		s->mr_stalled = false;
 		s->callmr_valid = false;
 		s->call_len = 0;
 		s->nmr = 0;
@@ -663,7 +664,9 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 			for (uint32_t k = 0; k < s->nmr; k++)
 				e->mem.release(e->mem.ctx, &s->mr[k]);
 			s->nmr = 0;
-			e->ctr.mr_stalls++;
+			if (!s->mr_stalled)
+				e->ctr.mr_stalls++;
+			s->mr_stalled = true;
 			rpcrdma_rs_enqueue(e, s);
 			return;
 		}

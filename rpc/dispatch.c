@@ -165,20 +165,27 @@ static void req_free(struct rpcrdma_svc_req *r)
 	rpcrdma_rpc_xprt_put(x);
 }
 
-static size_t encode_accepted(struct rpcrdma_svc_req *r, uint32_t stat,
-			      uint32_t low, uint32_t high)
+static size_t encode_accepted_to(uint8_t *buf, size_t cap, uint32_t xid,
+				 uint32_t stat, uint32_t low, uint32_t high)
 {
 	struct rpcrdma_rpc_msg m;
 	memset(&m, 0, sizeof(m));
-	m.xid = r->xid;
+	m.xid = xid;
 	m.mtype = RPCRDMA_RPC_REPLY;
 	m.reply.stat = RPCRDMA_RPC_MSG_ACCEPTED;
 	m.reply.accepted.verf = rpcrdma_auth_none();
 	m.reply.accepted.stat = stat;
 	m.reply.accepted.mismatch.low = low;
 	m.reply.accepted.mismatch.high = high;
-	int hl = rpcrdma_rpc_msg_encode(&m, r->hdr, sizeof(r->hdr));
+	int hl = rpcrdma_rpc_msg_encode(&m, buf, cap);
 	return hl > 0 ? (size_t)hl : 0;
+}
+
+static size_t encode_accepted(struct rpcrdma_svc_req *r, uint32_t stat,
+			      uint32_t low, uint32_t high)
+{
+	return encode_accepted_to(r->hdr, sizeof(r->hdr), r->xid, stat, low,
+				  high);
 }
 
 static size_t encode_denied(struct rpcrdma_svc_req *r, uint32_t stat,
@@ -356,11 +363,28 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 	pthread_mutex_lock(&x->lock);
 	struct rpc_disp *d = x->disp;
 	if (!r) {
-		/* Out of memory: no reply can be built.  The engine's slot
-		 * stays busy and the Requester's call times out. */
-		pthread_mutex_unlock(&x->lock);
+		/* Out of memory: answer SYSTEM_ERR (RFC 5531 §9) from the
+		 * header set aside for this slot, so that the call ends now
+		 * and its slot and credit come back, instead of leaving the
+		 * Requester to time out.  The engine reads the header until
+		 * REPLY_SENT, which carries no request to free. */
 		rpcrdma_rpc_trace("conn %p: no memory for call %#x", (void *)x,
 				  ev->xid);
+		if (ev->call_id >= x->oom_slots) {
+			pthread_mutex_unlock(&x->lock);
+			return;
+		}
+		uint8_t *h = x->oom_reply[ev->call_id];
+		struct rpcrdma_iov iov = {
+			h, encode_accepted_to(h, RPCRDMA_RPC_OOM_REPLY_LEN,
+					      ev->xid, RPCRDMA_RPC_SYSTEM_ERR,
+					      0, 0), false};
+		struct rpcrdma_reply_req rr = {&iov, 1, NULL};
+		struct rpc_evbuf b = {.n = 0};
+		rpcrdma_engine_submit_reply(x->e, ev->call_id, &rr,
+					    rpcrdma_rpc_now_ms());
+		rpcrdma_rpc_xprt_pump_locked(x, &b);
+		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 		return;
 	}
 	x->refs++;

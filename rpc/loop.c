@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rpc/rpc_internal.h"
@@ -63,6 +64,23 @@ static void drain_cm(struct rpc_loop *l)
 	}
 }
 
+/* Room for ncap entries in both poll arrays; false (and nothing changed
+ * but a larger *pfd) when memory is short. */
+static bool grow(struct pollfd **pfd, struct rpc_xprt ***px, size_t *cap,
+		 size_t ncap)
+{
+	struct pollfd *np = realloc(*pfd, ncap * sizeof(*np));
+	if (!np)
+		return false;
+	*pfd = np;
+	struct rpc_xprt **nx = realloc(*px, ncap * sizeof(*nx));
+	if (!nx)
+		return false;
+	*px = nx;
+	*cap = ncap;
+	return true;
+}
+
 static void *loop_main(void *arg)
 {
 	struct rpc_loop *l = arg;
@@ -75,17 +93,21 @@ static void *loop_main(void *arg)
 		size_t n = 0;
 		for (struct rpc_xprt *x = l->xprts; x; x = x->next)
 			n++;
-		if (n + 2 > cap) {
-			size_t ncap = (n + 2) * 2;
-			struct pollfd *np = realloc(pfd, ncap * sizeof(*np));
-			if (!np)
-				break;
-			pfd = np;
-			struct rpc_xprt **nx = realloc(px, ncap * sizeof(*nx));
-			if (!nx)
-				break;
-			px = nx;
-			cap = ncap;
+		if (n + 2 > cap && !grow(&pfd, &px, &cap, (n + 2) * 2)) {
+			/* No memory for the poll set.  Leaving the loop would
+			 * stop every call of this client or server, time-outs
+			 * included; instead sleep a tick and service every
+			 * connection as if its CQ had fired (polling an empty
+			 * CQ is harmless), until memory comes back. */
+			struct timespec t = {0, LOOP_TICK_MS * 1000000L};
+			nanosleep(&t, NULL);
+			uint64_t now = rpcrdma_rpc_now_ms();
+			for (struct rpc_xprt *x = l->xprts; x; x = x->next)
+				rpcrdma_rpc_xprt_service(x, true, now);
+			drain_cm(l);
+			if (l->on_round)
+				l->on_round(l->owner);
+			continue;
 		}
 		pfd[0] = (struct pollfd){.fd = l->wakefd, .events = POLLIN};
 		pfd[1] = (struct pollfd){.fd = l->rd->ch->fd, .events = POLLIN};

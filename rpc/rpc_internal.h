@@ -25,6 +25,10 @@
 #include "provider/provider.h"
 #include "rpcrdma/rpcrdma.h"
 
+/* An accepted reply with AUTH_NONE and SYSTEM_ERR: 6 XDR words (RFC 5531
+ * §9). */
+#define RPCRDMA_RPC_OOM_REPLY_LEN 24
+
 /* Milliseconds on CLOCK_MONOTONIC (the engine's "now"). */
 uint64_t rpcrdma_rpc_now_ms(void);
 
@@ -108,6 +112,11 @@ struct rpc_xprt {
 					server; see rpcrdma_rpc_v1_server_* */
 	bool vers_noted;             /* this connection's version is known
 					(and a v1-only server remembered) */
+	/* One SYSTEM_ERR reply header per responder slot, set aside at
+	 * creation: a call that comes in when no memory is left for its
+	 * request still gets an answer (rpcrdma_rpc_disp_incoming). */
+	uint8_t (*oom_reply)[RPCRDMA_RPC_OOM_REPLY_LEN];
+	uint32_t oom_slots;
 };
 
 /* Servers that answered a v2 opener with ERR_VERS (or lost it): later

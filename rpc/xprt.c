@@ -191,6 +191,15 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
 	if (rc < 0)
 		goto fail;
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	x->oom_reply = calloc(in.call_slots ? in.call_slots : 1,
+			      sizeof(*x->oom_reply));
+	if (!x->oom_reply) {
+		rc = RPCRDMA_ERR_NOMEM;
+		goto fail;
+	}
+	x->oom_slots = in.call_slots;
 	rd->ops->req_notify_cq(x->cq);
 	*out = x;
 	return 0;
@@ -211,6 +220,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 	if (x->e)
 		rpcrdma_engine_destroy(x->e);
 	rpcrdma_rpc_calls_free_all(x);
+	free(x->oom_reply);
 	if (x->qp)
 		ops->destroy_qp(x->qp);
 	if (x->id)

@@ -448,21 +448,22 @@ static void test_reply_chunk_echoed(void)
 	teardown();
 }
 
-/* DESIGN: a registration shortage while replying is a queued state: no
- * error goes out, the reply is retried when the engine next moves. */
-static void test_reply_waits_for_registration(void)
+/* A call (XID xid) with one Write chunk of 64 bytes, answered with a
+ * 64-byte DDP result while the next registration is short: nothing may
+ * go out yet (DESIGN: a registration shortage is a queued state). */
+static void reply_while_registration_short(uint32_t xid)
 {
 	setup(4, 4);
-	/* A call with one Write chunk of 64 bytes. */
-	static const uint32_t call[] = {0x51, 1, 1, 0, 0, 1, 1, 0x78, 64, 0,
-					0x2000, 0, 0, 0x51, 0, 2, 1, 1, 1, 0, 0,
-					0, 0};
+	const uint32_t call[] = {xid, 1, 1, 0, 0, 1, 1, 0x78, 64, 0, 0x2000, 0,
+				 0, xid, 0, 2, 1, 1, 1, 0, 0, 0, 0};
 	feed(call, 23);
 	struct rpcrdma_engine_event ev;
 	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
 	static uint8_t rep[24], data[64];
-	rpc_reply_hdr(rep, 0x51);
-	struct rpcrdma_iov rv[2] = {{rep, 24, false}, {data, 64, true}};
+	rpc_reply_hdr(rep, xid);
+	static struct rpcrdma_iov rv[2];
+	rv[0] = (struct rpcrdma_iov){rep, 24, false};
+	rv[1] = (struct rpcrdma_iov){data, 64, true};
 	struct rpcrdma_reply_req rr = {rv, 2, NULL};
 	F->local_again = 1;
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
@@ -472,6 +473,12 @@ static void test_reply_waits_for_registration(void)
 	rpcrdma_engine_get_counters(S.e, &c);
 	CHECK_EQ(c.mr_stalls, 1);
 	CHECK_EQ(c.err_chunk_sent, 0);
+}
+
+/* The reply goes out once the engine next moves. */
+static void test_reply_waits_for_registration(void)
+{
+	reply_while_registration_short(0x51);
 	/* Anything that moves the engine retries it (here RDMA_DONE, which
 	 * is otherwise discarded). */
 	static const uint32_t done[] = {0x52, 1, 1, 3, 0, 0, 0};
@@ -482,6 +489,20 @@ static void test_reply_waits_for_registration(void)
 	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes), 0x51);
 	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes + 12), 0); /* RDMA_MSG */
 	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes + 32), 64); /* written */
+	teardown();
+}
+
+/* With nothing else happening on the connection, the engine's tick
+ * retries it: the shortage may be the allocator's or another
+ * connection's, so no release here would ever wake it. */
+static void test_reply_registration_retried_on_tick(void)
+{
+	reply_while_registration_short(0x53);
+	rpcrdma_engine_tick(S.e, 20);
+	drain();
+	CHECK_EQ(nsent, 2);
+	CHECK_EQ(sent[0].op, RPCRDMA_WR_RDMA_WRITE);
+	CHECK_EQ(rpcrdma_be32_get(sent[1].bytes), 0x53);
 	teardown();
 }
 
@@ -722,6 +743,7 @@ int main(void)
 	test_reply_chunk_offer();
 	test_reply_chunk_echoed();
 	test_reply_waits_for_registration();
+	test_reply_registration_retried_on_tick();
 	test_segment_limits();
 	test_reply_needs_more_than_sq();
 	test_call_needs_more_than_sq();

@@ -616,6 +616,35 @@ static void test_mr_starvation(void)
 	teardown();
 }
 
+/* The same with nothing else to do: no completion will come, so the
+ * engine's tick retries the registration and the call goes out. */
+static void test_mr_starvation_tick(void)
+{
+	setup(16, 8, true, true, 4);
+	F->again_budget = 2; /* both passes of this progress call */
+	uint32_t xid;
+	mode = SERVE_BIG;
+	big_len = 0;
+	CHECK_EQ(start_call(&A, 200, 10001, 100, NULL, 0, &xid), 0);
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(A.e, &in);
+	CHECK_EQ(in.calls_in_flight, 0); /* waiting, not failed */
+	CHECK_EQ(ndone, 0);
+	rpcrdma_engine_tick(A.e, 20); /* nothing else has moved A */
+	rpcrdma_engine_get_info(A.e, &in);
+	CHECK_EQ(in.calls_in_flight, 1);
+	pump(&A, &B);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(A.e, &c);
+	CHECK_EQ(c.mr_stalls, 1);
+	CHECK_EQ(F->violations, 0);
+	teardown();
+}
+
 int main(void)
 {
 	test_short();
@@ -630,6 +659,7 @@ int main(void)
 	test_ord();
 	test_conn_loss();
 	test_mr_starvation();
+	test_mr_starvation_tick();
 	free(F);
 	TEST_MAIN_END();
 }
