@@ -336,7 +336,9 @@ struct rpcrdma_provider_ops {
 	int (*create_cq)(struct rpcrdma_dev *dev, int cqe, void *context,
 			 struct rpcrdma_cq **out);
 	int (*destroy_cq)(struct rpcrdma_cq *cq);
-	/* Up to n completions into wc[]; returns how many (0 if none). */
+	/* Up to n completions into wc[]; returns how many (0 if none), or
+	 * RPCRDMA_ERR_OVERFLOW once the CQ has lost a completion (verbs: a
+	 * CQ error): its QPs can no longer be trusted, disconnect them. */
 	int (*poll_cq)(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc);
 	/* Arm: the fd becomes readable at the next completion. */
 	int (*req_notify_cq)(struct rpcrdma_cq *cq);

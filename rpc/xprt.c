@@ -569,6 +569,14 @@ void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
 								  now);
 				rpcrdma_rpc_xprt_pump_locked(x, &b);
 			}
+			if (n < 0 && !x->close_req) {
+				/* The CQ lost a completion: some call or reply
+				 * would wait for it for ever.  Disconnect; the
+				 * loss unwinds everything with a clear error. */
+				rpcrdma_rpc_trace("conn %p: poll_cq: %s", (void *)x,
+					  rpcrdma_strerror(n));
+				post_failed(x);
+			}
 			if (pass == 0)
 				ops->req_notify_cq(x->cq);
 		}

@@ -128,7 +128,7 @@ struct iw_cq {
 	struct rpcrdma_wc *ring;
 	uint32_t cap, head, count;
 	bool armed;
-	bool overflow;
+	_Atomic bool overflow;   /* a completion was lost (no memory) */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;
@@ -308,16 +308,25 @@ enum iw_ep_state {
 	IW_EP_CLOSED,
 };
 
+struct iw_event {
+	struct rpcrdma_cm_event base;
+	struct iw_event *next;
+	struct iw_channel *owner;
+	int slot;                /* in owner->reserve, or -1: malloc'd */
+	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+};
+
+/* Events set aside per channel for when malloc fails: a lost ESTABLISHED
+ * or DISCONNECTED would leave its connection waiting for a time-out (or
+ * for ever), so one failed allocation must not lose one. */
+#define IW_CM_RESERVE 8
+
 struct iw_channel {
 	struct rpcrdma_cm_channel base;
 	pthread_mutex_t lock;
 	struct iw_event *head, *tail;
-};
-
-struct iw_event {
-	struct rpcrdma_cm_event base;
-	struct iw_event *next;
-	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	struct iw_event reserve[IW_CM_RESERVE];
+	bool reserve_used[IW_CM_RESERVE];
 };
 
 struct iw_ep {

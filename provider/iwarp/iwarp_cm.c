@@ -53,7 +53,8 @@ int rpcrdma_iwarp_destroy_channel(struct rpcrdma_cm_channel *c)
 	struct iw_event *e = ch->head;
 	while (e) {
 		struct iw_event *n = e->next;
-		free(e);
+		if (e->slot < 0)
+			free(e);
 		e = n;
 	}
 	close(c->fd);
@@ -71,8 +72,22 @@ void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 	if (!ch)
 		return;
 	struct iw_event *e = calloc(1, sizeof(*e));
-	if (!e)
-		return;
+	int slot = -1;
+	if (!e) {
+		pthread_mutex_lock(&ch->lock);
+		for (int i = 0; i < IW_CM_RESERVE && !e; i++)
+			if (!ch->reserve_used[i]) {
+				ch->reserve_used[i] = true;
+				e = &ch->reserve[i];
+				slot = i;
+			}
+		pthread_mutex_unlock(&ch->lock);
+		if (!e)
+			return; /* memory short for good: the event is lost */
+		memset(e, 0, sizeof(*e));
+	}
+	e->owner = ch;
+	e->slot = slot;
 	if (pd_len > sizeof(e->pd))
 		pd_len = sizeof(e->pd);
 	e->base.type = type;
@@ -129,7 +144,14 @@ int rpcrdma_iwarp_ack_cm_event(struct rpcrdma_cm_event *ev)
 {
 	if (!ev)
 		return RPCRDMA_ERR_INVAL;
-	free(ev);
+	struct iw_event *e = (struct iw_event *)ev;
+	if (e->slot < 0) {
+		free(e);
+		return 0;
+	}
+	pthread_mutex_lock(&e->owner->lock);
+	e->owner->reserve_used[e->slot] = false;
+	pthread_mutex_unlock(&e->owner->lock);
 	return 0;
 }
 

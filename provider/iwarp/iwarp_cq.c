@@ -22,6 +22,9 @@ int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
 	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	cq->epfd = epoll_create1(EPOLL_CLOEXEC);
+	int rc = RPCRDMA_ERR_SYSTEM;
+	if (!cq->ring)
+		rc = RPCRDMA_ERR_NOMEM;
 	if (!cq->ring || cq->efd < 0 || cq->epfd < 0)
 		goto fail;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -41,7 +44,7 @@ fail:
 		close(cq->epfd);
 	free(cq->ring);
 	free(cq);
-	return RPCRDMA_ERR_SYSTEM;
+	return rc;
 }
 
 int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
@@ -73,7 +76,17 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		uint32_t ncap = cq->cap * 2;
 		struct rpcrdma_wc *r = calloc(ncap, sizeof(*r));
 		if (!r) {
-			cq->overflow = true;
+			/* No memory to grow: the completion is lost; poll
+			 * says so once the ring is drained, so the consumer
+			 * disconnects instead of waiting for it. */
+			atomic_store(&cq->overflow, true);
+			bool wake = cq->armed;
+			cq->armed = false;
+			if (wake) {
+				uint64_t one = 1;
+				ssize_t w = write(cq->efd, &one, sizeof(one));
+				(void)w;
+			}
 			pthread_mutex_unlock(&cq->lock);
 			return;
 		}
@@ -138,7 +151,10 @@ int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
 	if (got)
 		return got;
 	inline_progress(cq);
-	return pop(cq, n, wc);
+	got = pop(cq, n, wc);
+	if (!got && atomic_load(&cq->overflow))
+		return RPCRDMA_ERR_OVERFLOW; /* drained, one was lost */
+	return got;
 }
 
 int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "provider/iwarp/iwarp.h"
 #include "rpcrdma/rpcrdma.h"
 #include "test.h"
 #include "wire/xdr.h"
@@ -440,6 +441,9 @@ static bool round_run(const char *host, unsigned long at, bool from,
 		if (!clear_error(rc))
 			note_unclear(rc);
 		tally.clnt_failed++;
+		if (getenv("ALLOC_FAIL_TRACE"))
+			fprintf(stderr, "clnt_create: %d, %s N=%lu\n", rc,
+				from ? "from" : "single", at);
 		rpcrdma_svc_destroy(s);
 		goto out;
 	}
@@ -507,10 +511,42 @@ out:
 	return hit;
 }
 
+/* The soft-iWARP CQ grows when full (verbs would make an overrun a CQ
+ * error); when it cannot grow, the completion is lost, and poll_cq must
+ * say so (RPCRDMA_ERR_OVERFLOW) once drained, or its consumer would wait
+ * for that completion for ever. */
+static void cq_overflow_case(void)
+{
+	const struct rpcrdma_provider_ops *ops = rpcrdma_provider_find("iwarp");
+	struct rpcrdma_dev *dev = NULL;
+	struct rpcrdma_cq *cq = NULL;
+	CHECK(ops != NULL);
+	if (!ops || ops->open(NULL, &dev) || ops->create_cq(dev, 1, NULL, &cq)) {
+		CHECK(0);
+		return;
+	}
+	struct rpcrdma_wc wc = {.wr_id = 1}, out[4];
+	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
+	atomic_store(&seen, 0);
+	atomic_store(&fail_at, 1);
+	atomic_store(&sticky, false);
+	atomic_store(&armed, true);
+	wc.wr_id = 2;
+	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc); /* cannot grow */
+	atomic_store(&armed, false);
+	CHECK_EQ(atomic_load(&injected), 1);
+	CHECK_EQ(ops->poll_cq(cq, 4, out), 1); /* the one that fitted */
+	CHECK_EQ(out[0].wr_id, 1);
+	CHECK_EQ(ops->poll_cq(cq, 4, out), RPCRDMA_ERR_OVERFLOW);
+	CHECK_EQ(ops->destroy_cq(cq), 0);
+	ops->close(dev);
+}
+
 int main(int argc, char **argv)
 {
 	const char *host = argc > 1 ? argv[1] : "127.0.0.1";
 	unsigned long max_n = argc > 2 ? strtoul(argv[2], NULL, 0) : 4000;
+	cq_overflow_case();
 	uint8_t *bufs[S_N];
 	for (int k = 0; k < S_N; k++)
 		bufs[k] = malloc(4 + DDP_LEN);
