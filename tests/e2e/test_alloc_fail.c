@@ -511,6 +511,142 @@ out:
 	return hit;
 }
 
+#ifdef ALLOC_FAIL_TIRPC
+/* ------------------------------------------------------------------ */
+/* The libtirpc client adapter (rpcgen programs), against our server    */
+
+#include "rpcrdma/tirpc.h"
+
+struct blob {
+	char *data;
+	u_int len;
+};
+
+static bool_t xdr_blob(XDR *x, void *p)
+{
+	struct blob *b = p;
+	return xdr_bytes(x, &b->data, &b->len, ~0u);
+}
+
+struct read_args {
+	u_int n, seed;
+};
+
+static bool_t xdr_read_args(XDR *x, void *p)
+{
+	struct read_args *a = p;
+	return xdr_u_int(x, &a->n) && xdr_u_int(x, &a->seed);
+}
+
+static struct {
+	unsigned rounds, create_failed, ok, failed, bad;
+	unsigned stat[32];
+} tt;
+
+/* One round: clnt_rdma_create, then a Short echo, a 12000-byte and a
+ * 64 KiB echo (Read chunks by the ULB) and a 64 KiB Write-chunk result,
+ * with clnt_call; each returns RPC_SUCCESS with the right bytes or an
+ * error status.  Returns whether a failure was injected. */
+static bool tirpc_round(const char *addr, unsigned long at)
+{
+	atomic_store(&seen, 0);
+	atomic_store(&injected, 0);
+	atomic_store(&fail_at, at);
+	atomic_store(&sticky, false);
+	atomic_store(&armed, true);
+	cur_at = at;
+	cur_from = false;
+	tt.rounds++;
+	CLIENT *c = clnt_rdma_create(addr, PROG, VERS, NULL);
+	if (!c) {
+		tt.create_failed++;
+		goto out;
+	}
+	static const struct rpcrdma_ulb_proc ulb[] = {
+		{.proc = P_ECHO, .ddp_arg = true, .reply_max = 4 + DDP_LEN + 64},
+		{.proc = P_READ, .ddp_result_max = DDP_LEN},
+	};
+	if (!clnt_rdma_set_ulb(c, ulb, 2))
+		tt.failed++; /* out of memory: the calls go without DDP */
+	struct timeval tmo = {3, 0};
+	static const u_int sizes[] = {100, LONG_LEN, DDP_LEN};
+	static char data[DDP_LEN];
+	for (size_t i = 0; i < DDP_LEN; i++)
+		data[i] = (char)pat(5, i);
+	for (unsigned k = 0; k < 4; k++) {
+		struct blob res = {NULL, 0};
+		enum clnt_stat st;
+		u_int want = k < 3 ? sizes[k] : DDP_LEN;
+		if (k < 3) {
+			struct blob arg = {data, sizes[k]};
+			st = clnt_call(c, P_ECHO, (xdrproc_t)xdr_blob, (char *)&arg,
+				       (xdrproc_t)xdr_blob,
+				       (char *)&res, tmo);
+		} else {
+			struct read_args a = {DDP_LEN, 6};
+			st = clnt_call(c, P_READ, (xdrproc_t)xdr_read_args,
+				       (char *)&a,
+				       (xdrproc_t)xdr_blob, (char *)&res, tmo);
+		}
+		tt.stat[(unsigned)st < 32 ? (unsigned)st : 31]++;
+		if (st == RPC_SUCCESS) {
+			bool right = res.len == want;
+			for (u_int i = 0; right && i < want; i++)
+				right = (uint8_t)res.data[i] ==
+					(k < 3 ? pat(5, i) : pat(6, i));
+			tt.ok++;
+			tt.bad += !right;
+			if (!right)
+				fprintf(stderr, "tirpc: wrong bytes, call %u N=%lu\n",
+					k, at);
+		} else {
+			tt.failed++;
+		}
+		clnt_freeres(c, (xdrproc_t)xdr_blob, (char *)&res);
+	}
+	clnt_destroy(c);
+out:
+	atomic_store(&armed, false);
+	return atomic_load(&injected) > 0;
+}
+
+/* The sweep over the tirpc round, against one server made unarmed. */
+static void tirpc_sweep(const char *host, unsigned long max_n)
+{
+	char addr[128];
+	snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:0" : "%s:0", host);
+	struct rpcrdma_svc *s = NULL;
+	CHECK_EQ(rpcrdma_svc_create(addr, NULL, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ(rpcrdma_svc_register(s, PROG, VERS, P_ECHO, h_echo, NULL, 0), 0);
+	CHECK_EQ(rpcrdma_svc_register(s, PROG, VERS, P_READ, h_read, NULL,
+				      RPCRDMA_ULB_DDP_RESULT), 0);
+	snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
+		 host, rpcrdma_svc_port(s));
+	CHECK(!tirpc_round(addr, 0));
+	CHECK_EQ(tt.ok, 4); /* the workload runs without failures */
+	unsigned long per_round = atomic_load(&seen), n, misses = 0;
+	for (n = 1; n <= max_n && misses < 3; n++)
+		misses = tirpc_round(addr, n) ? 0 : misses + 1;
+	rpcrdma_svc_destroy(s);
+	printf("tirpc client: %lu allocations a round, %u rounds, create "
+	       "failed %u, calls ok %u, failed %u (", per_round, tt.rounds,
+	       tt.create_failed, tt.ok, tt.failed);
+	for (unsigned i = 0; i < 32; i++)
+		if (tt.stat[i] && i != RPC_SUCCESS)
+			printf(" %s: %u", clnt_sperrno((enum clnt_stat)i), tt.stat[i]);
+	printf(" )\n");
+	CHECK(n <= max_n);
+	CHECK_EQ(tt.bad, 0);
+	/* A call that fails does so as a transport or system error, never
+	 * as a decoding one that would hide corrupt data. */
+	CHECK_EQ(tt.stat[RPC_CANTDECODERES], 0);
+	CHECK_EQ(tt.stat[RPC_CANTDECODEARGS], 0);
+	CHECK_EQ(tt.stat[RPC_TIMEDOUT], 0);
+}
+#endif
+
 /* The soft-iWARP CQ grows when full (verbs would make an overrun a CQ
  * error); when it cannot grow, the completion is lost, and poll_cq must
  * say so (RPCRDMA_ERR_OVERFLOW) once drained, or its consumer would wait
@@ -602,6 +738,9 @@ int main(int argc, char **argv)
 	for (int k = 0; k < S_N; k++)
 		printf("  %-16s ok %4u  failed clearly %4u\n", shape_name[k],
 		       tally.ok[k], tally.err[k]);
+#ifdef ALLOC_FAIL_TIRPC
+	tirpc_sweep(host, max_n);
+#endif
 	printf("slowest round: %.2f s (%s N=%lu)\n", tally.slowest,
 	       tally.slowest_from ? "from" : "single", tally.slowest_at);
 	/* One failed allocation loses no message: each call ends with its
