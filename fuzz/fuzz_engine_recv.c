@@ -734,61 +734,9 @@ static void lose_connection(void)
 
 static void submit(struct in *in)
 {
-	if (ncalls >= MAX_CALLS)
-		return;
-	uint8_t s = u8(in);
-	struct call *c = &calls[ncalls];
-	memset(c, 0, sizeof *c);
-	struct rpcrdma_iov v[4];
-	unsigned n = 0;
-	size_t hlen = 40 + ((s & 16) ? (size_t)u8(in) * 32u : 0);
-	c->hdr = xmalloc(hlen);
-	memset(c->hdr, 0, hlen);
-	uint32_t w[6] = {0, RPCRDMA_RPC_CALL, 2, 100003, 3, 1};
-	for (int i = 0; i < 6; i++)
-		rpcrdma_be32_put(c->hdr + 4 * i, w[i]);
-	v[n++] = (struct rpcrdma_iov){c->hdr, hlen, false};
-	if (s & 1) {
-		size_t len = u16(in) % 12000u;
-		c->ddp = xmalloc(len);
-		memset(c->ddp, 0xab, len);
-		v[n++] = (struct rpcrdma_iov){len ? c->ddp : NULL, len, true};
-	}
-	if (s & 2) {
-		size_t len = (size_t)u8(in) * 16u;
-		c->tail = xmalloc(len);
-		memset(c->tail, 0xcd, len);
-		v[n++] = (struct rpcrdma_iov){len ? c->tail : NULL, len, false};
-	}
-	struct rpcrdma_iov res[3];
-	c->nres = (s >> 2) & 3;
-	for (unsigned i = 0; i < c->nres; i++) {
-		size_t len = u16(in) % 9000u;
-		if ((s & 0x80) && i == 0)
-			len = 0; /* empty Write chunk (§4.3.2.3) */
-		c->res[i] = xmalloc(len);
-		c->res_len[i] = len;
-		res[i] = (struct rpcrdma_iov){len ? c->res[i] : NULL, len, true};
-	}
-	c->reply_max = u16(in) % 10000u;
-	if (s & 0x40)
-		c->reply_max += 60000u; /* needs a Reply chunk anyway */
-	c->reply = xmalloc(c->reply_max);
-	struct rpcrdma_call_req req = {v, n, c->reply_max ? c->reply : NULL,
-				       c->reply_max, res, c->nres, c};
-	uint32_t xid = 0;
-	int rc = rpcrdma_engine_submit_call(E, &req, &xid, 0);
-	if (rc == RPCRDMA_ERR_AGAIN) {
-		free_call(c);
-		return;
-	}
-	if (rc)
-		FAIL("submit_call = %d", rc);
-	if (rpcrdma_be32_get(c->hdr) != xid)
-		FAIL("XID not written into the call");
-	c->used = true;
-	c->xid = xid;
-	ncalls++;
+	if (ncalls < MAX_CALLS &&
+	    harness_submit(E, in, &calls[ncalls], 3, 0))
+		ncalls++;
 }
 
 /* A message from the peer. */
