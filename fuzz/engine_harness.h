@@ -291,6 +291,41 @@ static bool harness_submit(struct rpcrdma_engine *e, struct in *in,
 	return true;
 }
 
+/* INCOMING_CALL: a free slot, a message starting with its XID and CALL,
+ * every byte readable.  The slot then awaits a reply. */
+static void harness_incoming(struct inc *incs, uint32_t nincs,
+			     const struct rpcrdma_engine_event *ev)
+{
+	if (ev->call_id >= nincs)
+		FAIL("call_id %u out of range", ev->call_id);
+	struct inc *ic = &incs[ev->call_id];
+	if (ic->state != 0)
+		FAIL("INCOMING_CALL on busy call_id %u", ev->call_id);
+	if (ev->call_len < 8 || rpcrdma_be32_get(ev->call) != ev->xid ||
+	    rpcrdma_be32_get((const uint8_t *)ev->call + 4) != RPCRDMA_RPC_CALL)
+		FAIL("delivered call does not start with XID, CALL");
+	if (ev->write_chunks > RPCRDMA_MAX_WRITE_CHUNKS)
+		FAIL("write_chunks");
+	volatile uint8_t sink = 0;
+	for (size_t i = 0; i < ev->call_len; i++)
+		sink ^= ((const uint8_t *)ev->call)[i];
+	(void)sink;
+	ic->state = 1;
+	ic->xid = ev->xid;
+}
+
+/* REPLY_SENT: only for a slot whose reply was submitted, with its tag. */
+static void harness_reply_sent(struct inc *incs, uint32_t nincs,
+			       const struct rpcrdma_engine_event *ev)
+{
+	if (ev->call_id >= nincs)
+		FAIL("call_id %u out of range", ev->call_id);
+	struct inc *ic = &incs[ev->call_id];
+	if (ic->state != 2 || ev->user != ic)
+		FAIL("REPLY_SENT for call_id %u without a reply", ev->call_id);
+	free_inc(ic);
+}
+
 /* A segment for a peer-built header: small handles, bounded length. */
 static void gen_seg(struct in *in, struct rpcrdma_segment *g, uint32_t maxlen)
 {

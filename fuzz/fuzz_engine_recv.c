@@ -522,35 +522,12 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 		free_call(c);
 		return false;
 	}
-	case RPCRDMA_EV_INCOMING_CALL: {
-		if (ev->call_id >= MAX_RS)
-			FAIL("call_id %u out of range", ev->call_id);
-		struct inc *ic = &incs[ev->call_id];
-		if (ic->state != 0)
-			FAIL("INCOMING_CALL on busy call_id %u", ev->call_id);
-		if (ev->call_len < 8 || rpcrdma_be32_get(ev->call) != ev->xid ||
-		    rpcrdma_be32_get((const uint8_t *)ev->call + 4) != RPCRDMA_RPC_CALL)
-			FAIL("delivered call does not start with XID, CALL");
-		if (ev->write_chunks > RPCRDMA_MAX_WRITE_CHUNKS)
-			FAIL("write_chunks");
-		volatile uint8_t sink = 0;
-		for (size_t i = 0; i < ev->call_len; i++)
-			sink ^= ((const uint8_t *)ev->call)[i];
-		(void)sink;
-		ic->state = 1;
-		ic->xid = ev->xid;
+	case RPCRDMA_EV_INCOMING_CALL:
+		harness_incoming(incs, MAX_RS, ev);
 		return (flags & F_AUTOANSWER) != 0;
-	}
-	case RPCRDMA_EV_REPLY_SENT: {
-		if (ev->call_id >= MAX_RS)
-			FAIL("call_id %u out of range", ev->call_id);
-		struct inc *ic = &incs[ev->call_id];
-		if (ic->state != 2 || ev->user != ic)
-			FAIL("REPLY_SENT for call_id %u without a reply",
-			     ev->call_id);
-		free_inc(ic);
+	case RPCRDMA_EV_REPLY_SENT:
+		harness_reply_sent(incs, MAX_RS, ev);
 		return false;
-	}
 	case RPCRDMA_EV_CLOSE:
 		if (!connected)
 			FAIL("CLOSE delivered while disconnected (stale)");
