@@ -800,6 +800,19 @@ static const uint32_t rbsiz_vals[16] = {
 static const uint8_t junk[16] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff,
 				 0xde, 0xad, 0xbe, 0xef, 0, 0, 0x10, 0};
 
+/* The RPC message after a header: payload bytes, zero but for the XID,
+ * the message type and (a call) rpcvers 2. */
+static void rpc_payload(uint8_t *p, size_t payload, uint32_t xid, bool call)
+{
+	memset(p, 0, payload);
+	if (!payload)
+		return;
+	rpcrdma_be32_put(p, xid);
+	rpcrdma_be32_put(p + 4, call ? RPCRDMA_RPC_CALL : RPCRDMA_RPC_REPLY);
+	if (call)
+		rpcrdma_be32_put(p + 8, 2);
+}
+
 static void v2_message(struct in *in, bool via_cq)
 {
 	uint8_t kind = u8(in), fl = u8(in), xsel = u8(in);
@@ -889,15 +902,7 @@ static void v2_message(struct in *in, bool via_cq)
 	int hl = rpcrdma_v2_encode(pmsg, sizeof pmsg, &h2);
 	if (hl < 0)
 		return;
-	uint8_t *p = pmsg + hl;
-	memset(p, 0, payload);
-	if (payload) {
-		rpcrdma_be32_put(p, xid);
-		rpcrdma_be32_put(p + 4, call_payload ? RPCRDMA_RPC_CALL
-						     : RPCRDMA_RPC_REPLY);
-		if (call_payload)
-			rpcrdma_be32_put(p + 8, 2);
-	}
+	rpc_payload(pmsg + hl, payload, xid, call_payload);
 	size_t len = (size_t)hl + payload;
 	/* Mutations the encoder refuses: reserved flag bits, an error
 	 * without F_RESPONSE, truncation. */
@@ -962,15 +967,7 @@ static void v1_message(struct in *in, bool via_cq)
 	int hl = rpcrdma_v1_encode(pmsg, sizeof pmsg, &h1);
 	if (hl < 0)
 		return;
-	uint8_t *p = pmsg + hl;
-	memset(p, 0, payload);
-	if (payload) {
-		rpcrdma_be32_put(p, xid);
-		rpcrdma_be32_put(p + 4, call_payload ? RPCRDMA_RPC_CALL
-						     : RPCRDMA_RPC_REPLY);
-		if (call_payload)
-			rpcrdma_be32_put(p + 8, 2);
-	}
+	rpc_payload(pmsg + hl, payload, xid, call_payload);
 	bool with_inv = (kind & 0x80) != 0;
 	deliver(pmsg, (size_t)hl + payload, via_cq, with_inv,
 		with_inv ? pick_inv(u8(in)) : 0);
