@@ -70,35 +70,31 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
 	pthread_mutex_lock(&cq->lock);
-	if (cq->count == cq->cap) {
+	bool room = cq->count < cq->cap;
+	if (!room) {
 		/* Overrun: verbs makes this a CQ error.  Grow instead: a lost
 		 * completion would hang the consumer forever. */
 		uint32_t ncap = cq->cap * 2;
 		struct rpcrdma_wc *r = calloc(ncap, sizeof(*r));
-		if (!r) {
+		if (r) {
+			for (uint32_t i = 0; i < cq->count; i++)
+				r[i] = cq->ring[(cq->head + i) % cq->cap];
+			free(cq->ring);
+			cq->ring = r;
+			cq->head = 0;
+			cq->cap = ncap;
+			room = true;
+		} else {
 			/* No memory to grow: the completion is lost; poll
 			 * says so once the ring is drained, so the consumer
-			 * disconnects instead of waiting for it. */
+			 * (woken below) disconnects instead of waiting. */
 			atomic_store(&cq->overflow, true);
-			bool wake = cq->armed;
-			cq->armed = false;
-			if (wake) {
-				uint64_t one = 1;
-				ssize_t w = write(cq->efd, &one, sizeof(one));
-				(void)w;
-			}
-			pthread_mutex_unlock(&cq->lock);
-			return;
 		}
-		for (uint32_t i = 0; i < cq->count; i++)
-			r[i] = cq->ring[(cq->head + i) % cq->cap];
-		free(cq->ring);
-		cq->ring = r;
-		cq->head = 0;
-		cq->cap = ncap;
 	}
-	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
-	cq->count++;
+	if (room) {
+		cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+		cq->count++;
+	}
 	bool notify = cq->armed;
 	cq->armed = false;
 	if (notify) {
