@@ -395,6 +395,8 @@ struct rpcrdma_engine_counters {
 	uint64_t bad_replies;      /* replies discarded (§4.5, §4.6.1) */
 	/* Responder */
 	uint64_t calls_received;
+	uint64_t chunked_calls_received; /* with Read chunks (DDP items) */
+	uint64_t long_calls_received;    /* Long Calls (Position-Zero chunk) */
 	uint64_t short_replies, chunked_replies, long_replies; /* sent */
 	uint64_t ord_stalls;       /* RDMA Reads waited for ORD */
 	uint64_t send_with_inv;    /* replies sent With Invalidate */

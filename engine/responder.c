@@ -304,6 +304,12 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
+	/* By shape (RFC 8166 §3.5): the counters say which ones a peer
+	 * actually sent. */
+	if (nomsg)
+		e->ctr.long_calls_received++;
+	if (read_chunks(cl))
+		e->ctr.chunked_calls_received++;
 	memcpy(&s->cl, cl, sizeof s->cl);
 	if (!cl->nreads) {
 		/* Short or Chunked-for-the-reply call: all inline. */

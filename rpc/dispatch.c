@@ -18,6 +18,7 @@
  * (REPLY_SENT) or could not be (submit_reply failed): the engine keeps the
  * call's bytes valid until then, so handlers read them in place.
  */
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -606,5 +607,43 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_reply_raw(struct rpcrdma_svc_req *r,
 	}
 	r->niov = n;
 	r->raw = true;
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_req_peer(const struct rpcrdma_svc_req *r,
+					struct sockaddr_storage *addr,
+					socklen_t *len)
+{
+	if (!r || !addr || !len)
+		return RPCRDMA_ERR_INVAL;
+	struct rpc_xprt *x = r->x;
+	pthread_mutex_lock(&x->lock);
+	bool have = x->id != NULL;
+	if (have)
+		*addr = x->id->peer_addr;
+	pthread_mutex_unlock(&x->lock);
+	if (!have)
+		return RPCRDMA_ERR_DISCONNECTED;
+	*len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					   : sizeof(struct sockaddr_in);
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_svc_req_drop(struct rpcrdma_svc_req *r)
+{
+	if (!r)
+		return RPCRDMA_ERR_INVAL;
+	struct rpc_xprt *x = r->x;
+	/* Nothing is posted on a connection asked to close (pump_locked),
+	 * so the reply the worker still submits never leaves; the loop
+	 * disconnects, and the loss unwinds the engine. */
+	pthread_mutex_lock(&x->lock);
+	bool wake = !x->close_req;
+	x->close_req = true;
+	struct rpc_loop *loop = x->loop;
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_trace("conn %p: call %#x dropped: closing", (void *)x, r->xid);
+	if (wake && loop)
+		rpcrdma_rpc_loop_wake(loop);
 	return 0;
 }

@@ -627,6 +627,8 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->remote_invs += k.remote_invs;
 	s->local_invs += k.local_invs;
 	s->calls_received += k.calls_received;
+	s->chunked_calls_received += k.chunked_calls_received;
+	s->long_calls_received += k.long_calls_received;
 	s->short_replies += k.short_replies;
 	s->chunked_replies += k.chunked_replies;
 	s->long_replies += k.long_replies;

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "rpcrdma/error.h"
 #include "rpcrdma/iov.h"
@@ -250,6 +251,8 @@ struct rpcrdma_stats {
 	/* as Responder */
 	uint64_t calls_received, short_replies, chunked_replies,
 		long_replies, send_with_inv, err_chunk_sent;
+	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
+	uint64_t long_calls_received;    /* Long Calls received */
 	/* both */
 	uint64_t rdma_read_bytes, rdma_write_bytes, connections;
 	uint64_t bad_replies;     /* replies discarded (RFC 8166 §4.5) */
@@ -394,6 +397,24 @@ void rpcrdma_svc_req_cred_raw(const struct rpcrdma_svc_req *r,
  */
 int rpcrdma_svc_req_reply_raw(struct rpcrdma_svc_req *r,
 			      const struct rpcrdma_iov *msg, unsigned n);
+
+/* The address of the peer the call came from (its connection's).
+ * Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_DISCONNECTED. */
+int rpcrdma_svc_req_peer(const struct rpcrdma_svc_req *r,
+			 struct sockaddr_storage *addr, socklen_t *len);
+
+/*
+ * Drops the call: no reply will be sent, and the connection it came in
+ * on is closed, so the Requester sends the call again (same XID) once it
+ * has reconnected, as after any connection loss (RFC 8166 §4.5.5).  An
+ * unanswered call would keep its credit for as long as the connection
+ * lasts (RFC 8166 §3.3.1), so dropping one means closing the
+ * connection; calls of that connection not yet answered are dropped
+ * with it.  The handler still returns (what it returns is discarded).
+ * For servers that cannot answer a call now (a duplicate of a call still
+ * in progress) and for fault injection.  Errors: RPCRDMA_ERR_INVAL.
+ */
+int rpcrdma_svc_req_drop(struct rpcrdma_svc_req *r);
 
 /* Registers handler for every call the server receives, whatever its
  * program, version or procedure; the handler must answer each (with

@@ -130,6 +130,28 @@ uint16_t svc_rdma_port(SVCXPRT *x);
 bool_t svc_rdma_set_ulb(SVCXPRT *x, rpcprog_t prog, rpcvers_t vers,
 			const struct rpcrdma_ulb_proc *procs, unsigned n);
 
+/* The transport counters of every connection the SVCXPRT has served
+ * (rpcrdma_svc_stats).  FALSE for another kind of SVCXPRT. */
+bool_t svc_rdma_stats(SVCXPRT *x, struct rpcrdma_stats *s);
+
+/*
+ * Inside a dispatch function of an SVCXPRT from svc_rdma_create (or a
+ * client callback): drop the call being dispatched instead of answering
+ * it (rpcrdma_svc_req_drop): no reply goes out and its connection is
+ * closed, so the client sends the call again with the same XID once it
+ * has reconnected.  The dispatch function then returns without replying.
+ * FALSE when rq is not such a call or has already been answered.
+ *
+ * svc_getrpccaller(xprt) gives, during a dispatch, the address of the
+ * peer the call came from.
+ */
+bool_t svc_rdma_drop(struct svc_req *rq);
+
+/* The XID of the call being dispatched (libtirpc's svc_req has none; a
+ * duplicate-request cache keys on it).  FALSE when rq is not a call of
+ * an SVCXPRT from svc_rdma_create (or a client callback). */
+bool_t svc_rdma_xid(struct svc_req *rq, uint32_t *xid);
+
 #ifdef __cplusplus
 }
 #endif

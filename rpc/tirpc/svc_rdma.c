@@ -56,6 +56,7 @@ struct svc_rdma {
 	bool closing;
 	struct ulb_table ulb;
 	char *netid;
+	struct sockaddr_storage rtaddr; /* the current call's peer */
 };
 
 /* A transport is either the listening one (xp_p1 = struct svc_rdma) or a
@@ -226,6 +227,14 @@ static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 	pthread_mutex_unlock(&s->lock);
 	if (!c)
 		return FALSE;
+	/* svc_getrpccaller(): the address of the peer this call came from
+	 * (a duplicate-request cache keys on it). */
+	socklen_t alen = 0;
+	if (rpcrdma_svc_req_peer(c->req, &s->rtaddr, &alen) < 0)
+		alen = 0;
+	x->xp_rtaddr.buf = &s->rtaddr;
+	x->xp_rtaddr.maxlen = sizeof(s->rtaddr);
+	x->xp_rtaddr.len = alen;
 	msg->rm_xid = rpcrdma_svc_req_xid(c->req);
 	msg->rm_direction = CALL;
 	msg->rm_call.cb_rpcvers = 2;
@@ -509,4 +518,40 @@ RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, NULL, 0);
+}
+
+RPCRDMA_EXPORT bool_t svc_rdma_stats(SVCXPRT *x, struct rpcrdma_stats *st)
+{
+	if (!x || x->xp_ops != &listen_ops || !st)
+		return FALSE;
+	return rpcrdma_svc_stats(((struct svc_rdma *)x->xp_p1)->svc, st) == 0;
+}
+
+RPCRDMA_EXPORT bool_t svc_rdma_drop(struct svc_req *rq)
+{
+	SVCXPRT *x = rq ? rq->rq_xprt : NULL;
+	if (!x || (x->xp_ops != &listen_ops && x->xp_ops != &direct_ops))
+		return FALSE;
+	struct tirpc_call *c = cur_call(x);
+	if (!c || c->replied)
+		return FALSE;
+	if (rpcrdma_svc_req_drop(c->req) < 0)
+		return FALSE;
+	/* Counts as the call's one answer: a svc_sendreply() after this
+	 * is refused, and whatever the worker then submits is never
+	 * posted (the connection is closing). */
+	c->replied = true;
+	return TRUE;
+}
+
+RPCRDMA_EXPORT bool_t svc_rdma_xid(struct svc_req *rq, uint32_t *xid)
+{
+	SVCXPRT *x = rq ? rq->rq_xprt : NULL;
+	if (!x || !xid || (x->xp_ops != &listen_ops && x->xp_ops != &direct_ops))
+		return FALSE;
+	struct tirpc_call *c = cur_call(x);
+	if (!c)
+		return FALSE;
+	*xid = rpcrdma_svc_req_xid(c->req);
+	return TRUE;
 }

@@ -5,7 +5,9 @@
  * same XID, and the call completes exactly once, with the right bytes.
  * Calls made while the connection is down wait for the next one.  When
  * the server never comes back, every call fails once, with
- * RPCRDMA_ERR_DISCONNECTED, after the last attempt.
+ * RPCRDMA_ERR_DISCONNECTED, after the last attempt.  A server that drops
+ * a call (rpcrdma_svc_req_drop) closes the connection without answering;
+ * the client resends the call, same XID, on its next connection.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -22,6 +24,7 @@
 #define VERS 1u
 #define P_ECHO 1u
 #define P_SLOW 2u
+#define P_DROP 3u
 
 static atomic_int slow_runs;
 
@@ -48,6 +51,26 @@ static enum rpcrdma_svc_stat slow(struct rpcrdma_svc_req *r, void *arg)
 	return echo(r, arg);
 }
 
+/* Drops the first call it sees, answers the next; notes XIDs and peers. */
+static atomic_uint drop_seen, drop_first_xid, drop_same_xid, drop_peers;
+
+static enum rpcrdma_svc_stat dropper(struct rpcrdma_svc_req *r, void *arg)
+{
+	uint32_t xid = rpcrdma_svc_req_xid(r);
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	if (rpcrdma_svc_req_peer(r, &ss, &sl) == 0 && sl &&
+	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6))
+		atomic_fetch_add(&drop_peers, 1);
+	if (atomic_fetch_add(&drop_seen, 1) == 0) {
+		atomic_store(&drop_first_xid, xid);
+		return rpcrdma_svc_req_drop(r) ? RPCRDMA_SVC_SYSTEM_ERR : RPCRDMA_SVC_OK;
+	}
+	if (xid == atomic_load(&drop_first_xid))
+		atomic_fetch_add(&drop_same_xid, 1);
+	return echo(r, arg);
+}
+
 static struct rpcrdma_svc *server(const char *addr, unsigned slow_ms)
 {
 	static unsigned delay;
@@ -61,6 +84,7 @@ static struct rpcrdma_svc *server(const char *addr, unsigned slow_ms)
 		return NULL;
 	rpcrdma_svc_register(s, PROG, VERS, P_ECHO, echo, NULL, 0);
 	rpcrdma_svc_register(s, PROG, VERS, P_SLOW, slow, &delay, 0);
+	rpcrdma_svc_register(s, PROG, VERS, P_DROP, dropper, NULL, 0);
 	return s;
 }
 
@@ -166,6 +190,24 @@ int main(int argc, char **argv)
 	printf("reconnected: %llu, calls resent: %llu\n",
 	       (unsigned long long)st.reconnects,
 	       (unsigned long long)st.retransmissions);
+
+	/* 2b. The server drops a call: no reply, the connection closes;
+	 * the client reconnects and resends it with the same XID, and the
+	 * second time it is answered. */
+	struct pending p5;
+	start(c, P_DROP, 55, &p5);
+	CHECK(wait_done(&p5, 10000));
+	CHECK_EQ(p5.status, 0);
+	memcpy(&w, p5.data, 4);
+	CHECK_EQ(w, 55);
+	nap_ms(100);
+	CHECK_EQ(atomic_load(&p5.done), 1);
+	CHECK_EQ(atomic_load(&drop_seen), 2);
+	CHECK_EQ(atomic_load(&drop_same_xid), 1);
+	CHECK_EQ(atomic_load(&drop_peers), 2);
+	CHECK_EQ(rpcrdma_clnt_stats(c, &st), 0);
+	CHECK_EQ(st.reconnects, 2);
+	CHECK_EQ(st.retransmissions, 2);
 
 	/* 3. The server goes for good: every call fails once, clearly. */
 	struct pending p4;
