@@ -5,7 +5,8 @@
  * per-procedure counters afterwards.
  *
  *   nfs3_interop [--transport tcp|rdma] [--server A] [--export PATH]
- *                [--provider verbs|iwarp] [--files N]
+ *                [--provider verbs|iwarp] [--files N] [--port P]
+ *                [--mount-port M]
  *
  * Runs inside the lab guest under tests/kernel/nfsd-up.sh, which exports
  * a tmpfs and sets NFS_SERVER / NFS_EXPORT / NFSD_STATS.  The MOUNT
@@ -31,6 +32,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <rpc/rpc.h>
 
 #include "mount3.h"
@@ -45,6 +48,8 @@
 static unsigned ncalls[NPROC3];
 static unsigned call_errors;   /* calls that did not get RPC_SUCCESS */
 static unsigned rdma_versions; /* enum rpcrdma_versions our RDMA clients use */
+static unsigned nfs_port = 20049; /* RPC-over-RDMA port (RFC 8267 §4.2) */
+static unsigned mount_port;       /* MOUNT on TCP; 0: ask rpcbind */
 
 /* One call through a generated stub: counts it (for the server-counter
  * check) and reports transport errors with clnt_sperror's text. */
@@ -71,7 +76,7 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 			fail("clnt_create tcp: %s", clnt_spcreateerror(server));
 	} else if (strcmp(transport, "rdma") == 0) {
 		char addr[300];
-		snprintf(addr, sizeof(addr), "%s:20049", server);
+		snprintf(addr, sizeof(addr), "%s:%u", server, nfs_port);
 		struct rpcrdma_opts o;
 		rpcrdma_opts_default(&o);
 		o.provider = provider;
@@ -109,9 +114,24 @@ static CLIENT *nfs_client(const char *transport, const char *server,
 	return c;
 }
 
+/* MOUNT over TCP: through rpcbind, or straight to mount_port. */
+static CLIENT *mount_client(const char *server)
+{
+	if (!mount_port)
+		return clnt_create(server, MOUNT_PROGRAM, MOUNT_V3, "tcp");
+	struct sockaddr_in sin;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)mount_port);
+	if (inet_pton(AF_INET, server, &sin.sin_addr) != 1)
+		return NULL;
+	int sock = RPC_ANYSOCK;
+	return clnttcp_create(&sin, MOUNT_PROGRAM, MOUNT_V3, &sock, 0, 0);
+}
+
 static int mount_root(const char *server, const char *export, nfs_fh3 *root)
 {
-	CLIENT *m = clnt_create(server, MOUNT_PROGRAM, MOUNT_V3, "tcp");
+	CLIENT *m = mount_client(server);
 	if (!m) {
 		fail("MOUNT clnt_create: %s", clnt_spcreateerror(server));
 		return -1;
@@ -146,7 +166,7 @@ static int mount_root(const char *server, const char *export, nfs_fh3 *root)
 
 static void unmount_root(const char *server, const char *export)
 {
-	CLIENT *m = clnt_create(server, MOUNT_PROGRAM, MOUNT_V3, "tcp");
+	CLIENT *m = mount_client(server);
 	if (!m)
 		return;
 	char *path = (char *)export;
@@ -163,14 +183,14 @@ static void fh_copy(nfs_fh3 *dst, const nfs_fh3 *src)
 	memcpy(dst->data.data_val, src->data.data_val, src->data.data_len);
 }
 
-static int create_file(CLIENT *c, const nfs_fh3 *dir, const char *name,
+static int create_file(CLIENT *c, const nfs_fh3 *dir, const char *fname,
 		       nfs_fh3 *out)
 {
 	CREATE3args a;
 	CREATE3res r;
 	memset(&a, 0, sizeof(a));
 	a.where.dir = *dir;
-	a.where.name = (char *)name;
+	a.where.name = (char *)fname;
 	a.how.mode = UNCHECKED;
 	a.how.createhow3_u.obj_attributes.mode.set_it = TRUE;
 	a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0644;
@@ -178,9 +198,9 @@ static int create_file(CLIENT *c, const nfs_fh3 *dir, const char *name,
 		return -1;
 	int rc = -1;
 	if (r.status != NFS3_OK)
-		fail("CREATE %s: nfsstat3 %d", name, r.status);
+		fail("CREATE %s: nfsstat3 %d", fname, r.status);
 	else if (!r.CREATE3res_u.resok.obj.handle_follows)
-		fail("CREATE %s: no handle returned", name);
+		fail("CREATE %s: no handle returned", fname);
 	else {
 		if (out)
 			fh_copy(out, &r.CREATE3res_u.resok.obj.post_op_fh3_u.handle);
@@ -190,14 +210,14 @@ static int create_file(CLIENT *c, const nfs_fh3 *dir, const char *name,
 	return rc;
 }
 
-static void remove_file(CLIENT *c, const nfs_fh3 *dir, const char *name)
+static void remove_file(CLIENT *c, const nfs_fh3 *dir, const char *fname)
 {
-	REMOVE3args a = { .object = { .dir = *dir, .name = (char *)name } };
+	REMOVE3args a = { .object = { .dir = *dir, .name = (char *)fname } };
 	REMOVE3res r;
 	if (CALL(c, NFSPROC3_REMOVE, nfsproc3_remove_3, &a, &r) != RPC_SUCCESS)
 		return;
 	if (r.status != NFS3_OK)
-		fail("REMOVE %s: nfsstat3 %d", name, r.status);
+		fail("REMOVE %s: nfsstat3 %d", fname, r.status);
 	clnt_freeres(c, (xdrproc_t)xdr_REMOVE3res, (char *)&r);
 }
 
@@ -302,19 +322,24 @@ int main(int argc, char **argv)
 		{ "export", required_argument, NULL, 'e' },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "files", required_argument, NULL, 'n' },
+		{ "port", required_argument, NULL, 'P' },
+		{ "mount-port", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "t:s:e:p:n:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "t:s:e:p:n:P:M:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 't': transport = optarg; break;
 		case 's': server = optarg; break;
 		case 'e': export = optarg; break;
 		case 'p': provider = optarg; break;
 		case 'n': nfiles = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'P': nfs_port = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'M': mount_port = (unsigned)strtoul(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: %s [--transport tcp|rdma] [--server A] "
-					"[--export PATH] [--provider P] [--files N]\n",
+					"[--export PATH] [--provider P] [--files N] "
+					"[--port P] [--mount-port M]\n",
 				argv[0]);
 			return 2;
 		}
@@ -420,11 +445,11 @@ int main(int argc, char **argv)
 	free(back);
 
 	/* A directory whose READDIRPLUS reply cannot be inline. */
-	char name[64];
+	char fname[64]; /* ("name" is a MOUNT typedef) */
 	unsigned made = 0;
 	for (unsigned i = 0; i < nfiles; i++) {
-		snprintf(name, sizeof(name), "entry-%04u-with-a-longish-name", i);
-		if (create_file(c, &root, name, NULL) == 0)
+		snprintf(fname, sizeof(fname), "entry-%04u-with-a-longish-name", i);
+		if (create_file(c, &root, fname, NULL) == 0)
 			made++;
 	}
 	READDIRPLUS3args da;
@@ -501,8 +526,8 @@ int main(int argc, char **argv)
 	}
 
 	for (unsigned i = 0; i < nfiles; i++) {
-		snprintf(name, sizeof(name), "entry-%04u-with-a-longish-name", i);
-		remove_file(c, &root, name);
+		snprintf(fname, sizeof(fname), "entry-%04u-with-a-longish-name", i);
+		remove_file(c, &root, fname);
 	}
 	remove_file(c, &root, "big");
 
