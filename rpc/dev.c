@@ -16,6 +16,7 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 	memset(&p, 0, sizeof(p));
 	p.device = o->device;
 	p.connect_timeout_ms = o->connect_timeout_ms;
+	p.mpa_crc = o->mpa_crc;
 	rc = rd->ops->open(&p, &rd->dev);
 	if (rc < 0)
 		return rc;
