@@ -107,7 +107,9 @@ struct rpcrdma_engine_mem_ops {
 	 * calls this only after the rkey is dead: invalidated by the peer's
 	 * Send With Invalidate, by a LOCAL_INV that completed, or because
 	 * the connection it was exposed on is gone (the driver must then
-	 * make sure the rkey cannot be used again, e.g. deregister). */
+	 * make sure the rkey cannot be used again, e.g. deregister) — or,
+	 * with cfg.local_inv false, to invalidate it: the driver
+	 * deregisters before returning. */
 	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
 };
 
@@ -176,6 +178,13 @@ struct rpcrdma_engine_config {
 				      GENL: we take chunked reverse calls */
 	struct rpcrdma_limits limits; /* decode limits (header size is
 					 forced <= max_inline_recv) */
+	bool local_inv;            /* Requester: invalidate a chunk the peer
+				      did not with a LOCAL_INV work request
+				      (default true).  false: the device has
+				      none; mem->release of the chunk
+				      invalidates it (deregistration), and
+				      it runs before the call completes
+				      (RFC 8166 §8.1.3) */
 };
 
 /* Fill every field with its default. */

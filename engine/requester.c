@@ -714,7 +714,9 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
 	uint32_t nposted = 0;
 	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i])
+		/* Without LOCAL_INV, complete_call()'s release invalidates
+		 * (cfg.local_inv). */
+		if (!q->mr_remote[i] || q->mr_dead[i] || !e->cfg.local_inv)
 			continue;
 		bool dup = false; /* the pad may back several segments */
 		for (uint32_t j = 0; j < nposted; j++)

@@ -22,6 +22,8 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 		return rc;
 	rc = rd->ops->query(rd->dev, &rd->attr);
 	if (rc == 0)
+		rpcrdma_rpc_inv_choose(&rd->attr, o->remote_inv, &rd->inv);
+	if (rc == 0)
 		rc = rd->ops->alloc_pd(rd->dev, &rd->pd);
 	if (rc == 0)
 		rc = rd->ops->create_channel(rd->dev, &rd->ch);

@@ -54,6 +54,15 @@ struct rpcrdma_verbs_dev {
 	 * IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV (1 << 3) never shows.  Only
 	 * trusted on rxe, where checksum offload flags are never set. */
 	bool rxe_inv_quirk;
+	/* rdma-core's libsiw (providers/siw/siw.c, v44.0) builds every
+	 * send queue entry's STag from wr.rdma.rkey (line 530), also for
+	 * IBV_WR_SEND_WITH_INV, whose STag verbs puts in invalidate_rkey;
+	 * the kernel sends that entry's STag as the Invalidate STag
+	 * (siw_qp_tx.c, inval_stag = sqe.rkey).  So on siw the rkey to
+	 * invalidate goes in both fields. */
+	bool siw_inv_quirk;
+	uint32_t caps;                  /* enum rpcrdma_dev_cap, see open */
+	char caps_why[256];
 	pthread_mutex_t lock;           /* guards qps[] and next_uid */
 	uint32_t next_uid;
 	struct rpcrdma_verbs_qp *qps[RPCRDMA_VERBS_QP_BUCKETS]; /* by qp_num */
@@ -115,7 +124,7 @@ struct rpcrdma_verbs_event {
 	struct rdma_cm_event *ev;
 };
 
-static inline struct rpcrdma_verbs_dev *rpcrdma_verbs_dev(struct rpcrdma_dev *d)
+static inline struct rpcrdma_verbs_dev *rpcrdma_verbs_dev(const struct rpcrdma_dev *d)
 {
 	return (struct rpcrdma_verbs_dev *)d;
 }
@@ -137,7 +146,7 @@ int rpcrdma_verbs_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
 int rpcrdma_verbs_dereg_mr(struct rpcrdma_mr *mr);
 int rpcrdma_verbs_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out);
 int rpcrdma_verbs_dealloc_mw(struct rpcrdma_mw *mw);
-unsigned rpcrdma_verbs_access(unsigned access);
+unsigned rpcrdma_verbs_access(const struct rpcrdma_verbs_dev *d, unsigned access);
 
 /* verbs_cq.c */
 int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,

@@ -243,6 +243,10 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 	case RPCRDMA_WR_SEND_WITH_INV:
 		iw->opcode = IBV_WR_SEND_WITH_INV;
 		iw->invalidate_rkey = wr->invalidate_rkey;
+		/* libsiw takes the STag from here (verbs_int.h,
+		 * siw_inv_quirk); other drivers ignore it for a Send. */
+		if (rpcrdma_verbs_dev(q->base.dev)->siw_inv_quirk)
+			iw->wr.rdma.rkey = wr->invalidate_rkey;
 		*wc_op = RPCRDMA_WC_SEND;
 		break;
 	case RPCRDMA_WR_RDMA_WRITE:
