@@ -90,6 +90,9 @@ struct rpcrdma_dev_attr {
 	uint32_t max_qp_rd_atom;   /* IRD: inbound RDMA Reads in flight */
 	uint32_t max_qp_init_rd_atom; /* ORD: outbound RDMA Reads in flight */
 	uint32_t max_private_data; /* usable CM private data bytes */
+	uint32_t max_sge_rd;       /* SGEs of an RDMA Read's sink (iWARP:
+				      1, RFC 5040 §5.2.2); post_send
+				      refuses more */
 	uint32_t caps;             /* enum rpcrdma_dev_cap bits */
 	char caps_why[256];        /* where caps came from, for the trace:
 				      driver quirks and their source */

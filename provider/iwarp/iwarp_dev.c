@@ -209,6 +209,8 @@ static int iw_query(struct rpcrdma_dev *d, struct rpcrdma_dev_attr *attr)
 	strcpy(attr->name, "iwarp");
 	attr->max_qp_wr = IW_MAX_WR;
 	attr->max_sge = IW_MAX_SGE;
+	/* Our Read Responses are placed through the Read's own SGE list. */
+	attr->max_sge_rd = IW_MAX_SGE;
 	attr->max_cqe = IW_MAX_CQE;
 	attr->max_mr_size = UINT64_MAX >> 1;
 	attr->max_msg_size = IW_MAX_MSG;

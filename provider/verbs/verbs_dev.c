@@ -59,7 +59,7 @@ static void no_device(const char *name, const char *why)
  *     (lines 497-498) and fail at post (533-536); max_mw is 0 (siw.h:32):
  *     no windows, no local invalidation;
  *   - SEND_WITH_INV sends wr.rdma.rkey (line 530): works with the
- *     siw_inv_quirk;
+ *     libsiw;
  *   - poll_cq sets wc_flags to 0 (line 788): a received invalidation is
  *     never reported, although the kernel did it;
  *   - the kernel invalidates any STag of the PD named by a Send With
@@ -85,7 +85,7 @@ static void device_caps(struct rpcrdma_verbs_dev *d)
 		d->caps |= RPCRDMA_DEV_CAP_SEND_WITH_INV;
 	if (mgt && !siw)
 		d->caps |= RPCRDMA_DEV_CAP_RECV_INV;
-	d->siw_inv_quirk = siw;
+	d->libsiw = siw;
 	if (siw)
 		d->caps |= RPCRDMA_DEV_CAP_INV_MR;
 	at += (size_t)snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
@@ -213,6 +213,7 @@ int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr)
 		 ibv_get_device_name(d->ctx->device));
 	attr->max_qp_wr = clamp_u32(a->max_qp_wr);
 	attr->max_sge = clamp_u32(a->max_sge);
+	attr->max_sge_rd = a->max_sge_rd > 0 ? clamp_u32(a->max_sge_rd) : attr->max_sge;
 	attr->max_cqe = clamp_u32(a->max_cqe);
 	attr->max_mr_size = a->max_mr_size;
 	attr->max_msg_size = d->port.max_msg_sz;

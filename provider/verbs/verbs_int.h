@@ -54,13 +54,16 @@ struct rpcrdma_verbs_dev {
 	 * IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV (1 << 3) never shows.  Only
 	 * trusted on rxe, where checksum offload flags are never set. */
 	bool rxe_inv_quirk;
-	/* rdma-core's libsiw (providers/siw/siw.c, v44.0) builds every
-	 * send queue entry's STag from wr.rdma.rkey (line 530), also for
-	 * IBV_WR_SEND_WITH_INV, whose STag verbs puts in invalidate_rkey;
-	 * the kernel sends that entry's STag as the Invalidate STag
-	 * (siw_qp_tx.c, inval_stag = sqe.rkey).  So on siw the rkey to
-	 * invalidate goes in both fields. */
-	bool siw_inv_quirk;
+	/* The device is the kernel's siw, so its userspace driver is
+	 * rdma-core's libsiw (providers/siw/siw.c, v44.0), whose quirks
+	 * the provider works around (verbs_dev.c device_caps()):
+	 *  - every send queue entry's STag comes from wr.rdma.rkey (line
+	 *    530), also for IBV_WR_SEND_WITH_INV, whose STag verbs puts in
+	 *    invalidate_rkey, and the kernel sends that entry's STag as the
+	 *    Invalidate STag (siw_qp_tx.c:185): the rkey goes in both;
+	 *  - a receive without SGEs is refused (lines 654-663): it gets one
+	 *    empty SGE, which siw skips (siw_qp_rx.c:462). */
+	bool libsiw;
 	uint32_t caps;                  /* enum rpcrdma_dev_cap, see open */
 	char caps_why[256];
 	pthread_mutex_t lock;           /* guards qps[] and next_uid */

@@ -222,6 +222,8 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 		   const struct rpcrdma_send_wr *wr, struct ibv_send_wr *iw,
 		   enum rpcrdma_wc_opcode *wc_op)
 {
+	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(q->base.dev);
+
 	iw->sg_list = (struct ibv_sge *)wr->sg_list;
 	iw->num_sge = wr->num_sge;
 	iw->send_flags = send_flags(wr->send_flags);
@@ -244,8 +246,8 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 		iw->opcode = IBV_WR_SEND_WITH_INV;
 		iw->invalidate_rkey = wr->invalidate_rkey;
 		/* libsiw takes the STag from here (verbs_int.h,
-		 * siw_inv_quirk); other drivers ignore it for a Send. */
-		if (rpcrdma_verbs_dev(q->base.dev)->siw_inv_quirk)
+		 * libsiw); other drivers ignore it for a Send. */
+		if (d->libsiw)
 			iw->wr.rdma.rkey = wr->invalidate_rkey;
 		*wc_op = RPCRDMA_WC_SEND;
 		break;
@@ -256,6 +258,12 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 		*wc_op = RPCRDMA_WC_RDMA_WRITE;
 		break;
 	case RPCRDMA_WR_RDMA_READ:
+		/* libsiw takes a longer sink list and siw then places the
+		 * whole Read into the first SGE (the kernel's own verbs
+		 * refuse it, siw_verbs.c:872); refuse it for every device
+		 * that says so. */
+		if (d->attr.max_sge_rd > 0 && wr->num_sge > d->attr.max_sge_rd)
+			return RPCRDMA_ERR_INVAL;
 		iw->opcode = IBV_WR_RDMA_READ;
 		iw->wr.rdma.remote_addr = wr->rdma.remote_addr;
 		iw->wr.rdma.rkey = wr->rdma.rkey;
@@ -334,6 +342,8 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 		if (n) {
 			struct ibv_send_wr *ibad = NULL;
 			int rc = ibv_post_send(q->qp, iw, &ibad);
+			if (rc < 0) /* libsiw returns -errno (siw.c:533-536) */
+				rc = -rc;
 			if (rc) {
 				int k = ibad ? (int)(ibad - iw) : 0;
 				atomic_store_explicit(&q->sq.head,
@@ -370,11 +380,13 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 	struct rpcrdma_verbs_qp *q = (struct rpcrdma_verbs_qp *)qp;
 	struct ibv_recv_wr iw[POST_BATCH];
 	struct rpcrdma_recv_wr *mine[POST_BATCH];
+	struct ibv_sge empty_sge = { 0, 0, 0 };
 
 	if (bad)
 		*bad = NULL;
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
+	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(qp->dev);
 	while (wr) {
 		uint32_t seq = atomic_load_explicit(&q->rq.head, memory_order_relaxed);
 		uint32_t first = seq;
@@ -392,6 +404,14 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 				.sg_list = (struct ibv_sge *)wr->sg_list,
 				.num_sge = wr->num_sge,
 			};
+			/* libsiw refuses a receive without SGEs
+			 * (push_recv_wqe, siw.c:654-663); siw skips an
+			 * empty one (siw_qp_rx.c:462), which is the same
+			 * receive. */
+			if (!wr->num_sge && d->libsiw) {
+				iw[n].sg_list = &empty_sge;
+				iw[n].num_sge = 1;
+			}
 			if (n)
 				iw[n - 1].next = &iw[n];
 			mine[n++] = wr;
@@ -400,6 +420,8 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 		if (n) {
 			struct ibv_recv_wr *ibad = NULL;
 			int rc = ibv_post_recv(q->qp, iw, &ibad);
+			if (rc < 0) /* libsiw returns -errno (siw.c:688-690) */
+				rc = -rc;
 			if (rc) {
 				int k = ibad ? (int)(ibad - iw) : 0;
 				atomic_store_explicit(&q->rq.head,
