@@ -399,7 +399,9 @@ struct rpcrdma_engine_counters {
 	uint64_t credit_stalls;    /* a call waited for a credit */
 	uint64_t mr_stalls;        /* a call waited for a registration */
 	uint64_t sq_stalls;        /* work waited for send queue space */
-	uint64_t local_invs;       /* LOCAL_INV posted */
+	uint64_t local_invs;       /* handles we invalidated: LOCAL_INV
+				      posted, or deregistration
+				      (cfg.local_inv false) */
 	uint64_t remote_invs;      /* rkeys the peer invalidated for us */
 	uint64_t bad_replies;      /* replies discarded (§4.5, §4.6.1) */
 	/* Responder */

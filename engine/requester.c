@@ -714,9 +714,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
 	uint32_t nposted = 0;
 	for (uint32_t i = 0; i < q->nmr; i++) {
-		/* Without LOCAL_INV, complete_call()'s release invalidates
-		 * (cfg.local_inv). */
-		if (!q->mr_remote[i] || q->mr_dead[i] || !e->cfg.local_inv)
+		if (!q->mr_remote[i] || q->mr_dead[i])
 			continue;
 		bool dup = false; /* the pad may back several segments */
 		for (uint32_t j = 0; j < nposted; j++)
@@ -724,6 +722,13 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 				dup = true;
 		if (dup)
 			continue;
+		if (!e->cfg.local_inv) {
+			/* No LOCAL_INV: complete_call()'s release
+			 * deregisters it, which invalidates it. */
+			posted_rkeys[nposted++] = q->mr[i].rkey;
+			e->ctr.local_invs++;
+			continue;
+		}
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 		if (!w) {
 			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
