@@ -23,7 +23,7 @@
 # linux-source, linux-headers and linux-kbuild as the kernel image, checks
 # its vermagic against the kernel's own modules, and caches it beside the
 # kernel (~40 s once; both variants).  Inside the guest,
-# tests/lab/siw-swap.sh switches between the two variants without a
+# tests/lab/siw/swap.sh switches between the two variants without a
 # reboot.
 #
 # The kernel .deb, its extracted tree and the initramfs are cached outside
@@ -271,7 +271,7 @@ timeout -k 5 "$timeout_s" qemu-system-x86_64 \
 	-append "console=ttyS0 panic=-1 loglevel=4 kdir=$kdir kver=$kver labdir=$here labrdma=$rdma_kind labcache=$cache" \
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$run,mount_tag=labrun,security_model=none,multidevs=remap" \
-	</dev/null 2>&1 | tr -d '\r' | tee "$run/console.log"
+	</dev/null 2>&1 | stdbuf -oL tr -d '\r' | tee "$run/console.log"
 qrc=${PIPESTATUS[0]}
 t1=$(date +%s.%N)
 wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/lab/siw-swap.sh plain|crc [CMD ARG...] — runs INSIDE a siw lab
+# tests/lab/siw/swap.sh plain|crc [CMD ARG...] — runs INSIDE a siw lab
 # guest (RPCRDMA_LAB_RDMA=siw or siw-crc): replaces the loaded siw.ko by
 # the other build run.sh made (crc: built with mpa_crc_required, which asks
 # for MPA CRC as initiator and refuses an MPA Reply without it, RFC 5044
@@ -7,7 +7,7 @@
 # CMD with RPCRDMA_LAB_RDMA updated, if given.  Nothing may hold the
 # device (no process with a verbs context, no kernel nfsd on rdma).
 set -u
-want=${1:?usage: siw-swap.sh plain|crc [CMD...]}
+want=${1:?usage: swap.sh plain|crc [CMD...]}
 shift
 say() { echo "siw-swap: $*" >&2; }
 case $want in
