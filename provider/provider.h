@@ -96,6 +96,8 @@ struct rpcrdma_dev_attr {
 	uint32_t caps;             /* enum rpcrdma_dev_cap bits */
 	char caps_why[256];        /* where caps came from, for the trace:
 				      driver quirks and their source */
+	uint32_t vendor_id;        /* verbs: the device's (siw 0x626d74,
+				      rxe 0xffffff); iwarp: 0 */
 };
 
 struct rpcrdma_dev {

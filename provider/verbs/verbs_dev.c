@@ -222,6 +222,7 @@ int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr)
 	attr->max_private_data = d->ctx->device->transport_type == IBV_TRANSPORT_IWARP ?
 		RPCRDMA_VERBS_IWARP_PRIVATE_DATA : RPCRDMA_VERBS_IB_PRIVATE_DATA;
 	attr->caps = d->caps;
+	attr->vendor_id = a->vendor_id;
 	snprintf(attr->caps_why, sizeof(attr->caps_why), "%s", d->caps_why);
 	/* iWARP reads into one Tagged Buffer per Read (RFC 5040 §5.2.2):
 	 * max_sge_rd is 1 there; our Reads have one SGE anyway. */

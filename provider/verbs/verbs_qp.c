@@ -194,6 +194,32 @@ static void kick_flush(struct rpcrdma_verbs_qp *q)
 		(void)ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 }
 
+/* siw flushes a user-mapped queue only on the move to the error state:
+ * ERROR -> ERROR does nothing (siw_qp_modify(), siw_qp.c:843-862) and a
+ * doorbell in ERROR flushes only the WRs passed in, none for a user QP
+ * (siw_post_send(), siw_verbs.c:792-801).  A WR posted to a siw QP in the
+ * error state would never complete: refuse it instead.  The kernel moves
+ * the QP there on its own (a Terminate, a dropped stream) before any
+ * completion tells us, so ask it first; one system call per post on a
+ * software device that makes one for the doorbell anyway.  A move to
+ * ERROR between the question and the doorbell still loses the WR. */
+static bool refuse_post(struct rpcrdma_verbs_qp *q)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (!rpcrdma_verbs_dev(q->base.dev)->libsiw)
+		return false;
+	if (atomic_load(&q->flushing))
+		return true;
+	if (ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) == 0 &&
+	    a.qp_state == IBV_QPS_ERR) {
+		atomic_store(&q->flushing, true);
+		return true;
+	}
+	return false;
+}
+
 /* Claims the next slot of r or returns false when the ring is full. */
 static bool ring_claim(struct rpcrdma_verbs_ring *r, uint32_t seq)
 {
@@ -316,6 +342,11 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 		*bad = NULL;
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
+	if (refuse_post(q)) {
+		if (bad)
+			*bad = wr;
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
 	while (wr) {
 		uint32_t seq = atomic_load_explicit(&q->sq.head, memory_order_relaxed);
 		uint32_t first = seq;
@@ -387,6 +418,11 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
 	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(qp->dev);
+	if (refuse_post(q)) {
+		if (bad)
+			*bad = wr;
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
 	while (wr) {
 		uint32_t seq = atomic_load_explicit(&q->rq.head, memory_order_relaxed);
 		uint32_t first = seq;

@@ -26,7 +26,8 @@ static size_t max_rdma_size(void)
 	size_t m = tp.attr.max_msg_size;
 	if (tp.attr.max_mr_size && tp.attr.max_mr_size < m)
 		m = (size_t)tp.attr.max_mr_size;
-	return m > 64 * MiB ? 64 * MiB : m;
+	size_t cap = tp.max_rdma ? tp.max_rdma : 64 * MiB;
+	return m > cap ? cap : m;
 }
 
 /* Splits [0, len) into up to n nonempty pieces of uneven sizes. */
