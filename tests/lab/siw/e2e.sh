@@ -10,6 +10,9 @@
 #
 #   client verbs (siw_d0) -> server iwarp   v2, v1, reconnection
 #   client iwarp          -> server verbs   v2, v1, reconnection
+# then, with siw.ko swapped for its mpa_crc_required build (swap.sh):
+#   client verbs (siw_d0) -> server iwarp   v2        (CRC both ways)
+#   client iwarp + CRC    -> server verbs   reconnection
 #
 # Both sides talk iWARP over TCP to 192.0.2.1: siw in the kernel, ours in
 # this process.  RPCRDMA_E2E_SERVER_PROVIDER gives the suite's servers
@@ -45,6 +48,21 @@ for pair in "verbs iwarp" "iwarp verbs"; do
 	run "e2e v1, client $1, server $2" "$1" "$2" 1 "$e2e" "$addr"
 	run "reconnect, client $1, server $2" "$1" "$2" "" "$reconnect" "$addr"
 done
+
+# siw built with mpa_crc_required: as initiator it asks for MPA CRC and
+# refuses an MPA Reply without it (siw_cm.c:776-777), and it checks every
+# FPDU's CRC; so these runs pass only if our iwarp provider answers with
+# CRC and computes it right (RFC 5044 §7.1, §4.4).  As responder it uses
+# CRC when asked: our client asks (RPCRDMA_MPA_CRC=1).
+if "$(dirname "${BASH_SOURCE[0]}")/swap.sh" crc; then
+	run "e2e v2 on siw-crc, client verbs, server iwarp" verbs iwarp "" \
+		"$e2e" "$addr"
+	run "reconnect on siw-crc, client iwarp+CRC, server verbs" iwarp verbs "" \
+		env RPCRDMA_MPA_CRC=1 "$reconnect" "$addr"
+else
+	status=1
+	summary+=("swap to the mpa_crc_required build of siw.ko FAILED")
+fi
 
 echo "=== siw-e2e summary (device ${RPCRDMA_LAB_DEV:-?})"
 printf '%s\n' "${summary[@]}"
