@@ -372,6 +372,9 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 		}
 		if (n) {
 			struct ibv_send_wr *ibad = NULL;
+			/* Published before the device can complete them:
+			 * poll_cq takes only [tail, head) as outstanding. */
+			atomic_store_explicit(&q->sq.head, seq, memory_order_release);
 			int rc = ibv_post_send(q->qp, iw, &ibad);
 			if (rc < 0) /* libsiw returns -errno (siw.c:533-536) */
 				rc = -rc;
@@ -393,7 +396,6 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 					mine[i]->bind_mw.mw->rkey = iw[i].bind_mw.rkey;
 					iw[i].bind_mw.mw->rkey = iw[i].bind_mw.rkey;
 				}
-			atomic_store_explicit(&q->sq.head, seq, memory_order_release);
 			kick_flush(q);
 		}
 		if (err) {
@@ -455,6 +457,9 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 		}
 		if (n) {
 			struct ibv_recv_wr *ibad = NULL;
+			/* Published before the device can complete them:
+			 * poll_cq takes only [tail, head) as outstanding. */
+			atomic_store_explicit(&q->rq.head, seq, memory_order_release);
 			int rc = ibv_post_recv(q->qp, iw, &ibad);
 			if (rc < 0) /* libsiw returns -errno (siw.c:688-690) */
 				rc = -rc;
@@ -467,7 +472,6 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 					*bad = mine[k];
 				return rpcrdma_verbs_errno(rc);
 			}
-			atomic_store_explicit(&q->rq.head, seq, memory_order_release);
 			kick_flush(q);
 		}
 		if (err) {

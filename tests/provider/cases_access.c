@@ -204,7 +204,14 @@ static bool illegal_access(struct tp_pair *p, bool write, uint64_t raddr,
 	if (!lost)
 		TP_CHECK(got == nposted, "requester: %d of %d work requests "
 			 "completed", got, nposted);
-	TP_CHECK(tp_drain_wc(p->cli.scq, 100, NULL, 0) == 0,
+	struct rpcrdma_wc extra[4];
+	int nextra = tp_drain_wc(p->cli.scq, 100, extra, 4);
+	for (int i = 0; i < nextra && i < 4; i++)
+		tp_note("extra requester wc %#llx %s %s",
+			(unsigned long long)extra[i].wr_id,
+			tp_wc_opcode_str(extra[i].opcode),
+			tp_wc_status_str(extra[i].status));
+	TP_CHECK(nextra == 0,
 		 "requester: extra completions (a WR completed twice?)");
 	bool any_err = rc < 0 || lost;
 	for (int i = 0; i < got; i++) {
