@@ -520,6 +520,57 @@ out:
 	return rc;
 }
 
+/* The cost subcommand's session: server and client of this file. */
+struct rdma_nullsess {
+	struct pr_nullsess s;
+	struct rpcrdma_svc *svc;
+	struct rpcrdma_clnt *c;
+};
+
+static int rns_call(struct pr_nullsess *s)
+{
+	return rdma_null(((struct rdma_nullsess *)s)->c) < 0 ? -1 : 0;
+}
+
+static void rns_close(struct pr_nullsess *s)
+{
+	struct rdma_nullsess *n = (struct rdma_nullsess *)s;
+	rpcrdma_clnt_destroy(n->c);
+	rpcrdma_svc_destroy(n->svc);
+	free(n);
+}
+
+int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out)
+{
+	(void)len;
+	struct rdma_nullsess *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -1;
+	char listen[96], target[96];
+	struct sockaddr_storage a = *ip;
+	pr_set_port(&a, 0);
+	pr_addr_string(&a, listen, sizeof(listen));
+	if (rdma_server_start(listen, o, &n->svc) < 0) {
+		free(n);
+		return -1;
+	}
+	pr_set_port(&a, rpcrdma_svc_port(n->svc));
+	pr_addr_string(&a, target, sizeof(target));
+	int rc = rpcrdma_clnt_create(target, PR_PROG, PR_VERS, o, &n->c);
+	if (rc < 0) {
+		fprintf(stderr, "rpcrdma-perf: rpcrdma: connect %s: %s\n",
+			target, rpcrdma_strerror(rc));
+		rpcrdma_svc_destroy(n->svc);
+		free(n);
+		return -1;
+	}
+	n->s.call = rns_call;
+	n->s.close = rns_close;
+	*out = &n->s;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Options                                                              */
 

@@ -1,9 +1,9 @@
 /*
- * rpcrdma-perf rpc / server / client: the RPC benchmarks and the
+ * rpcrdma-perf rpc / server / client / cost: the RPC benchmarks and the
  * baselines they are measured against in the same run (libtirpc over TCP,
  * raw TCP).  Shared between perf_rpc.c (rpcrdma side, orchestration,
- * output), perf_baseline.c (the baselines) and the libtirpc-based
- * contenders (perf_tirpc.h), and private to them.
+ * output), perf_baseline.c (the baselines), the libtirpc-based
+ * contenders (perf_tirpc.h) and perf_cost.c, and private to them.
  *
  * The benchmark program (same for rpcrdma and libtirpc):
  *   proc 0 NULL
@@ -116,5 +116,20 @@ void pr_tcp_server_stop(struct pr_tcp_server *s);
  * printed, r->note set). */
 int pr_tcp_client_run(const struct sockaddr_storage *addr, socklen_t len,
 		      const struct pr_params *p, struct pr_result *r);
+
+/* ---- the cost subcommand (perf_cost.c) ---- */
+
+/* One contender's server and client in this process, connected, for
+ * synchronous NULL calls. */
+struct pr_nullsess {
+	int (*call)(struct pr_nullsess *s);   /* one NULL call: 0 or -1 */
+	void (*close)(struct pr_nullsess *s); /* client, then server */
+};
+
+/* Native rpcrdma (perf_rpc.c); ip: the address to listen on and connect
+ * to (its port is ignored).  0 or -1 (message printed). */
+struct rpcrdma_opts;
+int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out);
 
 #endif

@@ -82,4 +82,10 @@ int pr_clnt_run(const struct pr_clnt_ops *ops,
 		const struct rpcrdma_opts *o, const struct pr_params *p,
 		struct pr_result *r);
 
+/* The cost subcommand's session (see struct pr_nullsess) for a
+ * CLIENT-based contender; 0 or -1 (message printed). */
+int pr_clnt_nullsess(const struct pr_clnt_ops *ops,
+		     const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out);
+
 #endif

@@ -225,3 +225,50 @@ out:
 	return rc;
 }
 
+/* The cost subcommand's session: the contender's server and a CLIENT. */
+struct clnt_nullsess {
+	struct pr_nullsess s;
+	const struct pr_clnt_ops *ops;
+	SVCXPRT *x;
+	CLIENT *c;
+};
+
+static int cns_call(struct pr_nullsess *s)
+{
+	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
+	return n->ops->null(n->c);
+}
+
+static void cns_close(struct pr_nullsess *s)
+{
+	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
+	clnt_destroy(n->c);
+	pr_svc_stop(n->x);
+	free(n);
+}
+
+int pr_clnt_nullsess(const struct pr_clnt_ops *ops,
+		     const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out)
+{
+	struct clnt_nullsess *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -1;
+	struct sockaddr_storage a = *ip;
+	pr_set_port(&a, 0);
+	n->ops = ops;
+	if (!(n->x = ops->server_start(&a, len, o))) {
+		free(n);
+		return -1;
+	}
+	pr_set_port(&a, ops->server_port(n->x));
+	if (!(n->c = ops->connect(&a, len, o))) {
+		pr_svc_stop(n->x);
+		free(n);
+		return -1;
+	}
+	n->s.call = cns_call;
+	n->s.close = cns_close;
+	*out = &n->s;
+	return 0;
+}

@@ -4,6 +4,7 @@
  *   rpcrdma-perf provider [--provider iwarp|verbs] [--addr IP] [--iters N]
  *                         [--max-size BYTES] [--spin-us N] [--pin] [--json]
  *   rpcrdma-perf rpc | server | client ...   (perf_rpc.c)
+ *   rpcrdma-perf cost ...                    (perf_cost.c)
  *
  * Every subcommand measures its baseline in the same run, on the same
  * address, with the same threads and wake-up pattern, and prints ratios.
@@ -76,6 +77,17 @@ static const struct perf_cmd cmds[] = {
 	{ "client", perf_cmd_client,
 	  "client HOST:PORT [rpc options]\n"
 	  "      the rpc workloads against a `server`" },
+	{ "cost", perf_cmd_cost,
+	  "cost [--iters N] [--warmup N] [--provider iwarp|verbs] [--addr IP] "
+	  "[--pin[=both|yes|no]]\n"
+	  "      [--cpu N] [--with rpcrdma,rdma-tirpc,libtirpc] "
+	  "[--no-callgrind] [--no-perf] [--json]\n"
+	  "      per synchronous NULL call: user-space instructions "
+	  "(callgrind), context switches\n"
+	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
+	  "libtirpc side by side" },
+	/* What cost runs under valgrind and perf: warm-up + CALLS calls. */
+	{ "cost-run", perf_cmd_cost_run, NULL },
 	{ NULL, NULL, NULL },
 };
 
@@ -83,7 +95,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: rpcrdma-perf SUBCOMMAND [options]\n\n");
 	for (const struct perf_cmd *c = cmds; c->name; c++)
-		fprintf(f, "  %s\n", c->usage);
+		if (c->usage)
+			fprintf(f, "  %s\n", c->usage);
 }
 
 int main(int argc, char **argv)
