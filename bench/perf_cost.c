@@ -8,8 +8,13 @@
  *                     valgrind --tool=callgrind (every thread, every
  *                     library): a run of warm-up + 2N calls minus a run of
  *                     warm-up + N calls, over N, so connection set-up,
- *                     warm-up and teardown cancel out.  Exact and
- *                     repeatable: no other load changes it.
+ *                     warm-up and teardown cancel out.  Other load
+ *                     does not change it; a single-threaded program's
+ *                     count is exact (libtirpc's), a multi-threaded one's
+ *                     moves by a few percent from run to run, because
+ *                     how often a thread polls and finds nothing depends
+ *                     on how valgrind (which runs one thread at a time)
+ *                     schedules them.
  *   context switches  per call: getrusage(RUSAGE_SELF) ru_nvcsw +
  *                     ru_nivcsw (all threads) around the N timed calls in
  *                     this process; and `perf stat -e context-switches`
@@ -531,8 +536,11 @@ static void print_cpass(const struct copts *o, const struct cpass *p)
 	printf("notes: rt = rdma-tirpc (clnt_rdma_create + rpcgen stubs, "
 	       "svc_rdma_create + a svc_run() loop).\n"
 	       "       Switch counts are read to %.2f per call; time and "
-	       "switches vary with the machine's load,\n"
-	       "       instruction counts do not.\n", CSW_SLACK);
+	       "switches vary with the machine's load;\n"
+	       "       instruction counts do not, but move by a few %% "
+	       "between runs for threaded code\n"
+	       "       (polls that find nothing depend on scheduling).\n",
+	       CSW_SLACK);
 	for (int k = 0; k < K_N; k++)
 		if (C[k].note[0])
 			printf("note: %s\n", C[k].note);
