@@ -271,6 +271,10 @@ struct rpcrdma_call_req {
 	const struct rpcrdma_iov *results;
 	unsigned nresults;
 	void *user; /* returned in the completion event */
+	/* The reply is expected inline (reply_max is only the receive
+	 * size): no Reply chunk unless an RDMA2_ERROR recovery asks for
+	 * one. */
+	bool reply_inline;
 };
 
 /* Start a call.  The buffers stay the caller's but must not be touched

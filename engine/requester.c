@@ -233,7 +233,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	h->chunks.has_reply = false;
 	size_t reply_hdr = rpcrdma_hdr_size(e, h);
 	if (r->reply_max && !inline_only &&
-	    (q->force_reply || reply_hdr + r->reply_max > e->thr.recv)) {
+	    (q->force_reply ||
+	     (!r->reply_inline && reply_hdr + r->reply_max > e->thr.recv))) {
 		rc = reg_remote(e, q, r->reply_buf, r->reply_max,
 				RPCRDMA_ACCESS_REMOTE_WRITE |
 					RPCRDMA_ACCESS_LOCAL_WRITE,

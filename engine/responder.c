@@ -304,7 +304,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
-	memcpy(&s->cl, cl, sizeof s->cl);
+	rpcrdma_chunk_lists_copy(&s->cl, cl);
 	if (!cl->nreads) {
 		/* Short or Chunked-for-the-reply call: all inline. */
 		s->callbuf = s->small;

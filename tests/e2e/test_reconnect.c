@@ -53,8 +53,12 @@ static struct rpcrdma_svc *server(const char *addr, unsigned slow_ms)
 	static unsigned delay;
 	delay = slow_ms;
 	struct rpcrdma_svc *s = NULL;
+	/* Handlers on a worker: the slow one is still running when the
+	 * server goes (a handler run on the loop thread would be waited
+	 * for, and its reply sent, before the disconnect). */
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
+	o.workers = 2;
 	/* As in test_e2e: the server may run on another provider. */
 	const char *sp = getenv("RPCRDMA_E2E_SERVER_PROVIDER");
 	if (sp && *sp)
