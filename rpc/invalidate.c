@@ -59,8 +59,10 @@ void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
 					 : "deregistration before the call "
 					   "completes (no LOCAL_INV)",
 			  remote_why,
-			  (c & RPCRDMA_DEV_CAP_IWARP) ? "per call, remote write "
-						       "(iWARP)"
-						     : "per call, local write",
+			  (c & RPCRDMA_DEV_CAP_IWARP)
+				  ? "per call, READ_SINK (iWARP: remote write "
+				    "where the device places Read Responses "
+				    "through the sink's STag)"
+				  : "per call, local write",
 			  a->caps_why[0] ? a->caps_why : "-");
 }

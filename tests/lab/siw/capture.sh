@@ -46,25 +46,33 @@ cap_judge() {  # PCAP MIN_CRC_REQ MIN_PLAIN_REQ
 	# out: it decodes a READ reply whose data went by RDMA Write into
 	# the Write chunk (RFC 8267 §4.1) as if the data were inline and
 	# marks that (270-byte) frame Malformed; counted, not judged.
-	ts() { tshark -n --disable-protocol nfs -r "$pcap" "$@" 2>/dev/null; }
-	count() { ts -Y "$1" | wc -l; }
+	# Three tshark passes (each costs seconds under TCG): the fields of
+	# every frame, the CRC verdicts, and the NFS view.
 	local frames req crcreq rep crcrep fpdus rpc malformed badlen
 	local crc_good crc_bad nfs_malformed nfs_chunk_reads
-	frames=$(ts | wc -l)
-	req=$(count iwarp_mpa.req)
-	crcreq=$(count 'iwarp_mpa.req && iwarp_mpa.crc_flag == 1')
-	rep=$(count iwarp_mpa.rep)
-	crcrep=$(count 'iwarp_mpa.rep && iwarp_mpa.crc_flag == 1')
-	fpdus=$(count iwarp_mpa.fpdu)
-	rpc=$(count rpcordma)
-	malformed=$(count _ws.malformed)
-	badlen=$(count iwarp_mpa.bad_length)
-	crc_good=$(ts -Y iwarp_mpa.crc_check -V | grep -c 'Good CRC32')
-	crc_bad=$(ts -Y iwarp_mpa.crc_check -V | grep -c 'Bad CRC32')
-	nfs_malformed=$(tshark -n -r "$pcap" -Y _ws.malformed 2>/dev/null | wc -l)
-	nfs_chunk_reads=$(tshark -n -r "$pcap" -Y \
-		'_ws.malformed && nfs.procedure_v3 == 6 && rpcordma.writes_count > 0' \
-		2>/dev/null | wc -l)
+	read -r frames req crcreq rep crcrep fpdus rpc malformed badlen <<<"$(
+		tshark -n --disable-protocol nfs -r "$pcap" -T fields \
+			-E separator='|' -E occurrence=f -e iwarp_mpa.req \
+			-e iwarp_mpa.rep -e iwarp_mpa.crc_flag -e iwarp_mpa.fpdu \
+			-e rpcordma.xid -e _ws.malformed -e iwarp_mpa.bad_length \
+			2>/dev/null | awk -F'|' '
+			{ n++ }
+			$1 != "" { q++; if ($3 == 1) qc++ }
+			$2 != "" { r++; if ($3 == 1) rc++ }
+			$4 != "" { f++ }
+			$5 != "" { x++ }
+			$6 != "" { m++ }
+			$7 != "" { b++ }
+			END { print n+0, q+0, qc+0, r+0, rc+0, f+0, x+0, m+0, b+0 }')"
+	read -r crc_good crc_bad <<<"$(
+		tshark -n --disable-protocol nfs -r "$pcap" -Y iwarp_mpa.crc_check -V \
+			2>/dev/null | awk '/Good CRC32/ { g++ } /Bad CRC32/ { b++ }
+			END { print g+0, b+0 }')"
+	read -r nfs_malformed nfs_chunk_reads <<<"$(
+		tshark -n -r "$pcap" -Y _ws.malformed -T fields -E separator='|' \
+			-E occurrence=f -e nfs.procedure_v3 -e rpcordma.writes_count \
+			2>/dev/null | awk -F'|' '{ m++ } $1 == 6 && $2 > 0 { r++ }
+			END { print m+0, r+0 }')"
 	say "capture: frames $frames, MPA requests $req (CRC asked: $crcreq)," \
 		"replies $rep (CRC: $crcrep), FPDUs $fpdus, RPC-over-RDMA $rpc"
 	say "capture: malformed $malformed, MPA bad length $badlen," \
@@ -82,7 +90,8 @@ cap_judge() {  # PCAP MIN_CRC_REQ MIN_PLAIN_REQ
 	[ "$crc_bad" -eq 0 ] || { say "FAIL: $crc_bad bad CRCs"; ok=0; }
 	[ "$2" -eq 0 ] || [ "$crc_good" -ge 1 ] || { say "FAIL: no CRC verified good"; ok=0; }
 	if [ $ok = 0 ]; then
-		ts -Y '_ws.malformed || iwarp_mpa.bad_length' | head -n 10
+		tshark -n --disable-protocol nfs -r "$pcap" \
+			-Y '_ws.malformed || iwarp_mpa.bad_length' 2>/dev/null | head -n 10
 		return 1
 	fi
 	return 0
