@@ -34,6 +34,7 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->neg_timeout_ms = 2000;
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
+	cfg->local_inv = true;
 }
 
 

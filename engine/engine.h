@@ -107,7 +107,9 @@ struct rpcrdma_engine_mem_ops {
 	 * calls this only after the rkey is dead: invalidated by the peer's
 	 * Send With Invalidate, by a LOCAL_INV that completed, or because
 	 * the connection it was exposed on is gone (the driver must then
-	 * make sure the rkey cannot be used again, e.g. deregister). */
+	 * make sure the rkey cannot be used again, e.g. deregister) — or,
+	 * with cfg.local_inv false, to invalidate it: the driver
+	 * deregisters before returning. */
 	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
 };
 
@@ -176,6 +178,13 @@ struct rpcrdma_engine_config {
 				      GENL: we take chunked reverse calls */
 	struct rpcrdma_limits limits; /* decode limits (header size is
 					 forced <= max_inline_recv) */
+	bool local_inv;            /* Requester: invalidate a chunk the peer
+				      did not with a LOCAL_INV work request
+				      (default true).  false: the device has
+				      none; mem->release of the chunk
+				      invalidates it (deregistration), and
+				      it runs before the call completes
+				      (RFC 8166 §8.1.3) */
 };
 
 /* Fill every field with its default. */
@@ -262,6 +271,10 @@ struct rpcrdma_call_req {
 	const struct rpcrdma_iov *results;
 	unsigned nresults;
 	void *user; /* returned in the completion event */
+	/* The reply is expected inline (reply_max is only the receive
+	 * size): no Reply chunk unless an RDMA2_ERROR recovery asks for
+	 * one. */
+	bool reply_inline;
 };
 
 /* Start a call.  The buffers stay the caller's but must not be touched
@@ -390,7 +403,9 @@ struct rpcrdma_engine_counters {
 	uint64_t credit_stalls;    /* a call waited for a credit */
 	uint64_t mr_stalls;        /* a call waited for a registration */
 	uint64_t sq_stalls;        /* work waited for send queue space */
-	uint64_t local_invs;       /* LOCAL_INV posted */
+	uint64_t local_invs;       /* handles we invalidated: LOCAL_INV
+				      posted, or deregistration
+				      (cfg.local_inv false) */
 	uint64_t remote_invs;      /* rkeys the peer invalidated for us */
 	uint64_t bad_replies;      /* replies discarded (§4.5, §4.6.1) */
 	/* Responder */

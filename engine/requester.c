@@ -233,7 +233,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	h->chunks.has_reply = false;
 	size_t reply_hdr = rpcrdma_hdr_size(e, h);
 	if (r->reply_max && !inline_only &&
-	    (q->force_reply || reply_hdr + r->reply_max > e->thr.recv)) {
+	    (q->force_reply ||
+	     (!r->reply_inline && reply_hdr + r->reply_max > e->thr.recv))) {
 		rc = reg_remote(e, q, r->reply_buf, r->reply_max,
 				RPCRDMA_ACCESS_REMOTE_WRITE |
 					RPCRDMA_ACCESS_LOCAL_WRITE,
@@ -722,6 +723,13 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 				dup = true;
 		if (dup)
 			continue;
+		if (!e->cfg.local_inv) {
+			/* No LOCAL_INV: complete_call()'s release
+			 * deregisters it, which invalidates it. */
+			posted_rkeys[nposted++] = q->mr[i].rkey;
+			e->ctr.local_invs++;
+			continue;
+		}
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 		if (!w) {
 			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);

@@ -310,7 +310,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		e->ctr.long_calls_received++;
 	if (read_chunks(cl))
 		e->ctr.chunked_calls_received++;
-	memcpy(&s->cl, cl, sizeof s->cl);
+	rpcrdma_chunk_lists_copy(&s->cl, cl);
 	if (!cl->nreads) {
 		/* Short or Chunked-for-the-reply call: all inline. */
 		s->callbuf = s->small;
@@ -333,7 +333,8 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
-		       RPCRDMA_ACCESS_LOCAL_WRITE, &s->callmr)) {
+		       RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK,
+		       &s->callmr)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
 	}

@@ -22,7 +22,17 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	o->max_msg = (4u << 20) + (64u << 10);
 	o->connect_timeout_ms = 5000;
 	o->call_timeout_ms = 30000;
-	o->workers = 4;
+	/* Handlers run on the thread that takes the call (libtirpc's way:
+	 * no hand-off); RPCRDMA_WORKERS=N gives a pool of N threads to
+	 * servers whose handlers block. */
+	o->workers = 0;
+	const char *w = getenv("RPCRDMA_WORKERS");
+	if (w && *w) {
+		char *end;
+		unsigned long n = strtoul(w, &end, 10);
+		if (!*end && n <= 1024)
+			o->workers = (unsigned)n;
+	}
 	o->remote_inv = true;
 	/* The environment picks the provider for programs that take the
 	 * defaults (rpcgen clients, the examples): RPCRDMA_PROVIDER=verbs
@@ -33,6 +43,8 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	const char *d = getenv("RPCRDMA_DEVICE");
 	if (d && *d)
 		o->device = d;
+	const char *crc = getenv("RPCRDMA_MPA_CRC");
+	o->mpa_crc = crc && !strcmp(crc, "1");
 	o->versions = RPCRDMA_PREFER_V2;
 	const char *v = getenv("RPCRDMA_VERSIONS");
 	if (v && !strcmp(v, "1"))

@@ -83,6 +83,11 @@ struct rpcrdma_opts {
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
 				       §4.6.1); see rpcrdma_padding */
+	bool mpa_crc;               /* iwarp provider: ask for MPA CRC-32c
+				       with the C bit of the MPA Request
+				       (RFC 5044 §7.1); CRC is then on if
+				       either side asks.  Default false;
+				       RPCRDMA_MPA_CRC=1 turns it on */
 };
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
@@ -108,7 +113,8 @@ enum rpcrdma_versions {
 
 /* Fills *o with the defaults above; the environment variables
  * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
- * device, and RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions. */
+ * device, RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions, and
+ * RPCRDMA_MPA_CRC=1 sets mpa_crc. */
 void rpcrdma_opts_default(struct rpcrdma_opts *o);
 
 /* ---------------------------------------------------------------------

@@ -126,9 +126,16 @@ struct iw_cq {
 	struct rpcrdma_cq base;
 	pthread_mutex_t lock;    /* ring and armed */
 	struct rpcrdma_wc *ring;
-	uint32_t cap, head, count;
-	bool armed;
+	uint32_t cap, head;
+	/* count is written under lock, read without it to skip an empty
+	 * ring; armed is set by the consumer without the lock.  A push
+	 * stores count then takes armed, the consumer stores armed then
+	 * reads count (both sequentially consistent): one of them always
+	 * sees the other, so no completion is left without a wake-up. */
+	_Atomic uint32_t count;
+	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
+	_Atomic bool efd_set;    /* efd was written since the last ack */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;
@@ -289,7 +296,8 @@ struct iw_qp {
 	struct iw_rx rx;
 
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
-	bool in_armed, want_out, deferred;
+	bool in_armed, deferred;
+	_Atomic bool want_out;   /* written under ep_lock, read without */
 	uint64_t defer_until;
 	bool flushed;
 };
@@ -426,6 +434,7 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			    struct rpcrdma_send_wr **bad);
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
+void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
 int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
 			 const void *payload, size_t len);

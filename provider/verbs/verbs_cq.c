@@ -125,7 +125,8 @@ static enum rpcrdma_wc_status wc_status(enum ibv_wc_status s)
 }
 
 /* Fills *out from *in; false when the completion belongs to a QP that no
- * longer exists (verbs leaves such completions in the CQ). */
+ * longer exists (verbs leaves such completions in the CQ) or to a WR that
+ * already completed. */
 static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 		      struct rpcrdma_wc *out)
 {
@@ -139,6 +140,17 @@ static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 	seq &= ~RPCRDMA_VERBS_SLOT_RECV;
 	struct rpcrdma_verbs_ring *r = recv ? &q->rq : &q->sq;
 	const struct rpcrdma_verbs_slot *s = &r->slot[seq & r->mask];
+	/* Only a WR in [tail, head) is outstanding.  siw completes a Read
+	 * that was taken off the send queue but not yet sent twice when
+	 * the stream fails: from the ORQ and as the WQE in progress
+	 * (siw_activate_tx() queues it in the ORQ, siw_qp.c:892, 943-952;
+	 * siw_sq_flush() completes both, siw_qp.c:1197-1225).  A WR
+	 * completes once: drop the second. */
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	if (((seq - tail) & ~RPCRDMA_VERBS_SLOT_RECV) >=
+	    ((head - tail) & ~RPCRDMA_VERBS_SLOT_RECV))
+		return false;
 
 	out->wr_id = s->wr_id;
 	out->status = wc_status(in->status);
