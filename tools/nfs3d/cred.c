@@ -11,15 +11,27 @@
  * AUTH_NONE callers are anonymous under every policy.  The anonymous user
  * is --anonuid/--anongid (default 65534, "nobody").
  *
- * The kernel enforces permissions: for each request the serving thread
- * takes the caller's identity as its file-system uid and gid
- * (setfsuid/setfsgid, which touch only file access checks) and its
- * supplementary groups (the raw setgroups system call: per thread, where
- * glibc's setgroups() would signal every thread of the process), and goes
- * back to the server's own (root) afterwards.  That needs root; a server
- * started by another user serves everyone as itself and says so.
+ * The kernel enforces permissions: a procedure runs with the caller's
+ * identity as its thread's file-system uid and gid (setfsuid/setfsgid,
+ * which touch only file access checks) and supplementary groups (the raw
+ * setgroups system call: per thread, where glibc's setgroups() would
+ * signal every thread of the process), and the thread goes back to the
+ * server's own (root) afterwards.  That needs root; a server started by
+ * another user serves everyone as itself and says so.
+ *
+ * Not on the thread that runs svc_run(): the adapter posts work requests
+ * and polls completions there, and the kernel refuses uverbs and rdma_cm
+ * write() commands from a thread whose credentials are no longer the ones
+ * the device was opened with ("changed security contexts after opening
+ * file descriptor", ib_safe_file_access) — even changed and changed back,
+ * it is a new credential — and Soft-RoCE and siw post by write().  So a
+ * procedure for anyone but root runs on the identity thread below, and
+ * svc_run()'s thread never changes who it is.  Root callers (uid and gid
+ * 0: the server's own identity, which may do anything) are served in
+ * place, with no hand-off.
  */
 #include <grp.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
@@ -27,8 +39,19 @@
 
 #include "nfs3d.h"
 
-static struct nfs3d_cred current;
-static bool switched; /* serving as current (not as ourselves) */
+/* Per thread: the identity being served, and whether the thread's own
+ * credentials were changed to it. */
+static _Thread_local struct nfs3d_cred current;
+static _Thread_local bool switched;
+
+/* Who this thread serves as when it serves as itself: bookkeeping only,
+ * no system call (this thread's credentials must stay as they are). */
+static void as_ourselves(void)
+{
+	memset(&current, 0, sizeof(current));
+	current.uid = geteuid();
+	current.gid = getegid();
+}
 
 static void anon(const struct nfs3d_cred_policy *p, struct nfs3d_cred *out)
 {
@@ -57,10 +80,13 @@ void nfs3d_cred_of(const struct nfs3d_cred_policy *p, const struct svc_req *rq,
 		out->gids[i] = a->aup_gids[i];
 }
 
-void nfs3d_cred_enter(const struct nfs3d_cred_policy *p, const struct nfs3d_cred *c)
+static void cred_leave(const struct nfs3d_cred_policy *p);
+
+/* Serve as c on this thread (the identity thread's). */
+static void cred_enter(const struct nfs3d_cred_policy *p, const struct nfs3d_cred *c)
 {
 	if (!p->can_switch) {
-		nfs3d_cred_leave(p); /* served as ourselves */
+		cred_leave(p); /* served as ourselves */
 		return;
 	}
 	current = *c;
@@ -86,7 +112,8 @@ void nfs3d_cred_resume(void)
 	}
 }
 
-void nfs3d_cred_leave(const struct nfs3d_cred_policy *p)
+/* Back to the server's own identity on this thread. */
+static void cred_leave(const struct nfs3d_cred_policy *p)
 {
 	if (p->can_switch) {
 		/* Back to uid 0 first: the file-system capabilities come
@@ -97,9 +124,7 @@ void nfs3d_cred_leave(const struct nfs3d_cred_policy *p)
 		syscall(SYS_setgroups, 0, NULL);
 	}
 	switched = false;
-	memset(&current, 0, sizeof(current));
-	current.uid = geteuid();
-	current.gid = getegid();
+	as_ourselves();
 }
 
 const struct nfs3d_cred *nfs3d_cred_current(void)
@@ -118,4 +143,97 @@ int nfs3d_auth_policy_parse(const char *s, enum nfs3d_auth_policy *out)
 	else
 		return -1;
 	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * The identity thread
+ */
+struct job {
+	bool_t (*fn)(void *, void *, struct svc_req *);
+	void *args, *res;
+	struct svc_req *rq;
+	struct nfs3d_cred cred;
+	bool done;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	pthread_t thread;
+	const struct nfs3d_cred_policy *policy;
+	struct job *job;
+	bool running, stopping;
+} idt = { .lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void *identity_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&idt.lock);
+	for (;;) {
+		while (!idt.job && !idt.stopping)
+			pthread_cond_wait(&idt.cv, &idt.lock);
+		struct job *j = idt.job;
+		if (!j)
+			break;
+		pthread_mutex_unlock(&idt.lock);
+		cred_enter(idt.policy, &j->cred);
+		j->fn(j->args, j->res, j->rq);
+		cred_leave(idt.policy);
+		pthread_mutex_lock(&idt.lock);
+		j->done = true;
+		idt.job = NULL;
+		pthread_cond_broadcast(&idt.cv);
+	}
+	pthread_mutex_unlock(&idt.lock);
+	return NULL;
+}
+
+int nfs3d_cred_start(const struct nfs3d_cred_policy *p)
+{
+	as_ourselves();
+	if (!p->can_switch)
+		return 0; /* everyone is served as ourselves, in place */
+	idt.policy = p;
+	if (pthread_create(&idt.thread, NULL, identity_main, NULL) != 0)
+		return -1;
+	idt.running = true;
+	return 0;
+}
+
+void nfs3d_cred_stop(void)
+{
+	if (!idt.running)
+		return;
+	pthread_mutex_lock(&idt.lock);
+	idt.stopping = true;
+	pthread_cond_broadcast(&idt.cv);
+	pthread_mutex_unlock(&idt.lock);
+	pthread_join(idt.thread, NULL);
+	idt.running = false;
+}
+
+void nfs3d_cred_run(const struct nfs3d_cred_policy *p, const struct nfs3d_cred *c,
+		    bool_t (*fn)(void *, void *, struct svc_req *),
+		    void *args, void *res, struct svc_req *rq)
+{
+	if (!idt.running || (c->uid == 0 && c->gid == 0)) {
+		/* As ourselves, without a system call: root (or, not being
+		 * root, whoever we are). */
+		if (p->can_switch)
+			current = *c;
+		else
+			as_ourselves();
+		fn(args, res, rq);
+		as_ourselves();
+		return;
+	}
+	struct job j = { fn, args, res, rq, *c, false };
+	pthread_mutex_lock(&idt.lock);
+	while (idt.job) /* one serving thread: never, but stay correct */
+		pthread_cond_wait(&idt.cv, &idt.lock);
+	idt.job = &j;
+	pthread_cond_broadcast(&idt.cv);
+	while (!j.done)
+		pthread_cond_wait(&idt.cv, &idt.lock);
+	pthread_mutex_unlock(&idt.lock);
 }

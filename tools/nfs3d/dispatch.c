@@ -6,9 +6,9 @@
  * test hooks.
  *
  * Which calls go through the cache: the non-idempotent ones, whose
- * repetition would not give the same answer (RFC 1813 §4.1 names
- * exclusive CREATE; REMOVE of a removed file, MKDIR of a made directory
- * and so on answer with an error the second time).  READ, READDIR and
+ * repetition would not give the same answer (RFC 1813 §4.5: "a file can
+ * be removed only once"; CREATE, MKDIR, RENAME ... answer with an error
+ * the second time).  READ, READDIR and
  * the other idempotent procedures are simply done again, as Linux nfsd
  * does; WRITE is cached too (the client compares its verifier).
  */
@@ -330,9 +330,7 @@ void nfs3d_nfs_dispatch(struct svc_req *rq, SVCXPRT *x)
 	}
 	struct nfs3d_cred c;
 	nfs3d_cred_of(&d->auth, rq, &c);
-	nfs3d_cred_enter(&d->auth, &c);
-	p->fn(&args, &res, rq);
-	nfs3d_cred_leave(&d->auth);
+	nfs3d_cred_run(&d->auth, &c, p->fn, &args, &res, rq);
 
 	if (res.status != NFS3_OK) {
 		d->ctr.errors[proc]++;

@@ -60,14 +60,11 @@ void mount_program_3(struct svc_req *rq, SVCXPRT *x);
 struct nfs3d *nfs3d;
 
 /* Threads.  The main thread creates and destroys the transports and
- * waits for signals; a second thread serves (the loop below, with
- * libtirpc's dispatch) and is the only one whose credentials change
- * (cred.c).  The kernel refuses rdma_cm and uverbs write() commands from
- * a thread whose credentials are not those the device was opened with
- * ("changed security contexts after opening file descriptor",
- * ib_safe_file_access), and Soft-RoCE even posts work requests that way:
- * no verbs call may ever run on the serving thread, and none does (the
- * adapter's workers post the replies). */
+ * waits for signals; a second thread serves (svc_run()'s loop, below,
+ * where the adapter also polls and posts); procedures for callers other
+ * than root run on cred.c's identity thread, the only one whose
+ * credentials change (see cred.c for why they may not change where verbs
+ * and rdma_cm calls are made). */
 static atomic_int stop_req, dump_req;
 static int wake_fd[2] = { -1, -1 };
 
@@ -363,7 +360,10 @@ int main(int argc, char **argv)
 	if (!d.auth.can_switch)
 		fprintf(stderr, "rpcrdma-nfs3d: not root: every request is served "
 				"as uid %u, whatever --auth says\n", (unsigned)geteuid());
-	nfs3d_cred_leave(&d.auth);
+	if (nfs3d_cred_start(&d.auth) < 0) {
+		fprintf(stderr, "rpcrdma-nfs3d: cannot start the identity thread\n");
+		return 1;
+	}
 	d.drc = nfs3d_drc_create((unsigned)drc_entries);
 	if (!d.drc) {
 		fprintf(stderr, "rpcrdma-nfs3d: out of memory\n");
@@ -466,6 +466,7 @@ int main(int argc, char **argv)
 	svc_unregister(MOUNT_PROGRAM, MOUNT_V3);
 	svc_destroy(mnt);
 	svc_destroy(rdma);
+	nfs3d_cred_stop();
 	nfs3d_mount_forget_all();
 	nfs3d_drc_destroy(d.drc);
 	nfs3d_export_close(&d.exp);

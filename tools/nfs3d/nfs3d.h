@@ -140,10 +140,15 @@ struct nfs3d_cred_policy {
 /* The credential a request is served with (AUTH_NONE: anonymous). */
 void nfs3d_cred_of(const struct nfs3d_cred_policy *p, const struct svc_req *rq,
 		   struct nfs3d_cred *out);
-/* Serve as c / back to the server's own identity.  No-ops when the
- * server cannot switch (not root). */
-void nfs3d_cred_enter(const struct nfs3d_cred_policy *p, const struct nfs3d_cred *c);
-void nfs3d_cred_leave(const struct nfs3d_cred_policy *p);
+/* Runs a procedure, fn(args, res, rq), as c: in place for root (the
+ * server's own identity), on the identity thread for anyone else (see
+ * cred.c for why never on svc_run()'s thread).  Between start and stop;
+ * before start (or not root), always in place as ourselves. */
+int nfs3d_cred_start(const struct nfs3d_cred_policy *p);
+void nfs3d_cred_stop(void);
+void nfs3d_cred_run(const struct nfs3d_cred_policy *p, const struct nfs3d_cred *c,
+		    bool_t (*fn)(void *, void *, struct svc_req *),
+		    void *args, void *res, struct svc_req *rq);
 /* Around what only the server itself may do (open_by_handle_at needs
  * CAP_DAC_READ_SEARCH) and the owner's override (nfs3_file.c): back to
  * our identity for a moment, then to the caller's again. */
@@ -157,7 +162,7 @@ int nfs3d_auth_policy_parse(const char *s, enum nfs3d_auth_policy *out);
 /* ---------------------------------------------------------------------
  * Duplicate-request cache (drc.c)
  *
- * RFC 1813 §4.1 and RFC 8166 §4.5.5: after a connection loss the client
+ * RFC 1813 §4.5 and RFC 8166 §4.5.5: after a connection loss the client
  * sends every call still unanswered again, with its XID; a
  * non-idempotent call (REMOVE, RENAME, CREATE ...) that had been done
  * must not be done twice.  The key is what identifies a retransmission:
