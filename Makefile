@@ -9,7 +9,7 @@ CLANG_BUILD ?= build-clang
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS  ?=
 
-.PHONY: all deps build build-clang build-release test test-unit test-lab fuzz demo install clean
+.PHONY: all deps build build-clang build-release test test-unit test-lab fuzz demo demo-nfs install clean
 
 all: build
 
@@ -56,6 +56,17 @@ demo:
 	@sh scripts/deps.sh build
 	@$(MAKE) --no-print-directory build >/dev/null
 	@bash scripts/demo.sh $(BUILD) $(DEMO_ARGS)
+
+# The second demo: boots the Soft-RoCE lab (tests/lab/run.sh), where the
+# guest's Linux NFS client mounts rpcrdma-nfs3d over RDMA, runs the
+# workload and prints the numbers against the kernel's nfsd
+# (docs/NFS3D.md).  A few minutes under TCG.
+demo-nfs:
+	@sh scripts/deps.sh test
+	@$(MAKE) --no-print-directory build-release >/dev/null
+	RPCRDMA_NFS3D_PHASES="workload numbers" tests/lab/run.sh tests/kernel/nfsd-up.sh \
+		tests/nfs3d/lab-nfs3d.sh build-release/tools/nfs3d/rpcrdma-nfs3d \
+		build-release/tests/kernel/nfs3_interop
 
 install: build-release
 	cmake --install build-release $(if $(PREFIX),--prefix $(PREFIX))

@@ -17,7 +17,7 @@ PKGS_TEST="tshark valgrind"
 # The siw kinds of the lab also build siw.ko (build-essential, xz-utils).
 PKGS_LAB="qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils
           rdmacm-utils ibverbs-providers perftest iproute2 bc
-          nfs-kernel-server nfs-common rpcbind xz-utils"
+          nfs-kernel-server nfs-common rpcbind xz-utils rsync"
 
 case $what in
 build) want=$PKGS_BUILD ;;
