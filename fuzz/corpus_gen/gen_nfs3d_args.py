@@ -44,6 +44,11 @@ seeds = {
     'readdir': (16, H + w(0, 0) + b'\0' * 8 + w(4096)),
     'readdirplus': (17, H + w(0, 0) + b'\0' * 8 + w(4096, 65536)),
     'commit': (21, H + w(0, 0, 0)),
+    # A name announced at 4 GiB - 2 in 4 bytes of message: libtirpc
+    # allocated it before looking (fixed by the bounds in nfs3.x).
+    'lookup_huge_name': (3, H + w(0xfffffffe)),
+    'rename_huge_name': (14, H + opaque(b'a') + H + w(0xfffffffe)),
+    'write_huge_data': (7, H + w(0, 0, 5, 2) + w(0xfffffff0)),
 }
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(

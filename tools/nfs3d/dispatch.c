@@ -56,33 +56,34 @@ struct proc {
 	xdrproc_t args, res;
 	bool_t (*fn)(void *, void *, struct svc_req *);
 	bool cached;        /* non-idempotent: through the DRC */
+	bool names;         /* takes file names (RFC 1813 §3.2) */
 };
 
-#define P(NAME, fn, A, R, c) \
-	{ NAME, (xdrproc_t)xdr_##A, (xdrproc_t)xdr_##R, w_##fn, c }
+#define P(NAME, fn, A, R, c, n) \
+	{ NAME, (xdrproc_t)xdr_##A, (xdrproc_t)xdr_##R, w_##fn, c, n }
 static const struct proc procs[NFS3D_NPROC] = {
-	{ "NULL", (xdrproc_t)xdr_void, (xdrproc_t)xdr_void, NULL, false },
-	P("GETATTR", getattr, GETATTR3args, GETATTR3res, false),
-	P("SETATTR", setattr, SETATTR3args, SETATTR3res, true),
-	P("LOOKUP", lookup, LOOKUP3args, LOOKUP3res, false),
-	P("ACCESS", access, ACCESS3args, ACCESS3res, false),
-	P("READLINK", readlink, READLINK3args, READLINK3res, false),
-	P("READ", read, READ3args, READ3res, false),
-	P("WRITE", write, WRITE3args, WRITE3res, true),
-	P("CREATE", create, CREATE3args, CREATE3res, true),
-	P("MKDIR", mkdir, MKDIR3args, MKDIR3res, true),
-	P("SYMLINK", symlink, SYMLINK3args, SYMLINK3res, true),
-	P("MKNOD", mknod, MKNOD3args, MKNOD3res, true),
-	P("REMOVE", remove, REMOVE3args, REMOVE3res, true),
-	P("RMDIR", rmdir, RMDIR3args, RMDIR3res, true),
-	P("RENAME", rename, RENAME3args, RENAME3res, true),
-	P("LINK", link, LINK3args, LINK3res, true),
-	P("READDIR", readdir, READDIR3args, READDIR3res, false),
-	P("READDIRPLUS", readdirplus, READDIRPLUS3args, READDIRPLUS3res, false),
-	P("FSSTAT", fsstat, FSSTAT3args, FSSTAT3res, false),
-	P("FSINFO", fsinfo, FSINFO3args, FSINFO3res, false),
-	P("PATHCONF", pathconf, PATHCONF3args, PATHCONF3res, false),
-	P("COMMIT", commit, COMMIT3args, COMMIT3res, false),
+	{ "NULL", (xdrproc_t)xdr_void, (xdrproc_t)xdr_void, NULL, false, false },
+	P("GETATTR", getattr, GETATTR3args, GETATTR3res, false, false),
+	P("SETATTR", setattr, SETATTR3args, SETATTR3res, true, false),
+	P("LOOKUP", lookup, LOOKUP3args, LOOKUP3res, false, true),
+	P("ACCESS", access, ACCESS3args, ACCESS3res, false, false),
+	P("READLINK", readlink, READLINK3args, READLINK3res, false, false),
+	P("READ", read, READ3args, READ3res, false, false),
+	P("WRITE", write, WRITE3args, WRITE3res, true, false),
+	P("CREATE", create, CREATE3args, CREATE3res, true, true),
+	P("MKDIR", mkdir, MKDIR3args, MKDIR3res, true, true),
+	P("SYMLINK", symlink, SYMLINK3args, SYMLINK3res, true, true),
+	P("MKNOD", mknod, MKNOD3args, MKNOD3res, true, true),
+	P("REMOVE", remove, REMOVE3args, REMOVE3res, true, true),
+	P("RMDIR", rmdir, RMDIR3args, RMDIR3res, true, true),
+	P("RENAME", rename, RENAME3args, RENAME3res, true, true),
+	P("LINK", link, LINK3args, LINK3res, true, true),
+	P("READDIR", readdir, READDIR3args, READDIR3res, false, false),
+	P("READDIRPLUS", readdirplus, READDIRPLUS3args, READDIRPLUS3res, false, false),
+	P("FSSTAT", fsstat, FSSTAT3args, FSSTAT3res, false, false),
+	P("FSINFO", fsinfo, FSINFO3args, FSINFO3res, false, false),
+	P("PATHCONF", pathconf, PATHCONF3args, PATHCONF3res, false, false),
+	P("COMMIT", commit, COMMIT3args, COMMIT3res, false, false),
 };
 
 const char *nfs3d_proc_name(unsigned proc)
@@ -159,39 +160,64 @@ union nfs3_res {
 };
 
 /* ---------------------------------------------------------------------
- * Decoding with a digest of the arguments, for the DRC key: the first
- * 256 bytes are checksummed and the stream rewound before the real
- * decode, which then gives the length.
+ * Decoding with checks: for the DRC key, the length of the arguments and
+ * a checksum of their first 256 bytes (read first, then the stream is
+ * rewound); for the procedures that take names (RFC 1813 §3.2 lists
+ * them), whether the decoded arguments encode back to the very bytes
+ * that came: libtirpc's xdr_string silently cuts a string at a NUL, and a
+ * name "ab\0c" would otherwise be served as "ab".
  */
 #define DIGEST_BYTES 256u
 
 struct digest {
 	xdrproc_t real;
 	void *args;
+	bool want_crc, check_exact;
 	uint32_t len, crc;
-	bool rewind_failed;
+	bool rewind_failed, inexact;
 };
+
+/* The decoded arguments encode to exactly raw[0..len). */
+static bool encodes_to(xdrproc_t f, void *args, const char *raw, u_int len)
+{
+	char *b = malloc(len ? len : 1);
+	if (!b)
+		return true; /* cannot tell: not refused for it */
+	XDR e;
+	xdrmem_create(&e, b, len, XDR_ENCODE);
+	bool same = f(&e, args) && XDR_GETPOS(&e) == len && memcmp(b, raw, len) == 0;
+	XDR_DESTROY(&e);
+	free(b);
+	return same;
+}
 
 static bool_t xdr_digest(XDR *x, void *p)
 {
 	struct digest *d = p;
 	u_int pos0 = XDR_GETPOS(x);
-	uint8_t head[DIGEST_BYTES];
-	size_t got = 0;
-	long v;
-	while (got < sizeof(head) && XDR_GETLONG(x, &v)) {
-		uint32_t be = htonl((uint32_t)v);
-		memcpy(head + got, &be, 4);
-		got += 4;
-	}
-	if (!XDR_SETPOS(x, pos0)) {
-		d->rewind_failed = true;
-		return FALSE;
+	if (d->want_crc) {
+		uint8_t head[DIGEST_BYTES];
+		size_t got = 0;
+		long v;
+		while (got < sizeof(head) && XDR_GETLONG(x, &v)) {
+			uint32_t be = htonl((uint32_t)v);
+			memcpy(head + got, &be, 4);
+			got += 4;
+		}
+		if (!XDR_SETPOS(x, pos0)) {
+			d->rewind_failed = true;
+			return FALSE;
+		}
+		d->crc = rpcrdma_crc32c(head, got);
 	}
 	if (!d->real(x, d->args))
 		return FALSE;
 	d->len = XDR_GETPOS(x) - pos0;
-	d->crc = rpcrdma_crc32c(head, got);
+	if (d->check_exact && XDR_SETPOS(x, pos0)) {
+		const char *raw = (const char *)XDR_INLINE(x, (int)d->len);
+		/* A stream that will not show its bytes is not checked. */
+		d->inexact = raw && !encodes_to(d->real, d->args, raw, d->len);
+	}
 	return TRUE;
 }
 
@@ -272,25 +298,34 @@ void nfs3d_nfs_dispatch(struct svc_req *rq, SVCXPRT *x)
 	memset(&args, 0, sizeof(args));
 	memset(&res, 0, sizeof(res));
 
-	struct digest dg = { .real = p->args, .args = &args };
-	bool keyed = false, decoded;
-	if (p->cached && d->drc) {
-		decoded = svc_getargs(x, (xdrproc_t)xdr_digest, (caddr_t)&dg);
-		keyed = decoded;
-		if (!decoded && dg.rewind_failed) {
-			/* A stream that cannot rewind: decode once more,
-			 * without the cache. */
-			svc_freeargs(x, p->args, (caddr_t)&args);
-			memset(&args, 0, sizeof(args));
-			decoded = svc_getargs(x, p->args, (caddr_t)&args);
-		}
-	} else {
+	struct digest dg = { .real = p->args, .args = &args,
+			     .want_crc = p->cached && d->drc,
+			     .check_exact = p->names };
+	bool decoded = svc_getargs(x, (xdrproc_t)xdr_digest, (caddr_t)&dg);
+	bool keyed = decoded && dg.want_crc;
+	if (!decoded && dg.rewind_failed) {
+		/* A stream that cannot rewind: decode once more, without the
+		 * cache or the measure. */
+		svc_freeargs(x, p->args, (caddr_t)&args);
+		memset(&args, 0, sizeof(args));
 		decoded = svc_getargs(x, p->args, (caddr_t)&args);
 	}
 	if (!decoded) {
 		d->ctr.garbage_args++;
 		svc_freeargs(x, p->args, (caddr_t)&args);
 		svcerr_decode(x);
+		return;
+	}
+	if (dg.inexact) {
+		/* A name or path with a NUL in it (or another non-canonical
+		 * encoding): RFC 1813 §3.2 (5), "characters that it can not
+		 * handle" get NFS3ERR_ACCES.  Every result union encodes its
+		 * failure arm with all-zero attributes (none follow). */
+		res.status = NFS3ERR_ACCES;
+		d->ctr.errors[proc]++;
+		if (!svc_sendreply(x, p->res, (caddr_t)&res))
+			d->ctr.send_failed++;
+		svc_freeargs(x, p->args, (caddr_t)&args);
 		return;
 	}
 
