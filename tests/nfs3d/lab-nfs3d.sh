@@ -394,7 +394,7 @@ fi
 
 # --- numbers ------------------------------------------------------------------
 if phase numbers; then
-say "== numbers ($benchmb MiB; TCG; the server is the binary under test, an ASan build in CI)"
+say "== numbers ($benchmb MiB; TCG; the rpcrdma-nfs3d binary given: build/ is ASan, build-release/ is not)"
 bench() {  # bench NAME MOUNTPOINT
 	local m=$2 a b c d
 	a=$(now); dd if="$W/$bigf" of="$m/bench" bs=1M conv=fsync status=none || fail "$1 dd write"
