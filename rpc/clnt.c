@@ -703,7 +703,9 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	if (!addr || !out)
 		return RPCRDMA_ERR_INVAL;
 	*out = NULL;
-	rpcrdma_rpc_opts_fill(opts, &o);
+	rc = rpcrdma_rpc_opts_fill(opts, &o);
+	if (rc < 0)
+		return rc;
 	rc = rpcrdma_rpc_parse_addr(addr, &ss, &sl);
 	if (rc < 0)
 		return rc;
@@ -894,12 +896,15 @@ RPCRDMA_EXPORT int rpcrdma_clnt_register_any(struct rpcrdma_clnt *c,
 						 RPCRDMA_RPC_REG_ANY_PROC);
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
-				      struct rpcrdma_stats *s)
+RPCRDMA_EXPORT int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c,
+					    struct rpcrdma_stats *s,
+					    size_t size)
 {
-	if (!c || !s)
+	struct rpcrdma_stats all;
+
+	if (!c)
 		return RPCRDMA_ERR_INVAL;
-	memset(s, 0, sizeof(*s));
-	rpcrdma_rpc_xprt_add_stats(c->x, s);
-	return 0;
+	memset(&all, 0, sizeof(all));
+	rpcrdma_rpc_xprt_add_stats(c->x, &all);
+	return rpcrdma_rpc_stats_out(&all, s, size);
 }

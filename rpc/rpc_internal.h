@@ -41,9 +41,17 @@ int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
 void rpcrdma_rpc_trace(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
-/* Options with every zero field replaced by its default. */
-void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
-			   struct rpcrdma_opts *out);
+/* Options with every zero field replaced by its default; in NULL: the
+ * defaults.  in->size is the caller's struct size (rpcrdma.h, "Binary
+ * compatibility").  Errors: RPCRDMA_ERR_INVAL (size too small),
+ * RPCRDMA_ERR_NOTSUP (an option this library does not know is set). */
+int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
+			  struct rpcrdma_opts *out);
+
+/* Copies counters to a caller's struct of size bytes: what fits, zeroes
+ * past our own.  Errors: RPCRDMA_ERR_INVAL (s NULL, size too small). */
+int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,
+			  struct rpcrdma_stats *s, size_t size);
 
 /* ---------------------------------------------------------------------
  * Device objects shared by a client's or a server's connections.

@@ -141,7 +141,9 @@ RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 		return RPCRDMA_ERR_NOMEM;
 	s->loop.wakefd = -1;
 	pthread_mutex_init(&s->list_lock, NULL);
-	rpcrdma_rpc_opts_fill(opts, &s->opts);
+	rc = rpcrdma_rpc_opts_fill(opts, &s->opts);
+	if (rc < 0)
+		goto fail;
 	rc = rpcrdma_rpc_parse_addr(listen_addr, &ss, &sl);
 	if (rc < 0)
 		goto fail;
@@ -250,16 +252,19 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	free(s);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_stats(struct rpcrdma_svc *s,
-				     struct rpcrdma_stats *st)
+RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,
+					   struct rpcrdma_stats *st,
+					   size_t size)
 {
-	if (!s || !st)
+	struct rpcrdma_stats all;
+
+	if (!s)
 		return RPCRDMA_ERR_INVAL;
 	pthread_mutex_lock(&s->list_lock);
-	*st = s->reaped;
+	all = s->reaped;
 	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		rpcrdma_rpc_xprt_add_stats(x, st);
+		rpcrdma_rpc_xprt_add_stats(x, &all);
 	pthread_mutex_unlock(&s->list_lock);
-	st->credits_granted = 0;
-	return 0;
+	all.credits_granted = 0;
+	return rpcrdma_rpc_stats_out(&all, st, size);
 }

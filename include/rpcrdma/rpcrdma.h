@@ -1,6 +1,8 @@
 /*
  * rpcrdma: ONC RPC (RFC 5531) over RPC-over-RDMA version 1 (RFC 8166,
- * RFC 8797, RFC 8167) — the API applications use.
+ * RFC 8797, RFC 8167) and version 2 (draft-cel-nfsv4-rpcrdma-version-two;
+ * a client prefers version 2 and falls back to version 1, see
+ * struct rpcrdma_opts.versions) — the API applications use.
  *
  * A client (struct rpcrdma_clnt) is one RDMA connection to one server,
  * bound to one program and version.  Calls are thread-safe; many may be in
@@ -23,6 +25,27 @@
  * Errors are negative enum rpcrdma_error codes (rpcrdma/error.h); each
  * function lists the ones it returns.  Setting RPCRDMA_DEBUG in the
  * environment traces connection events and failures on stderr.
+ *
+ * Binary compatibility.  A program built against this header keeps
+ * working with every later librpcrdma.so.0:
+ *  - functions are only added, never changed or removed; the shared
+ *    library exports exactly the functions declared in the rpcrdma/ headers, each
+ *    under a symbol version (RPCRDMA_0.1 for this first set);
+ *  - the two structs that grow with the library, struct rpcrdma_opts
+ *    (options in) and struct rpcrdma_stats (counters out), only get new
+ *    fields appended at their end, and every call that takes one is told
+ *    the size the program was compiled with: rpcrdma_opts_default()
+ *    stores sizeof(struct rpcrdma_opts) in opts->size, and
+ *    rpcrdma_clnt_stats() / rpcrdma_svc_stats() are inline wrappers that
+ *    pass sizeof(struct rpcrdma_stats).  A library newer than the program
+ *    reads (options) or fills (counters) only that many bytes and uses the
+ *    defaults for options the program does not know; a library older than
+ *    the program leaves the counters it does not know at 0 and refuses
+ *    (RPCRDMA_ERR_NOTSUP) options it does not know that were set to
+ *    anything but 0;
+ *  - the other structs (rpcrdma_call, rpcrdma_reply, rpcrdma_cred,
+ *    rpcrdma_iov, rpcrdma_padding, rpcrdma_ulb_proc) and the enums' values
+ *    are fixed: changing one means a new soname.
  */
 #ifndef RPCRDMA_RPCRDMA_H
 #define RPCRDMA_RPCRDMA_H
@@ -43,9 +66,18 @@ extern "C" {
 #define RPCRDMA_MAX_DDP_RESULTS 8u /* Write chunks per call */
 
 /* ---------------------------------------------------------------------
- * Options
+ * Options.  Fill with rpcrdma_opts_default(), then change fields; a zero
+ * number field means its default.  New fields are appended at the end
+ * (after accept_msgp) and RPCRDMA_OPTS_LAST_FIELD below names the last
+ * one: the library treats bytes past it as options it does not know
+ * (see "Binary compatibility" above).
  */
 struct rpcrdma_opts {
+	size_t size;                /* sizeof(struct rpcrdma_opts) the program
+				       was built with; set by
+				       rpcrdma_opts_default().  Smaller than
+				       the first version of this struct (0:
+				       never initialised): RPCRDMA_ERR_INVAL */
 	const char *provider;       /* "iwarp" (default) or "verbs" */
 	const char *device;         /* verbs device name; NULL: the first */
 	uint32_t inline_send;       /* largest Send we post (default 4096) */
@@ -82,7 +114,9 @@ struct rpcrdma_opts {
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
 				       §4.6.1); see rpcrdma_padding */
+	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
+#define RPCRDMA_OPTS_LAST_FIELD accept_msgp
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -105,10 +139,17 @@ enum rpcrdma_versions {
 				   version */
 };
 
-/* Fills *o with the defaults above; the environment variables
- * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
- * device, and RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions. */
-void rpcrdma_opts_default(struct rpcrdma_opts *o);
+/* Fills the first size bytes of *o with the defaults above and sets
+ * o->size = size; the environment variables RPCRDMA_PROVIDER and
+ * RPCRDMA_DEVICE, when set, override provider and device, and
+ * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions.  Call it through
+ * rpcrdma_opts_default(). */
+void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
+
+static inline void rpcrdma_opts_default(struct rpcrdma_opts *o)
+{
+	rpcrdma_opts_init(o, sizeof(*o));
+}
 
 /* ---------------------------------------------------------------------
  * Credentials (RFC 5531 §8.2, Appendix A)
@@ -241,7 +282,8 @@ int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
 /* Transport counters (the engine's, RFC 8166 names): how calls and
  * replies went (Short / Chunked / Long), bytes moved by RDMA Read and
  * Write, invalidations.  A server's are summed over all its connections,
- * past and present. */
+ * past and present.  New counters are appended at the end (see "Binary
+ * compatibility" above). */
 struct rpcrdma_stats {
 	/* as Requester */
 	uint64_t calls, calls_completed, short_calls, chunked_calls,
@@ -274,10 +316,21 @@ struct rpcrdma_stats {
 	uint64_t retransmissions; /* calls resent on a new connection */
 	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
+	/* Append new counters here. */
 };
 
-/* Errors: RPCRDMA_ERR_INVAL. */
-int rpcrdma_clnt_stats(struct rpcrdma_clnt *c, struct rpcrdma_stats *s);
+/* Fills the first size bytes of *s: the counters this library has, 0 in
+ * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:
+ * RPCRDMA_ERR_INVAL (size smaller than the first version of the
+ * struct). */
+int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c, struct rpcrdma_stats *s,
+			     size_t size);
+
+static inline int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
+				     struct rpcrdma_stats *s)
+{
+	return rpcrdma_clnt_stats_sized(c, s, sizeof(*s));
+}
 
 /* ---------------------------------------------------------------------
  * Server
@@ -328,8 +381,17 @@ int rpcrdma_svc_register(struct rpcrdma_svc *s, uint32_t prog, uint32_t vers,
 			 uint32_t proc, rpcrdma_svc_handler handler, void *arg,
 			 unsigned flags);
 
-/* Counters summed over every connection.  Errors: RPCRDMA_ERR_INVAL. */
-int rpcrdma_svc_stats(struct rpcrdma_svc *s, struct rpcrdma_stats *st);
+/* Counters summed over every connection, filled as by
+ * rpcrdma_clnt_stats_sized().  Call it through rpcrdma_svc_stats().
+ * Errors: RPCRDMA_ERR_INVAL. */
+int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s, struct rpcrdma_stats *st,
+			    size_t size);
+
+static inline int rpcrdma_svc_stats(struct rpcrdma_svc *s,
+				    struct rpcrdma_stats *st)
+{
+	return rpcrdma_svc_stats_sized(s, st, sizeof(*st));
+}
 
 /* Stops accepting, disconnects every connection, waits for running
  * handlers, frees.  Client handles from rpcrdma_svc_req_clnt() must be

@@ -1,10 +1,11 @@
 /*
  * rpcrdma/tirpc.h — RPC-over-RDMA for libtirpc programs.
  *
- * A CLIENT* and an SVCXPRT* that carry ONC RPC over RPC-over-RDMA version 1
- * (RFC 8166), so rpcgen-generated stubs and dispatch functions run
- * unchanged: only the line that creates the client or the transport
- * changes.
+ * A CLIENT* and an SVCXPRT* that carry ONC RPC over RPC-over-RDMA
+ * (version 1, RFC 8166, or version 2, draft-cel-nfsv4-rpcrdma-version-two,
+ * as negotiated: see rpcrdma/rpcrdma.h), so rpcgen-generated stubs and
+ * dispatch functions run unchanged: only the line that creates the client
+ * or the transport changes.
  *
  *   CLIENT *c = clnt_rdma_create("server:20049", PROG, VERS, NULL);
  *   ... rpcgen client stubs, clnt_call, clnt_control, clnt_geterr,
@@ -83,8 +84,15 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 bool_t clnt_rdma_set_ulb(CLIENT *c, const struct rpcrdma_ulb_proc *procs,
 			 unsigned n);
 
-/* The transport counters of the client's connection. */
-bool_t clnt_rdma_stats(CLIENT *c, struct rpcrdma_stats *s);
+/* The transport counters of the client's connection, filled as by
+ * rpcrdma_clnt_stats_sized() (rpcrdma.h).  Call it through
+ * clnt_rdma_stats(). */
+bool_t clnt_rdma_stats_sized(CLIENT *c, struct rpcrdma_stats *s, size_t size);
+
+static inline bool_t clnt_rdma_stats(CLIENT *c, struct rpcrdma_stats *s)
+{
+	return clnt_rdma_stats_sized(c, s, sizeof(*s));
+}
 
 /*
  * Reverse direction (RFC 8167): serve the callback program (prog, vers)

@@ -407,11 +407,12 @@ RPCRDMA_EXPORT bool_t clnt_rdma_set_ulb(CLIENT *cl,
 	return ulb_set_procs(&cr->ulb, &cr->lock, cr->prog, cr->vers, procs, n);
 }
 
-RPCRDMA_EXPORT bool_t clnt_rdma_stats(CLIENT *cl, struct rpcrdma_stats *s)
+RPCRDMA_EXPORT bool_t clnt_rdma_stats_sized(CLIENT *cl, struct rpcrdma_stats *s,
+					    size_t size)
 {
 	if (!is_rdma(cl) || !s)
 		return FALSE;
-	return rpcrdma_clnt_stats(CR(cl)->c, s) == 0;
+	return rpcrdma_clnt_stats_sized(CR(cl)->c, s, size) == 0;
 }
 
 /* Reverse direction: every call for a registered callback program runs
