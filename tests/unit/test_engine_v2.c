@@ -78,6 +78,9 @@ static void drain(void)
 				struct fake_mr *r = &F->mr[w.send.invalidate_rkey];
 				r->rvalid = false;
 			}
+			/* A provider reports only signalled ones. */
+			if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
+				continue;
 			struct rpcrdma_wc wc = {0};
 			wc.wr_id = w.send.wr_id;
 			wc.status = RPCRDMA_WC_SUCCESS;
