@@ -18,13 +18,16 @@
  *    completions produced on other threads while armed) AND the sockets of
  *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
  *    socket data and processes it inline in ack_cq_events()/poll_cq().
- *  - The progress thread watches every socket with EPOLLONESHOT.  When a
+ *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
+ *    the progress thread watches every socket with EPOLLONESHOT.  When a
  *    socket is readable and a consumer of that QP's CQs was active within
  *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
  *    surely process the data itself) and only then processes whatever is
  *    left; otherwise it processes immediately.  So remote RDMA Read/Write
  *    targets complete with no help from the target application, and a
  *    ping-pong costs the progress thread about one wake-up per deferral.
+ *    With manual progress it watches only for the peer's close
+ *    (EPOLLRDHUP), so a consumer that polls pays no wake-up of it.
  *  - The progress thread also runs connection set-up (TCP connect/accept,
  *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
  *
@@ -69,6 +72,7 @@ struct iw_dev {
 	bool mpa_crc;
 	bool mpa_require_crc;
 	unsigned max_fpdu;
+	bool manual_progress;  /* rpcrdma_dev_params.manual_progress */
 
 	pthread_t thread;
 	int epfd;             /* progress thread's epoll */
