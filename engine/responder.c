@@ -825,6 +825,18 @@ static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
 	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
 }
 
+/* The Send of a reply that had its REPLY_SENT at once is over: the
+ * slot's own memory (a Long Reply's staging) was in use until now; the
+ * slot is free once the event is polled too. */
+static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
+{
+	for (uint32_t i = 0; i < s->nmr; i++)
+		e->mem.release(e->mem.ctx, &s->mr[i]);
+	s->nmr = 0;
+	if (!s->event_pending)
+		rpcrdma_rs_free(e, s);
+}
+
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
@@ -843,13 +855,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		if (s->state == RS_SENDING) {
 			rs_finish(e, s);
 		} else if (s->state == RS_DONE) {
-			/* REPLY_SENT went at once; the slot's own memory
-			 * (a Long Reply's staging) was in use until now. */
-			for (uint32_t i = 0; i < s->nmr; i++)
-				e->mem.release(e->mem.ctx, &s->mr[i]);
-			s->nmr = 0;
-			if (!s->event_pending)
-				rpcrdma_rs_free(e, s);
+			early_sent_over(e, s);
 		}
 		break;
 	default:
@@ -876,14 +882,9 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 		break;
 	case RS_DONE:
 		/* REPLY_SENT went at once and the Send will never complete
-		 * now: the slot is free once that event is polled. */
-		if (sending) {
-			for (uint32_t i = 0; i < s->nmr; i++)
-				e->mem.release(e->mem.ctx, &s->mr[i]);
-			s->nmr = 0;
-			if (!s->event_pending)
-				rpcrdma_rs_free(e, s);
-		}
+		 * now. */
+		if (sending)
+			early_sent_over(e, s);
 		break;
 	default:
 		break;
