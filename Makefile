@@ -20,8 +20,8 @@ WERROR      ?= ON
 MATRIX_CONFIGS ?= gcc/Debug gcc/Release gcc/RelWithDebInfo gcc/MinSizeRel \
 		  clang/Debug clang/Release clang/RelWithDebInfo clang/MinSizeRel
 
-.PHONY: all deps build build-clang build-opt build-matrix test test-unit test-lab \
-	test-package fuzz demo install clean
+.PHONY: all deps build build-clang build-release build-opt build-matrix test test-unit \
+	test-lab test-package fuzz demo install clean
 
 all: build
 
@@ -44,6 +44,13 @@ build-clang:
 # sanitizers, -Werror: what packagers build (each full build takes seconds).
 build-matrix:
 	@JOBS=$(JOBS) sh scripts/build-matrix.sh $(MATRIX) $(MATRIX_CONFIGS)
+
+# For benchmark numbers (README, rpcrdma-perf): gcc Release, no sanitizer.
+# Not part of `make test` (build-matrix builds the same configuration).
+build-release:
+	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
+		-DRPCRDMA_WERROR=$(WERROR) >/dev/null
+	@cmake --build build-release -j$(JOBS)
 
 # The optimized build users get: `make demo` runs it, `make install`
 # installs it.  gcc -O2 -g, no sanitizer, warnings not fatal.
@@ -89,4 +96,4 @@ install: build-opt
 	cmake --install $(OPT_BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) $(CLANG_BUILD) $(OPT_BUILD) $(MATRIX)
+	rm -rf $(BUILD) $(CLANG_BUILD) $(OPT_BUILD) $(MATRIX) build-release

@@ -289,7 +289,7 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 		       (size_t)e->nrs * e->rsize;
 	e->arena = calloc(1, e->arena_len);
 	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena) {
+	    !e->evq || !e->arena || rpcrdma_sq_create(e) < 0) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
 		return RPCRDMA_ERR_NOMEM;
@@ -340,6 +340,7 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
 	free(e->arena);
+	rpcrdma_sq_destroy(e);
 	free(e->evq);
 	free(e->wrq);
 	free(e->rposted);
@@ -420,6 +421,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->ord = ord ? ord : 1;
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
+	rpcrdma_sq_reset(e);
 	/* RFC 8166 §3.3.3: one credit until the first reply grants more. */
 	e->granted = 1;
 	e->in_flight = 0;
@@ -535,6 +537,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->granted = 1;
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
+	rpcrdma_sq_reset(e);
 	if (e->negotiating && e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2) {
 		/* §7.2: a server that drops the connection on our v2 opener
 		 * is taken for a v1 server, or we would loop. */
@@ -1009,7 +1012,6 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 	}
 	if ((kind == WRK_RQ && idx >= e->nrq) || (kind == WRK_RS && idx >= e->nrs))
 		return RPCRDMA_ERR_NOENT;
-	e->sq_avail++;
 	if (wc->status != RPCRDMA_WC_SUCCESS) {
 		/* RFC 8166 §4.5.3-§4.5.5: RDMA errors are fatal to the
 		 * connection; conn_lost() unwinds every RPC. */
@@ -1020,17 +1022,14 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 					     : RPCRDMA_ERR_PROTOCOL);
 		return 0;
 	}
-	if (kind == WRK_RQ) {
-		struct rq *q = &e->rq[idx];
-		if (q->sq_held)
-			q->sq_held--;
-		rpcrdma_rq_wc(e, q, op, wc);
-	} else {
-		struct rs *s = &e->rs[idx];
-		if (s->sq_held)
-			s->sq_held--;
-		rpcrdma_rs_wc(e, s, op, wc);
-	}
+	/* Unsignalled requests before it are done too (send_queue.c). */
+	if (!rpcrdma_sq_complete(e, wc->wr_id))
+		return 0;
+	e->sq_avail++;
+	if (kind == WRK_RQ)
+		rpcrdma_rq_wc(e, &e->rq[idx], op, wc);
+	else
+		rpcrdma_rs_wc(e, &e->rs[idx], op, wc);
 	rpcrdma_progress(e);
 	return 0;
 }
@@ -1048,10 +1047,12 @@ int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 	e->wrq_count--;
 	wr->send.next = NULL;
 	wr->recv.next = NULL;
-	if (wr->is_recv)
+	if (wr->is_recv) {
 		wr->recv.sg_list = wr->sge;
-	else
+	} else {
 		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+		rpcrdma_sq_post(e, &wr->send);
+	}
 	return 1;
 }
 
@@ -1095,7 +1096,9 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			ev->type = RPCRDMA_EV_REPLY_SENT;
 			ev->user = s->user;
 			ev->status = s->reply_status;
-			rpcrdma_rs_free(e, s);
+			s->event_pending = false;
+			if (!s->send_pending)
+				rpcrdma_rs_free(e, s);
 			return 1;
 		}
 		ev->type = RPCRDMA_EV_INCOMING_CALL;

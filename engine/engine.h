@@ -262,6 +262,10 @@ struct rpcrdma_call_req {
 	const struct rpcrdma_iov *results;
 	unsigned nresults;
 	void *user; /* returned in the completion event */
+	/* The reply is expected inline (reply_max is only the receive
+	 * size): no Reply chunk unless an RDMA2_ERROR recovery asks for
+	 * one. */
+	bool reply_inline;
 };
 
 /* Start a call.  The buffers stay the caller's but must not be touched
@@ -347,9 +351,13 @@ struct rpcrdma_engine_event {
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
 				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
 				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
-				(retries used up).  REPLY_SENT: 0, or _DISCONNECTED if
-				the connection died first, or
-				_PEER_ERR_CHUNK if ERR_CHUNK went instead */
+				(retries used up).  REPLY_SENT: 0 (for a
+				reply that reads none of the caller's
+				memory by RDMA Write: handed to the send
+				queue; otherwise its Send completed), or
+				_DISCONNECTED if the connection died first,
+				or _PEER_ERR_CHUNK if ERR_CHUNK went
+				instead */
 	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
 	unsigned nresults;
 	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into

@@ -94,7 +94,9 @@ struct rpcrdma_opts {
 	unsigned call_timeout_ms;   /* default per-call time-out; 0: none
 				       (default 30000) */
 	unsigned workers;           /* server (and client callback) handler
-				       threads (default 4) */
+				       threads; 0 (the default): handlers
+				       run on the thread that takes the
+				       call */
 	bool remote_inv;            /* offer and use Send With Invalidate
 				       (RFC 8797 §4.1; default true) */
 	unsigned versions;          /* RPC-over-RDMA versions, enum
@@ -141,8 +143,9 @@ enum rpcrdma_versions {
 
 /* Fills the first size bytes of *o with the defaults above and sets
  * o->size = size; the environment variables RPCRDMA_PROVIDER and
- * RPCRDMA_DEVICE, when set, override provider and device, and
- * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions.  Call it through
+ * RPCRDMA_DEVICE, when set, override provider and device,
+ * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions and
+ * RPCRDMA_WORKERS (a number up to 1024) the workers.  Call it through
  * rpcrdma_opts_default(). */
 void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
 

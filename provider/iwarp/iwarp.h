@@ -18,13 +18,16 @@
  *    completions produced on other threads while armed) AND the sockets of
  *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
  *    socket data and processes it inline in ack_cq_events()/poll_cq().
- *  - The progress thread watches every socket with EPOLLONESHOT.  When a
+ *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
+ *    the progress thread watches every socket with EPOLLONESHOT.  When a
  *    socket is readable and a consumer of that QP's CQs was active within
  *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
  *    surely process the data itself) and only then processes whatever is
  *    left; otherwise it processes immediately.  So remote RDMA Read/Write
  *    targets complete with no help from the target application, and a
  *    ping-pong costs the progress thread about one wake-up per deferral.
+ *    With manual progress it watches only for the peer's close
+ *    (EPOLLRDHUP), so a consumer that polls pays no wake-up of it.
  *  - The progress thread also runs connection set-up (TCP connect/accept,
  *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
  *
@@ -69,6 +72,7 @@ struct iw_dev {
 	bool mpa_crc;
 	bool mpa_require_crc;
 	unsigned max_fpdu;
+	bool manual_progress;  /* rpcrdma_dev_params.manual_progress */
 
 	pthread_t thread;
 	int epfd;             /* progress thread's epoll */
@@ -126,9 +130,16 @@ struct iw_cq {
 	struct rpcrdma_cq base;
 	pthread_mutex_t lock;    /* ring and armed */
 	struct rpcrdma_wc *ring;
-	uint32_t cap, head, count;
-	bool armed;
+	uint32_t cap, head;
+	/* count is written under lock, read without it to skip an empty
+	 * ring; armed is set by the consumer without the lock.  A push
+	 * stores count then takes armed, the consumer stores armed then
+	 * reads count (both sequentially consistent): one of them always
+	 * sees the other, so no completion is left without a wake-up. */
+	_Atomic uint32_t count;
+	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
+	_Atomic bool efd_set;    /* efd was written since the last ack */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;
@@ -289,7 +300,8 @@ struct iw_qp {
 	struct iw_rx rx;
 
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
-	bool in_armed, want_out, deferred;
+	bool in_armed, deferred;
+	_Atomic bool want_out;   /* written under ep_lock, read without */
 	uint64_t defer_until;
 	bool flushed;
 };
@@ -426,6 +438,7 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			    struct rpcrdma_send_wr **bad);
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
+void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
 int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
 			 const void *payload, size_t len);

@@ -205,8 +205,12 @@ void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
 	if (qp->fd >= 0) {
 		uint32_t ev = EPOLLONESHOT;
 		if (atomic_load(&qp->state) == IW_QP_RTS) {
+			/* Manual progress: the consumer reads the data; we
+			 * only notice the peer closing. */
 			if (qp->in_armed)
-				ev |= EPOLLIN | EPOLLRDHUP;
+				ev |= qp->dev->manual_progress
+					      ? EPOLLRDHUP
+					      : EPOLLIN | EPOLLRDHUP;
 			if (qp->want_out)
 				ev |= EPOLLOUT;
 		}

@@ -623,7 +623,12 @@ void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock)
 void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 {
 	struct iw_rx *rx = &qp->rx;
-	while (qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
+	/* A read that returned less than asked for emptied the socket: stop
+	 * after consuming it instead of asking again for an EAGAIN.  Bytes
+	 * that arrive later make the socket (part of cq_fd, and watched by
+	 * the progress thread) readable again. */
+	bool drained = false;
+	while (!drained && qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
 	       rx->st != IW_RX_DEAD) {
 		if (rx->st == IW_RX_PAYLOAD && rx->rd == rx->wr &&
 		    rx->left >= IW_DIRECT_MIN) {
@@ -645,6 +650,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 			rx->left -= (uint64_t)n;
 			if (!rx->left)
 				enter_trailer(rx);
+			drained = (size_t)n < max;
 			continue;
 		}
 		if (rx->rd == rx->wr) {
@@ -661,6 +667,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 			}
 			rx->rd = 0;
 			rx->wr = (size_t)n;
+			drained = (size_t)n < IW_RXBUF;
 		}
 		if (!consume(qp))
 			break;
