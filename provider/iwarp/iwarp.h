@@ -83,6 +83,9 @@ struct iw_dev {
 	struct iw_ep *grave;  /* destroyed endpoints awaiting free */
 
 	pthread_mutex_t mem_lock; /* STag table */
+	_Atomic uint32_t mr_gen;  /* bumped (under mem_lock) when an MR goes:
+				     a struct iw_lkey_cache of an older
+				     generation is stale */
 	struct iw_stag *stags;
 	uint32_t nstags;      /* slots in use or freed (index < nstags) */
 	uint32_t stag_cap;
@@ -114,6 +117,17 @@ struct iw_mr {
 struct iw_mw {
 	struct rpcrdma_mw base;
 	uint32_t index;
+};
+
+/* The region of the last lkey a queue resolved, valid while no MR of
+ * the device has gone since (dev->mr_gen): the send and receive queues
+ * resolve the same few lkeys for every message, and this spares them the
+ * STag table's lock. */
+struct iw_lkey_cache {
+	bool valid;
+	uint32_t lkey, gen;
+	uint64_t addr, len;
+	unsigned access;
 };
 
 /* Why a memory access was refused (RFC 5040 §8, RFC 5042 §5). */
@@ -277,6 +291,7 @@ struct iw_qp {
 	uint32_t ird, ord;       /* negotiated */
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
+	struct iw_lkey_cache tx_lkc; /* under tx_lock */
 	struct iw_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_count;
 	struct iw_orqe *orq;
@@ -298,6 +313,7 @@ struct iw_qp {
 
 	pthread_mutex_t rx_lock;
 	struct iw_rx rx;
+	struct iw_lkey_cache rx_lkc; /* under rx_lock */
 
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
 	bool in_armed, deferred;
@@ -388,7 +404,7 @@ enum iw_access_err rpcrdma_iwarp_mem_check(struct iw_dev *dev,
 int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
 			      const struct rpcrdma_sge *sge, int n,
 			      bool need_write, struct iw_place *out,
-			      uint64_t *total);
+			      uint64_t *total, struct iw_lkey_cache *cache);
 int rpcrdma_iwarp_bind_mw(struct iw_dev *dev, struct iw_pd *pd,
 			  struct iw_swqe *w);
 /* Invalidate an STag (local or remote); remote = only MWs, same PD. */
