@@ -69,14 +69,18 @@ struct rpcrdma_clnt {
 	/* Owning client only. */
 	struct rpc_dev rd;
 	struct rpc_loop loop;
-	/* The call header up to the procedure number, and after it the
-	 * credential and verifier: encoded once per credential change. */
+	/* The call header after the procedure number (credential and
+	 * verifier), encoded once per credential change.  Calls read the
+	 * current one without a lock; replaced ones stay until destroy
+	 * (a caller may be copying one). */
 	pthread_mutex_t cred_lock;
-	uint32_t cred_flavor;
-	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
-	uint32_t cred_len;
-	uint8_t hdr_tail[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
-	size_t hdr_tail_len;
+	_Atomic(struct hdr_tail *) tail;
+};
+
+struct hdr_tail {
+	struct hdr_tail *older;
+	size_t len;
+	uint8_t bytes[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
 };
 
 /* ---------------------------------------------------------------------
@@ -504,22 +508,41 @@ static size_t round8(size_t n)
 }
 
 /* The fixed part of every call header after the procedure number:
- * credential and AUTH_NONE verifier (RFC 5531 §9). */
-static void encode_hdr_tail(struct rpcrdma_clnt *cl)
+ * credential and AUTH_NONE verifier (RFC 5531 §9).  NOMEM. */
+static int set_hdr_tail(struct rpcrdma_clnt *cl, uint32_t flavor,
+			const void *body, size_t len)
 {
-	uint8_t *p = cl->hdr_tail;
-	rpcrdma_be32_put(p, cl->cred_flavor);
-	rpcrdma_be32_put(p + 4, cl->cred_len);
+	struct hdr_tail *t = malloc(sizeof(*t));
+	if (!t)
+		return RPCRDMA_ERR_NOMEM;
+	uint8_t *p = t->bytes;
+	rpcrdma_be32_put(p, flavor);
+	rpcrdma_be32_put(p + 4, (uint32_t)len);
 	size_t o = 8;
-	if (cl->cred_len) {
-		memcpy(p + o, cl->cred_body, cl->cred_len);
-		size_t pad = (4 - (cl->cred_len & 3)) & 3;
-		memset(p + o + cl->cred_len, 0, pad);
-		o += cl->cred_len + pad;
+	if (len) {
+		memcpy(p + o, body, len);
+		size_t pad = (4 - (len & 3)) & 3;
+		memset(p + o + len, 0, pad);
+		o += len + pad;
 	}
 	rpcrdma_be32_put(p + o, RPCRDMA_AUTH_NONE);
 	rpcrdma_be32_put(p + o + 4, 0);
-	cl->hdr_tail_len = o + 8;
+	t->len = o + 8;
+	pthread_mutex_lock(&cl->cred_lock);
+	t->older = atomic_load(&cl->tail);
+	atomic_store(&cl->tail, t);
+	pthread_mutex_unlock(&cl->cred_lock);
+	return 0;
+}
+
+static void free_hdr_tails(struct rpcrdma_clnt *cl)
+{
+	struct hdr_tail *t = atomic_load(&cl->tail);
+	while (t) {
+		struct hdr_tail *o = t->older;
+		free(t);
+		t = o;
+	}
 }
 
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
@@ -549,7 +572,8 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 
 	/* RFC 5531 §9: xid, CALL, rpcvers 2, prog, vers, proc, then the
 	 * credential and verifier encoded at the last credential change. */
-	size_t hl = 24 + sizeof(cl->hdr_tail);
+	const struct hdr_tail *tail = atomic_load(&cl->tail);
+	size_t hl = 24 + tail->len;
 	size_t total = round8(hl) + args_len + reply_max + res_len;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
@@ -571,10 +595,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	rpcrdma_be32_put(p + 12, cl->prog);
 	rpcrdma_be32_put(p + 16, cl->vers);
 	rpcrdma_be32_put(p + 20, call->proc);
-	pthread_mutex_lock(&cl->cred_lock);
-	memcpy(p + 24, cl->hdr_tail, cl->hdr_tail_len);
-	hl = 24 + cl->hdr_tail_len;
-	pthread_mutex_unlock(&cl->cred_lock);
+	memcpy(p + 24, tail->bytes, tail->len);
 	/* Consecutive non-DDP pieces are copied back to back into one
 	 * piece; each DDP item gets a piece of its own. */
 	struct rpcrdma_iov *cur = &c->iov[0];
@@ -788,14 +809,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c,
 {
 	if (!c || len > RPCRDMA_AUTH_MAX_BODY || (len && !body))
 		return RPCRDMA_ERR_INVAL;
-	pthread_mutex_lock(&c->cred_lock);
-	c->cred_flavor = flavor;
-	c->cred_len = (uint32_t)len;
-	if (len)
-		memcpy(c->cred_body, body, len);
-	encode_hdr_tail(c);
-	pthread_mutex_unlock(&c->cred_lock);
-	return 0;
+	return set_hdr_tail(c, flavor, body, len);
 }
 
 /* ---------------------------------------------------------------------
@@ -836,10 +850,13 @@ static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
 		return NULL;
 	c->prog = prog;
 	c->vers = vers;
-	c->cred_flavor = RPCRDMA_AUTH_NONE;
-	encode_hdr_tail(c);
 	pthread_mutex_init(&c->cred_lock, NULL);
 	c->loop.wakefd = -1;
+	if (set_hdr_tail(c, RPCRDMA_AUTH_NONE, NULL, 0) < 0) {
+		pthread_mutex_destroy(&c->cred_lock);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -958,6 +975,7 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 	pthread_mutex_lock(&x->lock);
 	if (x->dead) {
 		pthread_mutex_unlock(&x->lock);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return RPCRDMA_ERR_DISCONNECTED;
@@ -985,6 +1003,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (!c->owns_xprt) {
 		if (x)
 			rpcrdma_rpc_xprt_put(x);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return;
@@ -1025,6 +1044,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (c->loop.wakefd >= 0)
 		rpcrdma_rpc_loop_fini(&c->loop);
 	rpcrdma_rpc_dev_close(&c->rd);
+	free_hdr_tails(c);
 	pthread_mutex_destroy(&c->cred_lock);
 	free(c);
 }
