@@ -327,6 +327,10 @@ struct rpcrdma_engine_wr {
 /* Next work request to post: 1 and *wr filled, or 0 when none. */
 int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 			  struct rpcrdma_engine_wr *wr);
+/* The same without the copy: the engine's own entry (sg_list pointing
+ * into it), valid until the next call into the engine; NULL when none.
+ * Post it right away. */
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e);
 
 enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_CALL_DONE,     /* one of our calls completed */
@@ -381,7 +385,9 @@ struct rpcrdma_engine_event {
 };
 
 /* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay
- * valid as documented per field. */
+ * valid as documented per field; result_len and write_chunk_len are
+ * meaningful up to nresults / write_chunks (entries past them are
+ * unspecified). */
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev);
 

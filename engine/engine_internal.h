@@ -276,11 +276,20 @@ struct rpcrdma_engine {
 	uint32_t nrq;
 	struct rq *rq;
 	struct fifo rq_pending;
+	uint32_t *rq_free;     /* stack of free slots */
+	uint32_t nrq_free;
+	/* XID -> slot of a call sent, direct-mapped (XIDs are sequential, so
+	 * outstanding ones rarely share an entry; a miss falls back to a
+	 * scan). */
+	uint32_t *xid_map;
+	uint32_t xid_mask;
 
 	/* Responder role. */
 	uint32_t nrs;
 	struct rs *rs;
 	struct fifo rs_pending;
+	uint32_t *rs_free;     /* stack of free slots */
+	uint32_t nrs_free;
 
 	/* Buffers: one registered arena (receive buffers, send buffers,
 	 * responder small call buffers). */
@@ -358,6 +367,8 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+/* The slot is free again (its state set to RQ_FREE here). */
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* responder.c */
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,

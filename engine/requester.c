@@ -14,13 +14,28 @@ static size_t pad4(size_t n)
 	return (4 - (n & 3)) & 3;
 }
 
+static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
+		    uint32_t xid)
+{
+	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
+}
+
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
 {
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid &&
-		    e->rq[i].epoch == e->epoch)
+	uint32_t i = e->xid_map[xid & e->xid_mask];
+	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
+		return &e->rq[i];
+	/* A newer call took the entry (or a stray XID): look at all. */
+	for (i = 0; i < e->nrq; i++)
+		if (sent_as(e, &e->rq[i], xid))
 			return &e->rq[i];
 	return NULL;
+}
+
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
+{
+	q->state = RQ_FREE;
+	e->rq_free[e->nrq_free++] = q->idx;
 }
 
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
@@ -30,10 +45,10 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 	q->nmr = 0;
 }
 
-static void maybe_free(struct rq *q)
+static void maybe_free(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state == RQ_COMPLETE && !q->event_pending && !q->send_pending)
-		q->state = RQ_FREE;
+		rpcrdma_rq_put(e, q);
 }
 
 /* The one way a call completes; reachable once per submission. */
@@ -86,14 +101,9 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			return RPCRDMA_ERR_INVAL;
 	if (total > UINT32_MAX)
 		return RPCRDMA_ERR_INVAL;
-	struct rq *q = NULL;
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_FREE) {
-			q = &e->rq[i];
-			break;
-		}
-	if (!q)
+	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
+	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
@@ -102,6 +112,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->req.msg = q->msg;
 	q->req.results = q->results;
 	q->xid = e->next_xid++;
+	e->xid_map[q->xid & e->xid_mask] = q->idx;
 	q->state = RQ_QUEUED;
 	q->wait = WAIT_NONE;
 	q->retransmit = false;
@@ -768,7 +779,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 			q->wait = WAIT_NONE;
 			rpcrdma_rq_enqueue(e, q);
 		}
-		maybe_free(q);
+		maybe_free(e, q);
 		break;
 	case WRO_LINV:
 		if (q->inv_pending && --q->inv_pending == 0 &&
@@ -806,7 +817,7 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 		break;
 	case RQ_COMPLETE:
 		q->send_pending = false;
-		maybe_free(q);
+		maybe_free(e, q);
 		break;
 	case RQ_QUEUED:
 		if (q->wait == WAIT_SEND) {

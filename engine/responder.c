@@ -24,10 +24,10 @@ static uint32_t be32(const uint8_t *p)
 
 static struct rs *rs_alloc(struct rpcrdma_engine *e)
 {
-	for (uint32_t i = 0; i < e->nrs; i++) {
-		struct rs *s = &e->rs[i];
-		if (s->state != RS_FREE)
-			continue;
+	if (e->nrs_free) {
+		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		/* Taken: the caller sets its real state next. */
+		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;
 		s->ulp = false;
 		s->send_pending = false;
@@ -69,7 +69,10 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 		free(s->callbuf);
 	s->call_malloced = false;
 	s->callbuf = NULL;
-	s->state = RS_FREE;
+	if (s->state != RS_FREE) {
+		s->state = RS_FREE;
+		e->rs_free[e->nrs_free++] = s->idx;
+	}
 }
 
 /* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh

@@ -58,22 +58,22 @@ static void post_failed(struct rpc_xprt *x)
 
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 {
-	struct rpcrdma_engine_wr w;
+	struct rpcrdma_engine_wr *w;
 
-	while (rpcrdma_engine_pop_wr(x->e, &w)) {
+	while ((w = rpcrdma_engine_next_wr(x->e))) {
 		int rc;
 		if (x->dead || x->close_req)
 			continue; /* nothing may go out any more */
-		if (w.is_recv) {
+		if (w->is_recv) {
 			struct rpcrdma_recv_wr *bad = NULL;
-			rc = rpcrdma_post_recv(x->qp, &w.recv, &bad);
+			rc = rpcrdma_post_recv(x->qp, &w->recv, &bad);
 		} else {
 			struct rpcrdma_send_wr *bad = NULL;
-			rc = rpcrdma_post_send(x->qp, &w.send, &bad);
+			rc = rpcrdma_post_send(x->qp, &w->send, &bad);
 		}
 		if (rc < 0) {
 			rpcrdma_rpc_trace("conn %p: post %s failed: %s", (void *)x,
-					  w.is_recv ? "recv" : "send",
+					  w->is_recv ? "recv" : "send",
 					  rpcrdma_strerror(rc));
 			post_failed(x);
 		}
