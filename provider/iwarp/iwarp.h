@@ -20,10 +20,12 @@
  *    socket data and processes it inline in ack_cq_events()/poll_cq().
  *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
  *    the progress thread watches every socket with EPOLLONESHOT.  When a
- *    socket is readable and a consumer of that QP's CQs was active within
- *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
- *    surely process the data itself) and only then processes whatever is
- *    left; otherwise it processes immediately.  So remote RDMA Read/Write
+ *    socket is readable and a consumer of that QP's CQs is armed and was
+ *    active within IW_ACTIVE_NS (asleep on cq_fd, which holds the socket),
+ *    it defers for IW_DEFER_NS (the consumer will almost surely process
+ *    the data itself) and only then processes whatever is left; otherwise
+ *    (nobody there, or a consumer busy elsewhere, such as one spinning
+ *    on memory an RDMA Write fills) it processes immediately.  So remote RDMA Read/Write
  *    targets complete with no help from the target application, and a
  *    ping-pong costs the progress thread about one wake-up per deferral.
  *    With manual progress it watches only for the peer's close
@@ -154,6 +156,9 @@ struct iw_cq {
 	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
 	_Atomic bool efd_set;    /* efd was written since the last ack */
+	_Atomic bool sleeping;   /* armed, and no ack or fruitful poll since:
+				    the consumer is (about to be) asleep on
+				    cq_fd */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;

@@ -155,8 +155,10 @@ int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
 	int got = pop(cq, n, wc);
-	if (got)
+	if (got) {
+		atomic_store_explicit(&cq->sleeping, false, memory_order_relaxed);
 		return got;
+	}
 	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
 			      memory_order_relaxed);
 	inline_progress(cq);
@@ -173,6 +175,7 @@ int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)
 	struct iw_cq *cq = (struct iw_cq *)c;
 	/* Before the consumer's next read of count (see struct iw_cq). */
 	atomic_store(&cq->armed, true);
+	atomic_store_explicit(&cq->sleeping, true, memory_order_relaxed);
 	return 0;
 }
 
@@ -190,6 +193,7 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	struct iw_cq *cq = (struct iw_cq *)c;
 	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
 			      memory_order_relaxed);
+	atomic_store_explicit(&cq->sleeping, false, memory_order_relaxed);
 	/* Socket readability is part of cq_fd: consume it here so the fd
 	 * stops being readable, as the interface promises; then drain the
 	 * eventfd if a completion wrote it. */
@@ -248,10 +252,16 @@ void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on)
 
 bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now)
 {
+	/* A consumer armed and asleep on cq_fd wakes on this very socket
+	 * (part of cq_fd) and takes the data itself; one that only polled
+	 * lately may be busy elsewhere (spinning on memory an RDMA Write
+	 * fills, say), so placement must not wait for it. */
 	struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
 	struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
+	bool armed = (s && atomic_load(&s->sleeping)) ||
+		     (r && atomic_load(&r->sleeping));
 	uint64_t a = s ? atomic_load(&s->last_active_ns) : 0;
 	uint64_t b = r ? atomic_load(&r->last_active_ns) : 0;
 	uint64_t last = a > b ? a : b;
-	return last && now - last < IW_ACTIVE_NS;
+	return armed && last && now - last < IW_ACTIVE_NS;
 }
