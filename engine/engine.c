@@ -70,11 +70,32 @@ struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
 	return w;
 }
 
+static bool ev_grow(struct rpcrdma_engine *e)
+{
+	uint32_t cap = e->evq_cap * 2;
+	struct evq_ent *q = malloc(cap * sizeof *q);
+	if (!q)
+		return false;
+	for (uint32_t i = 0; i < e->evq_count; i++)
+		q[i] = e->evq[(e->evq_head + i) % e->evq_cap];
+	free(e->evq);
+	e->evq = q;
+	e->evq_cap = cap;
+	e->evq_head = 0;
+	return true;
+}
+
 void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 		     int reason)
 {
-	if (e->evq_count == e->evq_cap)
-		return; /* cannot happen: one event per slot + one close */
+	if (e->evq_count == e->evq_cap && !ev_grow(e)) {
+		/* One event per slot plus one CLOSE fit from the start, so
+		 * this is an engine bug meeting a failed allocation: never
+		 * lose it silently, the driver hears CLOSE (OVERFLOW) first
+		 * (poll_event). */
+		e->ev_lost = true;
+		return;
+	}
 	struct evq_ent *v = &e->evq[(e->evq_head + e->evq_count++) % e->evq_cap];
 	v->kind = kind;
 	v->idx = idx;
@@ -97,6 +118,7 @@ void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
 	else
 		e->rq[e->rq_pending.tail].next = q->idx;
 	e->rq_pending.tail = q->idx;
+	e->rq_pending.n++;
 }
 
 void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
@@ -107,6 +129,7 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
 	else
 		e->rs[e->rs_pending.tail].next = s->idx;
 	e->rs_pending.tail = s->idx;
+	e->rs_pending.n++;
 }
 
 uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e)
@@ -279,7 +302,7 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->sq_avail = e->cfg.sq_depth;
 	e->next_xid = cfg->xid_seed;
 	e->peer_v1_only = cfg->peer_v1_only;
-	e->granted = 1;
+	rpcrdma_credits_reset(e);
 	e->ord = 1;
 
 	e->rq = calloc(e->nrq, sizeof *e->rq);
@@ -338,6 +361,7 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	e->rq_pending.n = e->rs_pending.n = 0;
 	*out = e;
 	return 0;
 }
@@ -383,9 +407,16 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
  */
 void rpcrdma_progress(struct rpcrdma_engine *e)
 {
-	/* Responder first: replies free the peer's credits.  Each pass takes
-	 * the whole list; a slot still starved puts itself back. */
-	for (int round = 0; round < 2; round++) {
+	/* Until no progress: a pass that leaves fewer slots waiting may
+	 * have freed what the others wait for (send queue entries, an ORD
+	 * slot, a credit).  Responder first: replies free the peer's
+	 * credits.  Each pass takes the whole list; a slot still starved
+	 * puts itself back.  The count falls on every pass that loops, so
+	 * this ends. */
+	for (;;) {
+		uint32_t before = e->rs_pending.n + e->rq_pending.n;
+		if (!before)
+			break;
 		uint32_t i = fifo_take(&e->rs_pending);
 		while (i != RPCRDMA_NIL) {
 			struct rs *s = &e->rs[i];
@@ -400,6 +431,8 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 			q->next = RPCRDMA_NIL;
 			rpcrdma_rq_run(e, q);
 		}
+		if (e->rs_pending.n + e->rq_pending.n >= before)
+			break;
 	}
 	refill_recvs(e);
 }
@@ -443,9 +476,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
 	rpcrdma_sq_reset(e);
-	/* RFC 8166 §3.3.3: one credit until the first reply grants more. */
-	e->granted = 1;
-	e->in_flight = 0;
+	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
 	e->ctr.connections++;
 	e->vers = 0;
 	e->negotiating = false;
@@ -488,7 +519,7 @@ static void negotiation_failed(struct rpcrdma_engine *e, uint32_t lo,
 		e->peer_v1_only = true;
 		e->ctr.vers_fallbacks++;
 		fix_version(e, RPCRDMA_VERSION_1);
-		e->granted = 1;
+		rpcrdma_credits_grant(e, 1); /* until v1's first reply */
 		return;
 	}
 	/* V2_ONLY, or a server that speaks neither: every call fails. */
@@ -554,8 +585,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 		e->rp_count--;
 	}
 	e->rp_head = 0;
-	e->in_flight = 0;
-	e->granted = 1;
+	rpcrdma_credits_reset(e);
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
 	rpcrdma_sq_reset(e);
@@ -568,6 +598,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->negotiating = false;
 	/* Queued work waits for the next connection; the rest unwinds. */
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	e->rs_pending.n = 0;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		rpcrdma_rs_conn_lost(e, &e->rs[i]);
 	uint32_t keep = fifo_take(&e->rq_pending);
@@ -774,10 +805,8 @@ static void apply_props(struct rpcrdma_engine *e, const struct rpcrdma_v2_hdr *h
 static void negotiated(struct rpcrdma_engine *e, const struct rpcrdma_v2_hdr *h)
 {
 	fix_version(e, RPCRDMA_VERSION_2);
-	if (h->flags & RPCRDMA_V2_F_RESPONSE && h->htype != RPCRDMA_V2_ERROR) {
-		uint32_t g = h->credit ? h->credit : 1;
-		e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
-	}
+	if (h->flags & RPCRDMA_V2_F_RESPONSE && h->htype != RPCRDMA_V2_ERROR)
+		rpcrdma_credits_grant(e, h->credit);
 }
 
 /* A version 2 message (draft §3, §5) on a connection that speaks v2 or
@@ -1093,6 +1122,15 @@ int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev)
 {
+	if (e->ev_lost) {
+		/* An event could not be queued (ev_push): the connection's
+		 * state can no longer be trusted to the driver. */
+		e->ev_lost = false;
+		memset(ev, 0, sizeof *ev);
+		ev->type = RPCRDMA_EV_CLOSE;
+		ev->reason = RPCRDMA_ERR_OVERFLOW;
+		return 1;
+	}
 	if (!e->evq_count)
 		return 0;
 	struct evq_ent v = e->evq[e->evq_head];

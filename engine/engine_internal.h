@@ -222,6 +222,7 @@ struct rs {
 
 struct fifo {
 	uint32_t head, tail;
+	uint32_t n;    /* entries */
 };
 
 /* A send-queue work request handed out (send_queue.c). */
@@ -237,6 +238,7 @@ static inline uint32_t fifo_take(struct fifo *f)
 {
 	uint32_t h = f->head;
 	f->head = f->tail = RPCRDMA_NIL;
+	f->n = 0;
 	return h;
 }
 
@@ -310,6 +312,7 @@ struct rpcrdma_engine {
 	uint32_t wrq_cap, wrq_head, wrq_count;
 	struct evq_ent { uint8_t kind; uint32_t idx; int reason; } *evq;
 	uint32_t evq_cap, evq_head, evq_count;
+	bool ev_lost;          /* an event could not be queued */
 
 	/* Scratch headers (large: embedded chunk lists). */
 	struct rpcrdma_v1_hdr rx_hdr;
@@ -344,6 +347,18 @@ void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 			uint32_t *hi);
 bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 			     uint32_t *rkey);
+
+/* credits.c */
+/* One credit, nothing in flight (a new connection, §3.3.3). */
+void rpcrdma_credits_reset(struct rpcrdma_engine *e);
+/* A reply's rdma_credit (0 counts as 1, clamped to max_calls). */
+void rpcrdma_credits_grant(struct rpcrdma_engine *e, uint32_t credit);
+/* May one more call be sent (§3.3.1)? */
+bool rpcrdma_credits_free(const struct rpcrdma_engine *e);
+/* q, being sent, holds a credit until its reply. */
+void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q);
+/* q's credit comes back (its reply arrived, or it completed). */
+void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* send_queue.c */
 int rpcrdma_sq_create(struct rpcrdma_engine *e);

@@ -57,11 +57,7 @@ static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 	if (q->state != RQ_QUEUED && q->state != RQ_SENT &&
 	    q->state != RQ_INVALIDATING)
 		return;
-	if (q->in_flight) {
-		q->in_flight = false;
-		if (e->in_flight)
-			e->in_flight--;
-	}
+	rpcrdma_credits_put(e, q);
 	rpcrdma_rq_release_mrs(e, q);
 	free(q->bounce);
 	q->bounce = NULL;
@@ -392,7 +388,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		}
 	}
 	/* §3.3.1: never more unacknowledged calls than granted. */
-	if (e->in_flight >= e->granted) {
+	if (!rpcrdma_credits_free(e)) {
 		wait_on(e, q, WAIT_CREDIT);
 		return;
 	}
@@ -481,8 +477,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	e->sq_avail -= need;
 	q->sq_held = need - 1; /* the LOCAL_INVs to come */
 	q->send_pending = true;
-	q->in_flight = true;
-	e->in_flight++;
+	rpcrdma_credits_take(e, q);
 	q->epoch = e->epoch;
 	q->state = RQ_SENT;
 	q->wait = WAIT_NONE;
@@ -680,17 +675,10 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		return false;
 	}
 
-	/* §3.3.1 and Linux practice: a grant of 0 counts as 1 (0 would
-	 * deadlock); a grant above what we can use is clamped. */
-	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR) {
-		/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
-		uint32_t g = v->credit ? v->credit : 1;
-		e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
-	}
-	if (q->in_flight) {
-		q->in_flight = false;
-		e->in_flight--;
-	}
+	/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
+	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR)
+		rpcrdma_credits_grant(e, v->credit);
+	rpcrdma_credits_put(e, q);
 	/* The Responder answered, so it received our Send: its buffer may
 	 * be reused (the Send's completion, unsignalled, may come later or
 	 * never on its own; send_queue.c). */
