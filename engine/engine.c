@@ -1169,9 +1169,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->peer_vers_high = q->vers_high;
 		ev->peer_err = q->peer_err;
 		ev->msgp = q->msgp;
-		q->event_pending = false;
-		if (!q->send_pending)
-			rpcrdma_rq_put(e, q);
+		rpcrdma_rq_put(e, q);
 		return 1;
 	}
 	default: {

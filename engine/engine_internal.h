@@ -50,11 +50,10 @@ enum rpcrdma_rq_state {
 	 * registrations are released and the call completes with the
 	 * reply's status. */
 	RQ_INVALIDATING,
-	/* Completion event queued.  The slot is freed once the event is
-	 * polled and the Send has completed (the send buffer is busy until
-	 * then).  Connection loss: the Send completion will never come, so
-	 * only the poll is waited for.  A call completes exactly once: only
-	 * complete_call() enters this state, and only from the states
+	/* Completion event queued; the slot is free once it is polled
+	 * (its Send is done: the reply, or the lost connection, says so).
+	 * Connection loss: nothing to do.  A call completes exactly once:
+	 * only complete_call() enters this state, and only from the states
 	 * above. */
 	RQ_COMPLETE,
 };
@@ -65,10 +64,6 @@ enum rpcrdma_rq_wait {
 	WAIT_CREDIT,
 	WAIT_MR,
 	WAIT_SQ,
-	/* A resend after an RDMA2_ERROR waits for the first Send's
-	 * completion (its buffer is reused); not on the FIFO: the Send
-	 * completion puts it back. */
-	WAIT_SEND,
 };
 
 /* A received transport header, version-neutral: what the roles need from
@@ -132,9 +127,6 @@ struct rq {
 	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
 	struct rpcrdma_iov results[RPCRDMA_MAX_WRITE_CHUNKS];
 	uint8_t *sbuf;
-	bool send_pending;   /* Send handed out, not known received (its
-				completion, or the reply, says it was) */
-	bool event_pending;  /* completion event not yet polled */
 	bool retransmit;     /* next send is a retransmission */
 	bool in_flight;      /* holds a credit */
 	bool reply_offered;  /* a Reply chunk went with the call */

@@ -45,12 +45,6 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 	q->nmr = 0;
 }
 
-static void maybe_free(struct rpcrdma_engine *e, struct rq *q)
-{
-	if (q->state == RQ_COMPLETE && !q->event_pending && !q->send_pending)
-		rpcrdma_rq_put(e, q);
-}
-
 /* The one way a call completes; reachable once per submission. */
 static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 {
@@ -67,7 +61,6 @@ static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 	q->sq_held = 0;
 	q->status = status;
 	q->state = RQ_COMPLETE;
-	q->event_pending = true;
 	e->ctr.calls_completed++;
 	rpcrdma_ev_push(e, EVK_RQ, q->idx, 0);
 }
@@ -115,8 +108,6 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->retries = 0;
 	q->nmr = 0;
 	q->in_flight = false;
-	q->send_pending = false;
-	q->event_pending = false;
 	q->sq_held = 0;
 	q->inv_pending = 0;
 	q->held_rbuf = RPCRDMA_NIL;
@@ -354,11 +345,6 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
-	if (q->send_pending) {
-		/* A resend: the first Send still owns sbuf. */
-		q->wait = WAIT_SEND;
-		return;
-	}
 	if (e->vers_failed) {
 		complete_call(e, q, RPCRDMA_ERR_PEER_ERR_VERS);
 		return;
@@ -476,7 +462,6 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
 	q->sq_held = need - 1; /* the LOCAL_INVs to come */
-	q->send_pending = true;
 	rpcrdma_credits_take(e, q);
 	q->epoch = e->epoch;
 	q->state = RQ_SENT;
@@ -679,10 +664,9 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR)
 		rpcrdma_credits_grant(e, v->credit);
 	rpcrdma_credits_put(e, q);
-	/* The Responder answered, so it received our Send: its buffer may
-	 * be reused (the Send's completion, unsignalled, may come later or
-	 * never on its own; send_queue.c). */
-	q->send_pending = false;
+	/* The Responder answered, so it received our Send: the send buffer
+	 * may be reused (a resend, the slot's next call) whether or not the
+	 * Send's completion, unsignalled, has come (send_queue.c). */
 	q->status = status;
 	q->resend = resend;
 	q->msgp = v->msgp;
@@ -761,14 +745,6 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 {
 	(void)wc;
 	switch (op) {
-	case WRO_SEND:
-		q->send_pending = false;
-		if (q->state == RQ_QUEUED && q->wait == WAIT_SEND) {
-			q->wait = WAIT_NONE;
-			rpcrdma_rq_enqueue(e, q);
-		}
-		maybe_free(e, q);
-		break;
 	case WRO_LINV:
 		if (q->inv_pending && --q->inv_pending == 0 &&
 		    q->state == RQ_INVALIDATING)
@@ -785,7 +761,6 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 	q->in_flight = false;
 	switch (q->state) {
 	case RQ_SENT:
-		q->send_pending = false;
 		rpcrdma_rq_release_mrs(e, q);
 		if (q->retries < e->cfg.max_retries) {
 			q->retries++;
@@ -799,22 +774,8 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 		break;
 	case RQ_INVALIDATING:
 		/* The reply arrived; the dead QP protects the memory now. */
-		q->send_pending = false;
 		q->inv_pending = 0;
 		finish(e, q);
-		break;
-	case RQ_COMPLETE:
-		q->send_pending = false;
-		maybe_free(e, q);
-		break;
-	case RQ_QUEUED:
-		if (q->wait == WAIT_SEND) {
-			/* A resend waiting for a Send that will never
-			 * complete: it goes out on the next connection. */
-			q->send_pending = false;
-			q->wait = WAIT_CONN;
-			rpcrdma_rq_enqueue(e, q);
-		}
 		break;
 	default:
 		break;
@@ -834,6 +795,6 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 		complete_call(e, q, status);
 	}
 	for (uint32_t k = 0; k < e->nrq; k++)
-		if (e->rq[k].state == RQ_QUEUED) /* WAIT_SEND: not queued */
+		if (e->rq[k].state == RQ_QUEUED) /* none should be left */
 			complete_call(e, &e->rq[k], status);
 }
