@@ -233,8 +233,8 @@ struct rpc_cm_ev {
 	enum rpcrdma_cm_event_type type;
 	struct rpcrdma_cm_id *id;
 	int status;
-	uint8_t pdata[256];
-	uint8_t pdata_len;
+	uint8_t pdata[512];
+	uint16_t pdata_len;
 	uint8_t ird, ord;
 };
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,

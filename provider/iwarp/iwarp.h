@@ -313,7 +313,7 @@ struct iw_event {
 	struct iw_event *next;
 	struct iw_channel *owner;
 	int slot;                /* in owner->reserve, or -1: malloc'd */
-	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
 };
 
 /* Events set aside per channel for when malloc fails: a lost ESTABLISHED
@@ -343,8 +343,8 @@ struct iw_ep {
 	uint8_t mpa[RPCRDMA_IWARP_MPA_MAX_FRAME];
 	size_t mpa_have, mpa_need;
 	struct rpcrdma_iwarp_mpa_rr peer;   /* parsed peer frame */
-	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD];
-	uint8_t peer_pd_len;
+	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
+	uint16_t peer_pd_len;
 	uint8_t my_pd[RPCRDMA_IWARP_MPA_MAX_PD];
 	uint8_t my_pd_len;
 	uint8_t my_ird, my_ord;
