@@ -34,6 +34,7 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->neg_timeout_ms = 2000;
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
+	cfg->rdma_timeout_ms = 30000;
 }
 
 
@@ -496,6 +497,8 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 		rpcrdma_progress(e);
 		return;
 	}
+	if (rpcrdma_rs_rdma_timed_out(e, now))
+		return;
 	/* A registration refused for now (AGAIN: memory or MRs short) is
 	 * tried again on every tick, not only when another registration of
 	 * this connection goes: there may be none, and the shortage may be

@@ -45,6 +45,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->vers = e->vers;
 		s->inv_handle = 0;
 		s->connprop = s->connprop_resp = false;
+		s->rdma_deadline = 0;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
 		s->next = RPCRDMA_NIL;

@@ -33,12 +33,41 @@ struct rpcrdma_svc {
 	struct rpcrdma_stats reaped;
 };
 
+/* opts.max_connections: the connections still up (the loop thread
+ * alone changes the list, and this runs on it). */
+static bool svc_full(struct rpcrdma_svc *s)
+{
+	if (!s->opts.max_connections)
+		return false;
+	unsigned live = 0;
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
+		pthread_mutex_lock(&x->lock);
+		live += !x->dead;
+		pthread_mutex_unlock(&x->lock);
+	}
+	return live >= s->opts.max_connections;
+}
+
 static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 {
 	const struct rpcrdma_provider_ops *ops = s->rd.ops;
 	struct rpc_xprt *x = NULL;
 	uint8_t pd[16];
 	int rc;
+
+	if (svc_full(s)) {
+		/* A reject, not a silent close: the client reports
+		 * RPCRDMA_ERR_CONNREFUSED at once (iwarp: an MPA Reply with
+		 * R set, RFC 5044 §7.1.2 rule 2; verbs: rdma_reject). */
+		rpcrdma_rpc_trace("svc: refusing a connection: %u open",
+				  s->opts.max_connections);
+		ops->reject(ev->id, NULL, 0);
+		ops->destroy_id(ev->id);
+		pthread_mutex_lock(&s->list_lock);
+		s->reaped.connections_refused++;
+		pthread_mutex_unlock(&s->list_lock);
+		return;
+	}
 
 	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id, &x);
 	if (rc < 0) {

@@ -137,6 +137,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.peer_v1_only = peer_v1_only;
 	cfg.max_call_size = o->max_msg;
 	cfg.max_chunk_bytes = o->max_msg;
+	cfg.rdma_timeout_ms = o->rdma_timeout_ms;
 	cfg.xid_seed = (uint32_t)rpcrdma_rpc_now_ms() * 2654435761u ^
 		       (uint32_t)(uintptr_t)x;
 	/* Engine: receives = credits + 2 * max_calls; sends bounded by
@@ -589,7 +590,7 @@ void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
 		lost = ops->disconnect(x->id) < 0;
 	}
 	if (x->e && x->connected && !x->dead)
-		rpcrdma_engine_tick(x->e, now); /* v2 opener time-out */
+		rpcrdma_engine_tick(x->e, now); /* v2 opener, RDMA time-outs */
 	if (x->peer_key[0] && !x->vers_noted && x->e) {
 		/* Remember a v1-only server as soon as the engine learns it,
 		 * not when the client goes (draft §7.2); once the version is
@@ -652,6 +653,7 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->connprop_recv += k.connprop_recv;
 	s->recoveries += k.recoveries;
 	s->retransmissions += k.retransmissions;
+	s->rdma_timeouts += k.rdma_timeouts;
 	pthread_mutex_lock(&x->lock);
 	s->reconnects += x->reconnects;
 	pthread_mutex_unlock(&x->lock);

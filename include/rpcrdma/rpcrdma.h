@@ -82,6 +82,20 @@ struct rpcrdma_opts {
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
 				       §4.6.1); see rpcrdma_padding */
+	unsigned max_connections;   /* server: connections open at once;
+				       more are refused (the client sees
+				       RPCRDMA_ERR_CONNREFUSED).  0: no
+				       limit (default).  Each costs memory,
+				       see README "Memory per connection" */
+	unsigned rdma_timeout_ms;   /* a call's RDMA Reads (and its reply's
+				       RDMA Writes and Send) not done after
+				       this long close that connection, as
+				       a peer that never answers an RDMA
+				       Read would otherwise hold the call
+				       and its memory forever (RFC 8166
+				       §4.5.5: recovery is reconnection);
+				       counted in rdma_timeouts.  Default
+				       30000 */
 };
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
@@ -107,7 +121,10 @@ enum rpcrdma_versions {
 
 /* Fills *o with the defaults above; the environment variables
  * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
- * device, and RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions. */
+ * device, RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
+ * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
+ * fields of the same names.  Options whose fields are 0 take these
+ * defaults too, so rpcgen programs and every example honour them. */
 void rpcrdma_opts_default(struct rpcrdma_opts *o);
 
 /* ---------------------------------------------------------------------
@@ -274,6 +291,8 @@ struct rpcrdma_stats {
 	uint64_t retransmissions; /* calls resent on a new connection */
 	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
+	uint64_t rdma_timeouts;   /* connections closed by rdma_timeout_ms */
+	uint64_t connections_refused; /* server: over max_connections */
 };
 
 /* Errors: RPCRDMA_ERR_INVAL. */

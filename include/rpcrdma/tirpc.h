@@ -63,7 +63,8 @@ struct rpcrdma_ulb_proc {
  * "[v6addr]:port" (default port 20049).  opts NULL: defaults (provider
  * "iwarp").  On failure returns NULL with rpc_createerr set
  * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a bad address,
- * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise.
+ * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise
+ * (ECONNREFUSED when the server refused, e.g. at its max_connections).
  * The CLIENT starts with AUTH_NONE in cl_auth; replace it as with any
  * libtirpc client (authunix_create_default()); clnt_destroy does not
  * destroy it, as in libtirpc.

@@ -59,6 +59,7 @@
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
 #define IW_RXBUF 16384          /* RX staging buffer */
 #define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
+#define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 
 struct iw_ep;
 struct iw_qp;

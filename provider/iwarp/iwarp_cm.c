@@ -609,6 +609,19 @@ static void got_request(struct iw_ep *ep)
 				    peer_rd(rr, true), peer_rd(rr, false), l);
 }
 
+/* Out of descriptors (or memory) for accept(): the connection stays in
+ * the backlog and the listener stays readable, so watching it would wake
+ * the progress thread at once, forever (it spun at 67-101 % of a core).
+ * Stop watching it and try again after IW_ACCEPT_RETRY_NS (the timer,
+ * rpcrdma_iwarp_ep_timer), by when a descriptor may have been freed:
+ * ten attempts a second, and the backlog waits in the kernel. */
+static void accept_pause(struct iw_ep *l)
+{
+	rpcrdma_iwarp_ep_register(l, EPOLLONESHOT);
+	atomic_store(&l->deadline_ns,
+		     rpcrdma_iwarp_now_ns() + IW_ACCEPT_RETRY_NS);
+}
+
 static void accept_conns(struct iw_ep *l)
 {
 	for (;;) {
@@ -616,8 +629,12 @@ static void accept_conns(struct iw_ep *l)
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				accept_pause(l);
 			return;
+		}
 		struct iw_ep *c = ep_new(l->dev, l->base.channel, l->base.context);
 		if (!c) {
 			close(fd);
@@ -743,6 +760,9 @@ void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now)
 		pthread_mutex_unlock(&ep->lock);
 		ep_bury(ep);
 		return;
+	} else if (ep->state == IW_EP_LISTEN) {
+		/* accept_pause() is over: watch the listener again. */
+		rpcrdma_iwarp_ep_register(ep, EPOLLIN);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }

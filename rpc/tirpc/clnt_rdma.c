@@ -390,8 +390,10 @@ RPCRDMA_EXPORT CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog,
 	int rc = rpcrdma_clnt_create(host, (uint32_t)prog, (uint32_t)vers, opts,
 				     &nc);
 	if (rc < 0) {
+		/* A refused connection reads as it does over TCP:
+		 * "Remote system error - Connection refused". */
 		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNHOST : RPC_SYSTEMERROR,
-			     rc);
+			     rc == RPCRDMA_ERR_CONNREFUSED ? ECONNREFUSED : rc);
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, &addr, addrlen);

@@ -90,20 +90,15 @@ enum role { SERVER, CLIENT };
  * left unanswered. */
 static void start(enum role role, uint32_t versions)
 {
-	if (!F)
-		F = calloc(1, sizeof *F);
-	memset(F, 0, sizeof *F);
-	side_init(&S, F, 0);
 	rpcrdma_engine_config_default(&C);
 	C.max_calls = 8;
 	C.credits = 16;
 	C.xid_seed = 0x4000;
 	C.versions = versions;
 	C.client = role == CLIENT;
-	CHECK_EQ(side_create(&S, &C), 0);
 	uint8_t pd[8];
 	rpcrdma_cm_pdata_encode(pd, sizeof pd, 4096, 4096, true);
-	CHECK_EQ(rpcrdma_engine_established(S.e, pd, sizeof pd, 4, NOW), 0);
+	CHECK_EQ(fake_single(&F, &S, &C, pd, sizeof pd, NOW), 0);
 	drain();
 }
 
