@@ -45,6 +45,8 @@ struct rpc_call {
 	unsigned nresults;
 	uint8_t *reply_buf;
 	size_t reply_max;
+	struct rpc_reply_region *region; /* reply_buf is the connection's
+					    reply region, borrowed */
 	uint8_t mem[];                 /* header, args, reply, results */
 };
 
@@ -113,6 +115,14 @@ void rpcrdma_rpc_v1_server_remember(const char *key)
 /* ---------------------------------------------------------------------
  * Records
  */
+/* The one way a record goes: a borrowed reply region goes back with it. */
+static void call_free(struct rpc_call *c)
+{
+	if (c)
+		rpcrdma_rpc_region_put(c->region);
+	free(c);
+}
+
 static void link_call(struct rpc_xprt *x, struct rpc_call *c)
 {
 	c->prev = NULL;
@@ -210,7 +220,7 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 		if (c->dpending)
 			c->engine_finished = true;
 		else
-			free(c);
+			call_free(c);
 		return;
 	}
 	c->ev = *ev;
@@ -243,7 +253,7 @@ void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x)
 	while (x->calls) {
 		struct rpc_call *c = x->calls;
 		unlink_call(x, c);
-		free(c);
+		call_free(c);
 	}
 }
 
@@ -333,7 +343,7 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 			bool free_now = c->engine_finished;
 			pthread_mutex_unlock(&x->lock);
 			if (free_now)
-				free(c);
+				call_free(c);
 		} else {
 			if (c->status)
 				rep.status = c->status;
@@ -342,7 +352,7 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 			/* Unless the reply owns the buffers now, nothing
 			 * in rep points into the record. */
 			if (rep.priv != c)
-				free(c);
+				call_free(c);
 		}
 		cb(arg, &rep);
 		c = n;
@@ -376,8 +386,11 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	for (unsigned i = 0; i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
-	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us). */
-	if (call->reply_max)
+	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
+	 * unknown one may be anything up to max_msg. */
+	if (call->reply_max == RPCRDMA_REPLY_ANY)
+		reply_max = cl->x->opts.max_msg & ~(size_t)7;
+	else if (call->reply_max)
 		reply_max = round8(call->reply_max + 32 + RPCRDMA_AUTH_MAX_BODY);
 	else
 		reply_max = cl->x->opts.inline_recv;
@@ -398,15 +411,25 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	if (hl < 0)
 		return hl;
 
-	size_t total = round8((size_t)hl) + args_len + reply_max + res_len;
+	/* A reply that may need a Reply chunk lands in the connection's
+	 * reply region when it is free: no registration for this call
+	 * (reply_region.c). */
+	uint8_t *region = reply_max > cl->x->opts.inline_recv
+		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
+	size_t total = round8((size_t)hl) + args_len +
+		       (region ? 0 : reply_max) + res_len;
 	/* Only the record is zeroed: the reply and Write chunk areas (up to
 	 * megabytes) are written by the peer and read only up to the
 	 * lengths the engine reports, and they are exposed for remote write
 	 * only, never for remote read. */
 	struct rpc_call *c = malloc(sizeof(*c) + total);
-	if (!c)
+	if (!c) {
+		if (region)
+			rpcrdma_rpc_region_put(cl->x->rr);
 		return RPCRDMA_ERR_NOMEM;
+	}
 	memset(c, 0, sizeof(*c));
+	c->region = region ? cl->x->rr : NULL;
 	uint8_t *p = c->mem;
 	memcpy(p, hdr, (size_t)hl);
 	/* Consecutive non-DDP pieces are copied back to back into one
@@ -428,7 +451,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			}
 		}
 		if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
-			free(c);
+			call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
 		/* Past everything written so far, 8-aligned. */
@@ -441,13 +464,14 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	}
 	for (unsigned i = 0; i < c->niov; i++)
 		if (!c->iov[i].ddp && (c->iov[i].len & 3)) {
-			free(c);
+			call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	c->reply_buf = p;
+	c->reply_buf = region ? region : p;
 	c->reply_max = reply_max;
-	p += reply_max;
+	if (!region)
+		p += reply_max;
 	c->nresults = call->nddp_results;
 	for (unsigned i = 0; i < call->nddp_results; i++) {
 		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],
@@ -480,7 +504,7 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		 * disconnect it caused has happened yet. */
 		rc = x->refused ? x->refused : RPCRDMA_ERR_DISCONNECTED;
 		pthread_mutex_unlock(&x->lock);
-		free(c);
+		call_free(c);
 		return rc;
 	}
 	link_call(x, c);
@@ -497,7 +521,7 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	} else if (rc < 0) {
 		unlink_call(x, c);
 		pthread_mutex_unlock(&x->lock);
-		free(c);
+		call_free(c);
 		return rc;
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
@@ -573,7 +597,7 @@ RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
 {
 	if (!rep)
 		return;
-	free(rep->priv);
+	call_free(rep->priv);
 	rep->priv = NULL;
 	rep->data = NULL;
 	rep->len = 0;

@@ -41,6 +41,7 @@ extern "C" {
 #define RPCRDMA_DEFAULT_PORT 20049 /* RFC 8166 §9.1 (nfsrdma) */
 #define RPCRDMA_MAX_ARGS 31u       /* iovec pieces per call or reply */
 #define RPCRDMA_MAX_DDP_RESULTS 8u /* Write chunks per call */
+#define RPCRDMA_REPLY_ANY ((size_t)-1) /* struct rpcrdma_call.reply_max */
 
 /* ---------------------------------------------------------------------
  * Options
@@ -189,7 +190,11 @@ struct rpcrdma_call {
 	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
 	/* Largest results stream expected, not counting DDP results; a Reply
 	 * chunk is offered when it may exceed the inline threshold (RFC 8166
-	 * §4.3.3).  0: what fits inline. */
+	 * §4.3.3).  0: what fits inline.  RPCRDMA_REPLY_ANY: unknown, any
+	 * size up to max_msg (the whole reply message): the Reply chunk is
+	 * the connection's reply region, registered once (README, "Memory
+	 * per connection"), or memory of the call's own when another call
+	 * has it. */
 	size_t reply_max;
 	/* One Write chunk per DDP-eligible result (§4.3.2): its largest
 	 * length (0 offers an empty chunk, forcing that result inline,
@@ -293,6 +298,10 @@ struct rpcrdma_stats {
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
 	uint64_t rdma_timeouts;   /* connections closed by rdma_timeout_ms */
 	uint64_t connections_refused; /* server: over max_connections */
+	uint64_t registrations;   /* memory registrations made for calls'
+				     and replies' chunks (a connection's own
+				     buffers not counted; its reply region
+				     counts once) */
 };
 
 /* Errors: RPCRDMA_ERR_INVAL. */
