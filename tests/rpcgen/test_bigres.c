@@ -10,8 +10,9 @@
  * (RFC 8166 §3.5.3: Long Calls and Long Replies); small calls make no
  * memory registration once the connection is up (its reply region is
  * registered once: rpc/reply_region.c); the handler of each call runs
- * exactly once; a result over max_msg fails that call cleanly and the
- * connection goes on.  Server and client run in this one process.
+ * exactly once; calls from several threads at once come through (one
+ * borrows the reply region, the others get their own); a result over
+ * max_msg fails that call cleanly and the connection goes on.  Server and client run in this one process.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -309,6 +310,38 @@ static void check_callback(u_int size, uint32_t seed)
 	CHECK_EQ(r, 0);
 }
 
+/* Calls at once on one connection: one borrows the reply region, the
+ * others get memory of their own for their Reply chunk (reply_region.c);
+ * every result still byte-exact. */
+#define NTHREADS 4
+static atomic_uint conc_bad;
+
+static void *concurrent(void *arg)
+{
+	uint32_t k = (uint32_t)(uintptr_t)arg;
+	for (uint32_t i = 0; i < 8; i++) {
+		bigres_size a = {(64u << 10) << ((i + k) % 5), k * 100 + i};
+		bigres_blob r = {0, NULL};
+		if (bigres_opaque_1(&a, &r, C) != RPC_SUCCESS ||
+		    r.bigres_blob_len != a.size ||
+		    bad_at((uint8_t *)r.bigres_blob_val, a.size, a.seed) !=
+			    SIZE_MAX)
+			atomic_fetch_add(&conc_bad, 1);
+		clnt_freeres(C, (xdrproc_t)xdr_bigres_blob, (char *)&r);
+	}
+	return NULL;
+}
+
+static void check_concurrent(void)
+{
+	pthread_t t[NTHREADS];
+	for (uintptr_t k = 0; k < NTHREADS; k++)
+		pthread_create(&t[k], NULL, concurrent, (void *)k);
+	for (int k = 0; k < NTHREADS; k++)
+		pthread_join(t[k], NULL);
+	CHECK_EQ(atomic_load(&conc_bad), 0);
+}
+
 static struct rpcrdma_stats stats(void)
 {
 	struct rpcrdma_stats s;
@@ -375,6 +408,8 @@ int main(int argc, char **argv)
 		printf("%8u bytes: opaque, array, list, put, echo, callback\n", n);
 		fflush(stdout);
 	}
+	check_concurrent();
+	printf("%d threads at once on one connection\n", NTHREADS);
 	struct rpcrdma_stats s2 = stats();
 	CHECK(s2.replies_long > s1.replies_long); /* Long Replies */
 	CHECK(s2.long_calls > s1.long_calls);     /* Long Calls */
