@@ -30,5 +30,9 @@ int perf_cmd_provider(int argc, char **argv);
 int perf_cmd_rpc(int argc, char **argv);
 int perf_cmd_server(int argc, char **argv);
 int perf_cmd_client(int argc, char **argv);
+/* perf_cost.c: instructions and context switches per NULL call; the
+ * hidden subcommand it runs itself as under valgrind and perf. */
+int perf_cmd_cost(int argc, char **argv);
+int perf_cmd_cost_run(int argc, char **argv);
 
 #endif

@@ -4,11 +4,12 @@
  * the same run, on the same machine, with the same pinning.
  *
  * libtirpc: a svc_vc_create() server registered without rpcbind (protocol
- * 0) and served by our own poll()/svc_getreq_poll() loop, so it can stop;
- * clients are clnt_vc_create() on a socket we connect ourselves.  Both
- * sides use 256 KiB record buffers (libtirpc's maximum; its default is
- * 64 KiB), so the baseline is libtirpc at its best, not its default.  The
- * server is single-threaded, as svc_run() is.
+ * 0) and served by the process's svc_run()-style loop (perf_svc.c), so it
+ * can stop; clients are clnt_vc_create() on a socket we connect
+ * ourselves; the workloads are perf_tirpc_client.c's.  Both sides use
+ * 256 KiB record buffers (libtirpc's maximum; its default is 64 KiB), so
+ * the baseline is libtirpc at its best, not its default.  The server is
+ * single-threaded, as svc_run() is.
  *
  * raw TCP: one thread serving one connection at a time with blocking
  * calls: 64-byte ping-pong, a client->server stream ended by a 64-byte
@@ -18,7 +19,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,13 +31,10 @@
 
 #include "perf.h"
 #include "perf_rpc.h"
+#include "perf_tirpc.h"
 
 #define TIRPC_BUFSZ (256u * 1024u)
 #define MSG 64
-
-/* libtirpc declares xdrproc_t variadic; going through void (*)(void)
- * is the documented way to convert without -Wcast-function-type. */
-#define XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
 
 static int listen_on(const struct sockaddr_storage *addr, socklen_t len)
 {
@@ -110,171 +107,54 @@ static int recv_all(int fd, void *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* libtirpc                                                             */
 
-/* opaque data<> with a caller-owned buffer, so neither side allocates
- * per call (as the rpcrdma side does not either). */
-struct blob {
-	uint8_t *buf;
-	u_int len;
-	u_int cap;
+struct listen_arg {
+	const struct sockaddr_storage *addr;
+	socklen_t len;
 };
 
-static bool_t xdr_blob(XDR *x, struct blob *b)
+static SVCXPRT *tirpc_create(void *arg)
 {
-	if (!xdr_u_int(x, &b->len))
-		return FALSE;
-	if (x->x_op == XDR_DECODE && b->len > b->cap)
-		return FALSE;
-	return xdr_opaque(x, (char *)b->buf, b->len);
-}
-
-/* The server is single-threaded (one svc loop), so one buffer serves. */
-static uint8_t tirpc_srv_buf[PR_MAXSZ];
-
-static void tirpc_dispatch(struct svc_req *rq, SVCXPRT *x)
-{
-	switch (rq->rq_proc) {
-	case PR_NULL:
-		svc_sendreply(x, XDRPROC(xdr_void), NULL);
-		return;
-	case PR_WRITE: {
-		struct blob b = {tirpc_srv_buf, 0, PR_MAXSZ};
-		if (!svc_getargs(x, XDRPROC(xdr_blob), (char *)&b)) {
-			svcerr_decode(x);
-			return;
-		}
-		u_int len = b.len;
-		svc_sendreply(x, XDRPROC(xdr_u_int), (char *)&len);
-		return;
-	}
-	case PR_READ: {
-		u_int len = 0;
-		if (!svc_getargs(x, XDRPROC(xdr_u_int), (char *)&len) ||
-		    len > PR_MAXSZ) {
-			svcerr_decode(x);
-			return;
-		}
-		struct blob b = {tirpc_srv_buf, len, PR_MAXSZ};
-		svc_sendreply(x, XDRPROC(xdr_blob), (char *)&b);
-		return;
-	}
-	default:
-		svcerr_noproc(x);
-	}
-}
-
-struct pr_tirpc_server {
-	int lfd;
-	uint16_t port;
-	SVCXPRT *xprt;
-	pthread_t th;
-	atomic_int stop;
-};
-
-static int live_svc_fds(void)
-{
-	int n = 0;
-	for (int i = 0; i < svc_max_pollfd; i++)
-		if (svc_pollfd[i].fd >= 0)
-			n++;
-	return n;
-}
-
-/* svc_run() without its endless loop: the poll set is copied each round
- * because svc_getreq_poll() may grow svc_pollfd (new connections). */
-static void *tirpc_server_main(void *arg)
-{
-	struct pr_tirpc_server *s = arg;
-	struct pollfd *pf = NULL;
-	int cap = 0;
-	uint64_t stop_at = 0;
-
-	for (;;) {
-		if (atomic_load(&s->stop)) {
-			/* Let closed connections be seen and destroyed
-			 * (no leaks), but not forever. */
-			if (!stop_at)
-				stop_at = perf_now_ns() + 2000000000ull;
-			if (live_svc_fds() <= 1 || perf_now_ns() > stop_at)
-				break;
-		}
-		int n = svc_max_pollfd;
-		if (n > cap) {
-			struct pollfd *np = realloc(pf, (size_t)n * sizeof(*pf));
-			if (!np)
-				break;
-			pf = np;
-			cap = n;
-		}
-		memcpy(pf, svc_pollfd, (size_t)n * sizeof(*pf));
-		int rc = poll(pf, (nfds_t)n, 50);
-		if (rc > 0)
-			svc_getreq_poll(pf, rc);
-	}
-	free(pf);
-	return NULL;
-}
-
-int pr_tirpc_server_start(const struct sockaddr_storage *addr, socklen_t len,
-			  struct pr_tirpc_server **out)
-{
-	struct pr_tirpc_server *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -1;
-	s->lfd = listen_on(addr, len);
-	if (s->lfd < 0) {
+	const struct listen_arg *a = arg;
+	int fd = listen_on(a->addr, a->len);
+	if (fd < 0) {
 		perror("rpcrdma-perf: libtirpc listen");
-		free(s);
-		return -1;
+		return NULL;
 	}
-	s->port = bound_port(s->lfd);
-	s->xprt = svc_vc_create(s->lfd, TIRPC_BUFSZ, TIRPC_BUFSZ);
-	/* protocol 0: no portmapper registration (no rpcbind needed). */
-	if (!s->xprt ||
-	    !svc_register(s->xprt, PR_PROG, PR_VERS, tirpc_dispatch, 0)) {
+	SVCXPRT *x = svc_vc_create(fd, TIRPC_BUFSZ, TIRPC_BUFSZ);
+	if (!x) {
 		fprintf(stderr, "rpcrdma-perf: libtirpc server setup failed\n");
-		if (s->xprt)
-			svc_destroy(s->xprt);
-		else
-			close(s->lfd);
-		free(s);
-		return -1;
+		close(fd);
 	}
-	if (pthread_create(&s->th, NULL, tirpc_server_main, s) != 0) {
-		svc_destroy(s->xprt);
-		free(s);
-		return -1;
-	}
-	*out = s;
-	return 0;
+	return x;
 }
 
-uint16_t pr_tirpc_server_port(const struct pr_tirpc_server *s)
+static SVCXPRT *tirpc_server_start(const struct sockaddr_storage *addr,
+				   socklen_t len, const struct rpcrdma_opts *o)
 {
-	return s->port;
+	(void)o;
+	struct listen_arg a = {addr, len};
+	return pr_svc_start(tirpc_create, &a);
 }
 
-void pr_tirpc_server_stop(struct pr_tirpc_server *s)
+static uint16_t tirpc_server_port(SVCXPRT *x)
 {
-	if (!s)
-		return;
-	atomic_store(&s->stop, 1);
-	pthread_join(s->th, NULL);
-	svc_destroy(s->xprt); /* closes lfd */
-	/* The (prog, vers) callout stays registered: svc_unregister would
-	 * ask rpcbind; a later server re-registers the same dispatch. */
-	free(s);
+	return bound_port(x->xp_fd);
 }
 
 static CLIENT *tirpc_connect(const struct sockaddr_storage *addr,
-			     socklen_t len)
+			     socklen_t len, const struct rpcrdma_opts *o)
 {
+	(void)o;
 	int fd = connect_to(addr, len);
-	if (fd < 0)
+	if (fd < 0) {
+		perror("rpcrdma-perf: libtirpc connect");
 		return NULL;
+	}
 	struct netbuf nb = {.maxlen = len, .len = len, .buf = (void *)addr};
 	CLIENT *c = clnt_vc_create(fd, &nb, PR_PROG, PR_VERS, TIRPC_BUFSZ,
 				   TIRPC_BUFSZ);
 	if (!c) {
+		clnt_pcreateerror("rpcrdma-perf: clnt_vc_create");
 		close(fd);
 		return NULL;
 	}
@@ -291,164 +171,38 @@ static int tirpc_null(CLIENT *c)
 	return st == RPC_SUCCESS ? 0 : -1;
 }
 
-struct tirpc_par {
-	const struct sockaddr_storage *addr;
-	socklen_t len;
-	pthread_barrier_t *bar;
-	atomic_long *left;
-	int err;
-};
-
-/* One of PR_INFLIGHT threads: its own connection, NULL calls until the
- * shared budget runs out. */
-static void *tirpc_par_main(void *arg)
+static int tirpc_write(CLIENT *c, uint8_t *buf, size_t sz)
 {
-	struct tirpc_par *t = arg;
-	CLIENT *c = tirpc_connect(t->addr, t->len);
-	if (!c)
-		t->err = -1;
-	pthread_barrier_wait(t->bar);
-	if (c) {
-		while (atomic_fetch_sub(t->left, 1) > 0)
-			if (tirpc_null(c) < 0) {
-				t->err = -1;
-				break;
-			}
-		clnt_destroy(c);
-	}
-	return NULL;
-}
-
-static double tirpc_parallel(const struct sockaddr_storage *addr,
-			     socklen_t len, unsigned long calls)
-{
-	pthread_t th[PR_INFLIGHT];
-	struct tirpc_par t[PR_INFLIGHT];
-	pthread_barrier_t bar;
-	atomic_long left = (long)calls;
-	unsigned started = 0;
-	int err = 0;
-
-	pthread_barrier_init(&bar, NULL, PR_INFLIGHT + 1);
-	for (unsigned i = 0; i < PR_INFLIGHT; i++) {
-		t[i] = (struct tirpc_par){addr, len, &bar, &left, 0};
-		if (pthread_create(&th[i], NULL, tirpc_par_main, &t[i]) != 0)
-			break;
-		started++;
-	}
-	if (started < PR_INFLIGHT) {
-		/* The barrier can never open: give up loudly. */
-		fprintf(stderr, "rpcrdma-perf: cannot start threads\n");
-		exit(1);
-	}
-	pthread_barrier_wait(&bar);
-	uint64_t t0 = perf_now_ns();
-	for (unsigned i = 0; i < PR_INFLIGHT; i++) {
-		pthread_join(th[i], NULL);
-		err |= t[i].err;
-	}
-	uint64_t ns = perf_now_ns() - t0;
-	pthread_barrier_destroy(&bar);
-	return err || !ns ? 0 : (double)calls * 1e9 / (double)ns;
-}
-
-int pr_tirpc_client_run(const struct sockaddr_storage *addr, socklen_t len,
-			const struct pr_params *p, struct pr_result *r)
-{
-	CLIENT *c = tirpc_connect(addr, len);
-	if (!c) {
-		snprintf(r->note, sizeof(r->note), "libtirpc: cannot connect");
-		fprintf(stderr, "rpcrdma-perf: %s\n", r->note);
+	struct pr_blob a = {buf, (u_int)sz, PR_MAXSZ};
+	u_int got = 0;
+	if (clnt_call(c, PR_WRITE, XDRPROC(pr_xdr_blob), (char *)&a,
+		      XDRPROC(xdr_u_int), (char *)&got,
+		      tirpc_timeout) != RPC_SUCCESS)
 		return -1;
-	}
-	uint64_t *lat = calloc(p->iters, sizeof(*lat));
-	uint8_t *buf = malloc(PR_MAXSZ);
-	int rc = -1;
-	if (!lat || !buf)
-		goto out;
-	memset(buf, 0x5a, PR_MAXSZ);
-
-	/* Warm-up: connection, page faults, caches. */
-	for (int i = 0; i < 100; i++)
-		if (tirpc_null(c) < 0)
-			goto fail;
-
-	if (p->workloads & PR_W_NULL) {
-		pr_progress(p, "libtirpc NULL latency, %lu calls", p->iters);
-		for (unsigned long i = 0; i < p->iters; i++) {
-			uint64_t t0 = perf_now_ns();
-			if (tirpc_null(c) < 0)
-				goto fail;
-			lat[i] = perf_now_ns() - t0;
-			pr_tick(p, "libtirpc NULL latency", i, p->iters);
-		}
-		pr_latency(r, lat, p->iters);
-	}
-
-	uint64_t t0, ns;
-	if (p->workloads & PR_W_RATE) {
-		pr_progress(p, "libtirpc calls/s, 1 in flight");
-		t0 = perf_now_ns();
-		for (unsigned long i = 0; i < p->iters; i++)
-			if (tirpc_null(c) < 0)
-				goto fail;
-		ns = perf_now_ns() - t0;
-		r->cps1 = ns ? (double)p->iters * 1e9 / (double)ns : 0;
-
-		pr_progress(p, "libtirpc calls/s, %u threads x 1 connection "
-			       "each", PR_INFLIGHT);
-		r->cpsN = tirpc_parallel(addr, len, p->iters);
-	}
-
-	for (int k = 0; k < PR_NSIZES; k++) {
-		if (!(p->sizes & 1u << k))
-			continue;
-		size_t sz = pr_sizes[k];
-		unsigned long cnt = pr_count_for(p, sz);
-		if (!(p->workloads & PR_W_WRITE))
-			goto read;
-		pr_progress(p, "libtirpc WRITE %zu B x %lu", sz, cnt);
-		struct blob a = {buf, (u_int)sz, PR_MAXSZ};
-		u_int got = 0;
-		t0 = perf_now_ns();
-		for (unsigned long i = 0; i < cnt; i++) {
-			if (clnt_call(c, PR_WRITE, XDRPROC(xdr_blob), (char *)&a,
-				      XDRPROC(xdr_u_int), (char *)&got,
-				      tirpc_timeout) != RPC_SUCCESS ||
-			    got != sz)
-				goto fail;
-			pr_tick(p, "libtirpc WRITE", i, cnt);
-		}
-		r->wr_mibs[k] = pr_mibs(sz, cnt, perf_now_ns() - t0);
-read:
-		if (!(p->workloads & PR_W_READ))
-			continue;
-		pr_progress(p, "libtirpc READ %zu B x %lu", sz, cnt);
-		u_int want = (u_int)sz;
-		t0 = perf_now_ns();
-		for (unsigned long i = 0; i < cnt; i++) {
-			struct blob res = {buf, 0, PR_MAXSZ};
-			if (clnt_call(c, PR_READ, XDRPROC(xdr_u_int),
-				      (char *)&want, XDRPROC(xdr_blob),
-				      (char *)&res,
-				      tirpc_timeout) != RPC_SUCCESS ||
-			    res.len != sz)
-				goto fail;
-			pr_tick(p, "libtirpc READ", i, cnt);
-		}
-		r->rd_mibs[k] = pr_mibs(sz, cnt, perf_now_ns() - t0);
-	}
-	rc = 0;
-	goto out;
-fail:
-	snprintf(r->note, sizeof(r->note), "libtirpc: a call failed");
-	fprintf(stderr, "rpcrdma-perf: %s\n", r->note);
-out:
-	clnt_destroy(c);
-	free(lat);
-	free(buf);
-	return rc;
+	return got == sz ? 0 : -1;
 }
+
+static int tirpc_read(CLIENT *c, uint8_t *buf, size_t sz)
+{
+	u_int want = (u_int)sz;
+	struct pr_blob res = {buf, 0, PR_MAXSZ};
+	if (clnt_call(c, PR_READ, XDRPROC(xdr_u_int), (char *)&want,
+		      XDRPROC(pr_xdr_blob), (char *)&res,
+		      tirpc_timeout) != RPC_SUCCESS)
+		return -1;
+	return res.len == sz ? 0 : -1;
+}
+
+const struct pr_clnt_ops pr_tirpc_tcp_ops = {
+	.name = "libtirpc",
+	.server_start = tirpc_server_start,
+	.server_port = tirpc_server_port,
+	.connect = tirpc_connect,
+	.null = tirpc_null,
+	.write = tirpc_write,
+	.read = tirpc_read,
+	.inflight_note = "32 threads x 1 connection",
+};
 
 /* ------------------------------------------------------------------ */
 /* raw TCP                                                              */

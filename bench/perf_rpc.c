@@ -5,16 +5,20 @@
  *   rpc     server and client in this process (threads) on loopback; each
  *           contender's server runs only while its client does
  *   server  rpcrdma on HOST:PORT, libtirpc on PORT+1, raw TCP on PORT+2,
- *           until SIGINT/SIGTERM
+ *           rdma-tirpc on PORT+3, until SIGINT/SIGTERM
  *   client  every workload against such a server
+ *
+ * Contenders: rpcrdma (the native API), rdma-tirpc (rpcrdma through the
+ * libtirpc adapters: clnt_rdma_create + rpcgen stubs, svc_rdma_create +
+ * svc_run; perf_tirpc_rdma.c), libtirpc over TCP, raw TCP.
  *
  * Workloads (perf_rpc.h has the program):
  *   NULL latency   synchronous NULL calls one after another: p50, p99 and
  *                  a histogram (raw TCP: a 64-byte ping-pong)
  *   calls/s        NULL calls with 1 and 32 in flight: rpcrdma keeps 32
- *                  asynchronous calls going on one connection; libtirpc,
- *                  whose CLIENT has one call at a time, uses 32 threads
- *                  with a connection each
+ *                  asynchronous calls going on one connection; libtirpc
+ *                  and rdma-tirpc, whose CLIENT has one call at a time,
+ *                  use 32 threads with a CLIENT (connection) each
  *   WRITE / READ   4 KiB, 64 KiB, 1 MiB of opaque data to / from the
  *                  server.  rpcrdma: the data is a DDP-eligible argument
  *                  (Read chunk) / result (Write chunk), up to --depth
@@ -22,8 +26,9 @@
  *                  in flight overflow the TCP socket buffers under the
  *                  soft-iWARP provider and cost CPU per byte: measured
  *                  twice the CPU per MiB at 4 x 1 MiB than at 1);
- *                  libtirpc: one call at a time (its CLIENT allows no
- *                  more); raw TCP: one stream of the same bytes.
+ *                  libtirpc, rdma-tirpc: one call at a time (a CLIENT
+ *                  allows no more; rdma-tirpc with DDP too); raw TCP:
+ *                  one stream of the same bytes.
  *
  * Knobs for profiling one thing at a time: --only, --with, --sizes,
  * --issue, --workers, --malloc, --repeat (medians).
@@ -48,14 +53,25 @@
 
 #include "perf.h"
 #include "perf_rpc.h"
+#include "perf_tirpc.h"
 #include "rpcrdma/rpcrdma.h"
 #include "wire/xdr.h"
 
 const size_t pr_sizes[PR_NSIZES] = {4096, 65536, 1u << 20};
 const double pr_hist_us[PR_NHIST - 1] = {10, 15, 20, 30, 50, 100, 200, 1000};
 
-enum { C_RDMA, C_TIRPC, C_TCP, C_N };
-static const char *const cname[C_N] = {"rpcrdma", "libtirpc", "tcp"};
+enum { C_RDMA, C_RTIRPC, C_TIRPC, C_TCP, C_N };
+static const char *const cname[C_N] = {"rpcrdma", "rdma-tirpc", "libtirpc",
+				       "tcp"};
+/* The CLIENT-based contenders, by index (NULL: not one). */
+static const struct pr_clnt_ops *const cops[C_N] = {
+	[C_RTIRPC] = &pr_tirpc_rdma_ops,
+	[C_TIRPC] = &pr_tirpc_tcp_ops,
+};
+/* The `server` subcommand's port for each, from PORT. */
+static const uint16_t cport[C_N] = {
+	[C_RDMA] = 0, [C_TIRPC] = 1, [C_TCP] = 2, [C_RTIRPC] = 3,
+};
 
 /* ------------------------------------------------------------------ */
 /* Shared helpers                                                       */
@@ -188,9 +204,7 @@ uint16_t pr_get_port(const struct sockaddr_storage *ss)
 	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
-/* "a.b.c.d:port" or "[v6]:port" for rpcrdma_clnt_create. */
-static void addr_string(const struct sockaddr_storage *ss, char *buf,
-			size_t cap)
+void pr_addr_string(const struct sockaddr_storage *ss, char *buf, size_t cap)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
 	if (ss->ss_family == AF_INET6) {
@@ -506,6 +520,57 @@ out:
 	return rc;
 }
 
+/* The cost subcommand's session: server and client of this file. */
+struct rdma_nullsess {
+	struct pr_nullsess s;
+	struct rpcrdma_svc *svc;
+	struct rpcrdma_clnt *c;
+};
+
+static int rns_call(struct pr_nullsess *s)
+{
+	return rdma_null(((struct rdma_nullsess *)s)->c) < 0 ? -1 : 0;
+}
+
+static void rns_close(struct pr_nullsess *s)
+{
+	struct rdma_nullsess *n = (struct rdma_nullsess *)s;
+	rpcrdma_clnt_destroy(n->c);
+	rpcrdma_svc_destroy(n->svc);
+	free(n);
+}
+
+int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out)
+{
+	(void)len;
+	struct rdma_nullsess *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -1;
+	char listen[96], target[96];
+	struct sockaddr_storage a = *ip;
+	pr_set_port(&a, 0);
+	pr_addr_string(&a, listen, sizeof(listen));
+	if (rdma_server_start(listen, o, &n->svc) < 0) {
+		free(n);
+		return -1;
+	}
+	pr_set_port(&a, rpcrdma_svc_port(n->svc));
+	pr_addr_string(&a, target, sizeof(target));
+	int rc = rpcrdma_clnt_create(target, PR_PROG, PR_VERS, o, &n->c);
+	if (rc < 0) {
+		fprintf(stderr, "rpcrdma-perf: rpcrdma: connect %s: %s\n",
+			target, rpcrdma_strerror(rc));
+		rpcrdma_svc_destroy(n->svc);
+		free(n);
+		return -1;
+	}
+	n->s.call = rns_call;
+	n->s.close = rns_close;
+	*out = &n->s;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Options                                                              */
 
@@ -534,10 +599,10 @@ static void rpc_usage(const char *cmd)
 		"       [--depth N] [--pin[=both]] [--cpu N] [--json] "
 		"[--quiet]\n"
 		"       [--only null,rate,write,read] "
-		"[--with rpcrdma,libtirpc,tcp] [--repeat N] [--workers N]\n"
-		"       [--issue callback|thread] [--sizes 4k,64k,1m] "
-		"[--malloc tuned|default]\n"
-		"       [--window BYTES]\n",
+		"[--with rpcrdma,rdma-tirpc,libtirpc,tcp]\n"
+		"       [--repeat N] [--workers N]"
+		" [--issue callback|thread] [--sizes 4k,64k,1m]\n"
+		"       [--malloc tuned|default] [--window BYTES]\n",
 		cmd,
 		!strcmp(cmd, "server")   ? " --listen HOST:PORT"
 		: !strcmp(cmd, "client") ? " HOST:PORT"
@@ -747,9 +812,14 @@ struct pass {
 	struct pr_result r[C_N];
 };
 
-static double ratio(double a, double b)
+double pr_ratio(double a, double b)
 {
 	return a > 0 && b > 0 ? a / b : 0;
+}
+
+const char *pr_verdict(bool have, bool ok)
+{
+	return !have ? "n/a" : ok ? "MET" : "MISSED";
 }
 
 static void cell(char *buf, size_t cap, double v, const char *fmt)
@@ -760,21 +830,90 @@ static void cell(char *buf, size_t cap, double v, const char *fmt)
 		snprintf(buf, cap, "-");
 }
 
-static const char *verdict(bool have, bool ok)
-{
-	return !have ? "n/a" : ok ? "MET" : "MISSED";
-}
+/* The two RDMA contenders, whose goals are the same (issue: "the same
+ * through the libtirpc adapters"), and the ratios printed for each. */
+static const int rdma_side[2] = {C_RDMA, C_RTIRPC};
 
 static void print_row(const char *name, const double v[C_N], const char *fmt,
 		      const char *target)
 {
-	char c[C_N][24], r1[16], r2[16];
+	char c[C_N][24], r[4][16];
 	for (int i = 0; i < C_N; i++)
 		cell(c[i], sizeof(c[i]), v[i], fmt);
-	cell(r1, sizeof(r1), ratio(v[C_RDMA], v[C_TIRPC]), "%.2f");
-	cell(r2, sizeof(r2), ratio(v[C_RDMA], v[C_TCP]), "%.2f");
-	printf("%-22s %10s %10s %10s %9s %9s  %s\n", name, c[0], c[1], c[2],
-	       r1, r2, target);
+	for (int k = 0; k < 2; k++) {
+		cell(r[2 * k], sizeof(r[0]),
+		     pr_ratio(v[rdma_side[k]], v[C_TIRPC]), "%.2f");
+		cell(r[2 * k + 1], sizeof(r[0]),
+		     pr_ratio(v[rdma_side[k]], v[C_TCP]), "%.2f");
+	}
+	printf("%-22s %10s %10s %10s %10s %8s %8s %8s %8s  %s\n", name, c[0],
+	       c[1], c[2], c[3], r[0], r[1], r[2], r[3], target);
+}
+
+/* Which numbers a goal looks at: the data goals, one size and direction. */
+struct goal_at {
+	int size;               /* index into pr_sizes */
+	bool write;
+};
+
+typedef bool (*goal_fn)(const struct pr_result *R, int c,
+			const struct goal_at *at, bool *have);
+
+/* "goal: rpcrdma's verdict / rdma-tirpc's verdict" */
+static void goal_text(char *t, size_t cap, const char *goal,
+		      const struct pr_result *R, goal_fn f,
+		      const struct goal_at *at)
+{
+	bool have[2], ok[2];
+	for (int k = 0; k < 2; k++)
+		ok[k] = f(R, rdma_side[k], at, &have[k]);
+	snprintf(t, cap, "%s: %s / %s", goal, pr_verdict(have[0], ok[0]),
+		 pr_verdict(have[1], ok[1]));
+}
+
+/* The goals of the fast-path issue, for contender c. */
+static bool goal_p50(const struct pr_result *R, int c,
+		     const struct goal_at *at, bool *have)
+{
+	*have = R[c].p50_us > 0 && R[C_TCP].p50_us > 0 && R[C_TIRPC].p50_us > 0;
+	return R[c].p50_us <= 1.25 * R[C_TCP].p50_us &&
+	       R[c].p50_us < R[C_TIRPC].p50_us;
+}
+
+static bool goal_p99(const struct pr_result *R, int c,
+		     const struct goal_at *at, bool *have)
+{
+	*have = R[c].p50_us > 0 && R[c].p99_us > 0;
+	return R[c].p99_us <= 2 * R[c].p50_us;
+}
+
+static bool goal_pipeline(const struct pr_result *R, int c,
+			  const struct goal_at *at, bool *have)
+{
+	*have = R[c].cpsN > 0 && R[C_TIRPC].cps1 > 0;
+	return R[c].cpsN >= 4 * R[C_TIRPC].cps1;
+}
+
+static double data_of(const struct pr_result *r, const struct goal_at *at)
+{
+	return at->write ? r->wr_mibs[at->size] : r->rd_mibs[at->size];
+}
+
+static bool goal_small(const struct pr_result *R, int c,
+		       const struct goal_at *at, bool *have)
+{
+	double v = data_of(&R[c], at), tirpc = data_of(&R[C_TIRPC], at);
+	*have = v > 0 && tirpc > 0;
+	return v >= tirpc;
+}
+
+static bool goal_large(const struct pr_result *R, int c,
+		       const struct goal_at *at, bool *have)
+{
+	double v = data_of(&R[c], at), tcp = data_of(&R[C_TCP], at),
+	       tirpc = data_of(&R[C_TIRPC], at);
+	*have = v > 0 && tcp > 0 && tirpc > 0;
+	return v >= 0.9 * tcp && v >= 2 * tirpc;
 }
 
 static const char *size_name(size_t sz)
@@ -796,21 +935,19 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	       pr_depth_for(&o->p, pr_sizes[0]), pr_depth_for(&o->p, pr_sizes[1]),
 	       pr_depth_for(&o->p, pr_sizes[2]),
 	       o->repeat > 1 ? ", medians of repeated runs" : "");
-	printf("%-22s %10s %10s %10s %9s %9s  %s\n", "workload", cname[0],
-	       cname[1], "raw tcp", "ratio/tirpc", "ratio/tcp", "target");
+	printf("%-22s %10s %10s %10s %10s %8s %8s %8s %8s  %s\n", "workload",
+	       cname[0], cname[1], cname[2], "raw tcp", "rdma/tirpc",
+	       "rdma/tcp", "rt/tirpc", "rt/tcp",
+	       "target: rpcrdma / rdma-tirpc");
 
-	bool have = R[C_RDMA].p50_us > 0 && R[C_TCP].p50_us > 0 &&
-		    R[C_TIRPC].p50_us > 0;
-	double rt = ratio(R[C_RDMA].p50_us, R[C_TCP].p50_us);
-	snprintf(t, sizeof(t), "<=1.25x tcp, <tirpc: %s",
-		 verdict(have, rt <= 1.25 &&
-				       R[C_RDMA].p50_us < R[C_TIRPC].p50_us));
 	for (int i = 0; i < C_N; i++)
 		v[i] = R[i].p50_us;
+	goal_text(t, sizeof(t), "<=1.25x tcp, <tirpc", R, goal_p50, NULL);
 	print_row("NULL p50 (us)", v, "%.1f", t);
 	for (int i = 0; i < C_N; i++)
 		v[i] = R[i].p99_us;
-	print_row("NULL p99 (us)", v, "%.1f", "");
+	goal_text(t, sizeof(t), "<=2x p50", R, goal_p99, NULL);
+	print_row("NULL p99 (us)", v, "%.1f", t);
 	for (int i = 0; i < C_N; i++)
 		v[i] = R[i].mean_us;
 	print_row("NULL mean (us)", v, "%.1f", "");
@@ -819,9 +956,7 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	print_row("calls/s, 1 in flight", v, "%.0f", "");
 	for (int i = 0; i < C_N; i++)
 		v[i] = R[i].cpsN;
-	double r8 = ratio(R[C_RDMA].cpsN, R[C_TIRPC].cps1);
-	snprintf(t, sizeof(t), ">=8x tirpc@1: %.2fx %s", r8,
-		 verdict(r8 > 0, r8 >= 8));
+	goal_text(t, sizeof(t), ">=4x tirpc@1", R, goal_pipeline, NULL);
 	print_row("calls/s, 32 in flight", v, "%.0f", t);
 	for (int dir = 0; dir < 2; dir++) {
 		for (int k = 0; k < PR_NSIZES; k++) {
@@ -830,20 +965,19 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 				 dir ? "WRITE" : "READ", size_name(pr_sizes[k]));
 			for (int i = 0; i < C_N; i++)
 				v[i] = dir ? R[i].wr_mibs[k] : R[i].rd_mibs[k];
+			struct goal_at at = {k, dir == 1};
 			t[0] = 0;
-			if (pr_sizes[k] == PR_MAXSZ) {
-				double a = ratio(v[C_RDMA], v[C_TCP]);
-				double b = ratio(v[C_RDMA], v[C_TIRPC]);
-				snprintf(t, sizeof(t),
-					 ">=0.8x tcp, >=2x tirpc: %s",
-					 verdict(a > 0 && b > 0,
-						 a >= 0.8 && b >= 2));
-			}
+			if (pr_sizes[k] == PR_MAXSZ)
+				goal_text(t, sizeof(t), ">=0.9x tcp, >=2x tirpc",
+					  R, goal_large, &at);
+			else if (k == 0)
+				goal_text(t, sizeof(t), ">=tirpc", R,
+					  goal_small, &at);
 			print_row(name, v, "%.0f", t);
 		}
 	}
 	printf("NULL latency histogram (%% of calls; tcp: 64 B ping-pong):\n");
-	printf("  %-9s", "us");
+	printf("  %-10s", "us");
 	for (int b = 0; b < PR_NHIST; b++) {
 		char lbl[16];
 		if (b < PR_NHIST - 1)
@@ -857,7 +991,7 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 		uint64_t tot = 0;
 		for (int b = 0; b < PR_NHIST; b++)
 			tot += R[i].hist[b];
-		printf("  %-9s", cname[i]);
+		printf("  %-10s", cname[i]);
 		for (int b = 0; b < PR_NHIST; b++)
 			printf(" %6.1f",
 			       tot ? 100.0 * (double)R[i].hist[b] / (double)tot
@@ -868,14 +1002,19 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	       o->malloc_tune ? "tuned (mmap threshold 64 MiB, trim threshold "
 				"256 MiB; --malloc default to compare)"
 			      : "glibc defaults");
-	printf("notes: calls/s 32 in flight: rpcrdma 32 async calls on one "
-	       "connection; libtirpc 32 threads x 1 connection.\n"
+	printf("notes: rpcrdma: the native API; rdma-tirpc: rpcrdma through "
+	       "the libtirpc adapters (clnt_rdma_create +\n"
+	       "       rpcgen stubs, svc_rdma_create + a svc_run() loop).\n"
+	       "       calls/s 32 in flight: rpcrdma 32 async calls on one "
+	       "connection; libtirpc and rdma-tirpc\n"
+	       "       32 threads x 1 CLIENT (connection) each.\n"
 	       "       READ/WRITE: rpcrdma with DDP, up to %u calls and %zu KiB "
 	       "in flight (depth per size above);\n"
-	       "       libtirpc one call at a time (256 KiB record buffers);"
-	       "\n"
-	       "       raw tcp one stream.  Ratios are rpcrdma/baseline "
-	       "(latency: lower is better; rates: higher).\n",
+	       "       rdma-tirpc with DDP and libtirpc (256 KiB record "
+	       "buffers) one call at a time;\n"
+	       "       raw tcp one stream.  Ratios: rdma = rpcrdma, rt = "
+	       "rdma-tirpc, over the baseline\n"
+	       "       (latency: lower is better; rates: higher).\n",
 	       o->p.depth, o->p.window / 1024);
 	for (int i = 0; i < C_N; i++)
 		if (R[i].note[0])
@@ -917,6 +1056,36 @@ static void json_result(const struct pr_result *r)
 	printf("\"}");
 }
 
+/* Contender c's ratios to the baselines. */
+static void json_ratios(const struct pr_result *R, int c)
+{
+	printf("{");
+	json_num("null_p50_vs_tcp", pr_ratio(R[c].p50_us, R[C_TCP].p50_us),
+		 true);
+	json_num("null_p50_vs_tirpc", pr_ratio(R[c].p50_us, R[C_TIRPC].p50_us),
+		 true);
+	json_num("calls32_vs_tirpc1", pr_ratio(R[c].cpsN, R[C_TIRPC].cps1),
+		 true);
+	json_num("calls32_vs_tirpc32", pr_ratio(R[c].cpsN, R[C_TIRPC].cpsN),
+		 true);
+	for (int k = 0; k < PR_NSIZES; k++) {
+		char key[48];
+		snprintf(key, sizeof(key), "read_%zu_vs_tcp", pr_sizes[k]);
+		json_num(key, pr_ratio(R[c].rd_mibs[k], R[C_TCP].rd_mibs[k]),
+			 true);
+		snprintf(key, sizeof(key), "read_%zu_vs_tirpc", pr_sizes[k]);
+		json_num(key, pr_ratio(R[c].rd_mibs[k], R[C_TIRPC].rd_mibs[k]),
+			 true);
+		snprintf(key, sizeof(key), "write_%zu_vs_tcp", pr_sizes[k]);
+		json_num(key, pr_ratio(R[c].wr_mibs[k], R[C_TCP].wr_mibs[k]),
+			 true);
+		snprintf(key, sizeof(key), "write_%zu_vs_tirpc", pr_sizes[k]);
+		json_num(key, pr_ratio(R[c].wr_mibs[k], R[C_TIRPC].wr_mibs[k]),
+			 k + 1 < PR_NSIZES);
+	}
+	printf("}");
+}
+
 static void print_json(const struct ropts *o, const struct pass *ps, int n)
 {
 	printf("{\"benchmark\": \"rpc\", \"provider\": \"%s\", \"iters\": %lu, "
@@ -937,36 +1106,12 @@ static void print_json(const struct ropts *o, const struct pass *ps, int n)
 			printf(", \"%s\": ", cname[c]);
 			json_result(&R[c]);
 		}
-		printf(", \"ratios\": {");
-		json_num("null_p50_vs_tcp",
-			 ratio(R[C_RDMA].p50_us, R[C_TCP].p50_us), true);
-		json_num("null_p50_vs_tirpc",
-			 ratio(R[C_RDMA].p50_us, R[C_TIRPC].p50_us), true);
-		json_num("calls32_vs_tirpc1",
-			 ratio(R[C_RDMA].cpsN, R[C_TIRPC].cps1), true);
-		json_num("calls32_vs_tirpc32",
-			 ratio(R[C_RDMA].cpsN, R[C_TIRPC].cpsN), true);
-		for (int k = 0; k < PR_NSIZES; k++) {
-			char key[48];
-			snprintf(key, sizeof(key), "read_%zu_vs_tcp",
-				 pr_sizes[k]);
-			json_num(key, ratio(R[C_RDMA].rd_mibs[k],
-					    R[C_TCP].rd_mibs[k]), true);
-			snprintf(key, sizeof(key), "read_%zu_vs_tirpc",
-				 pr_sizes[k]);
-			json_num(key, ratio(R[C_RDMA].rd_mibs[k],
-					    R[C_TIRPC].rd_mibs[k]), true);
-			snprintf(key, sizeof(key), "write_%zu_vs_tcp",
-				 pr_sizes[k]);
-			json_num(key, ratio(R[C_RDMA].wr_mibs[k],
-					    R[C_TCP].wr_mibs[k]), true);
-			snprintf(key, sizeof(key), "write_%zu_vs_tirpc",
-				 pr_sizes[k]);
-			json_num(key, ratio(R[C_RDMA].wr_mibs[k],
-					    R[C_TIRPC].wr_mibs[k]),
-				 k + 1 < PR_NSIZES);
-		}
-		printf("}}");
+		/* "ratios": rpcrdma's (the key predates rdma-tirpc). */
+		printf(", \"ratios\": ");
+		json_ratios(R, C_RDMA);
+		printf(", \"ratios_rdma_tirpc\": ");
+		json_ratios(R, C_RTIRPC);
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -1015,30 +1160,33 @@ static int run_pass_local(const struct ropts *o, struct pass *ps)
 		fails++;
 	}
 
-	struct pr_tirpc_server *tr;
-	if (!(o->who & 1u << C_TIRPC)) {
-		/* not asked for */
-	} else if (pr_tirpc_server_start(&ss, len, &tr) == 0) {
+	for (int k = 0; k < C_N; k++) {
+		const struct pr_clnt_ops *ops = cops[k];
+		if (!ops || !(o->who & 1u << k))
+			continue;
 		struct sockaddr_storage a = ss;
-		pr_set_port(&a, pr_tirpc_server_port(tr));
-		ps->ran[C_TIRPC] = true;
-		fails += pr_tirpc_client_run(&a, len, &o->p,
-					     &ps->r[C_TIRPC]) < 0;
-		pr_tirpc_server_stop(tr);
-	} else {
-		fails++;
+		pr_set_port(&a, 0);
+		SVCXPRT *x = ops->server_start(&a, len, &o->ro);
+		if (!x) {
+			fails++;
+			continue;
+		}
+		pr_set_port(&a, ops->server_port(x));
+		ps->ran[k] = true;
+		fails += pr_clnt_run(ops, &a, len, &o->ro, &o->p, &ps->r[k]) < 0;
+		pr_svc_stop(x);
 	}
 
 	char listen[96], target[96];
 	struct sockaddr_storage a = ss;
 	pr_set_port(&a, 0);
-	addr_string(&a, listen, sizeof(listen));
+	pr_addr_string(&a, listen, sizeof(listen));
 	struct rpcrdma_svc *rs;
 	if (!(o->who & 1u << C_RDMA)) {
 		/* not asked for */
 	} else if (rdma_server_start(listen, &o->ro, &rs) == 0) {
 		pr_set_port(&a, rpcrdma_svc_port(rs));
-		addr_string(&a, target, sizeof(target));
+		pr_addr_string(&a, target, sizeof(target));
 		ps->ran[C_RDMA] = true;
 		fails += rdma_client_run(target, &o->ro, &o->p,
 					 &ps->r[C_RDMA]) < 0;
@@ -1065,20 +1213,22 @@ static int run_pass_remote(const struct ropts *o, struct pass *ps)
 	struct sockaddr_storage a = ss;
 
 	if (o->who & 1u << C_TCP) {
-		pr_set_port(&a, (uint16_t)(port + 2));
+		pr_set_port(&a, (uint16_t)(port + cport[C_TCP]));
 		ps->ran[C_TCP] = true;
 		fails += pr_tcp_client_run(&a, len, &o->p,
 					   &ps->r[C_TCP]) < 0;
 	}
-	if (o->who & 1u << C_TIRPC) {
-		pr_set_port(&a, (uint16_t)(port + 1));
-		ps->ran[C_TIRPC] = true;
-		fails += pr_tirpc_client_run(&a, len, &o->p,
-					     &ps->r[C_TIRPC]) < 0;
+	for (int k = 0; k < C_N; k++) {
+		if (!cops[k] || !(o->who & 1u << k))
+			continue;
+		pr_set_port(&a, (uint16_t)(port + cport[k]));
+		ps->ran[k] = true;
+		fails += pr_clnt_run(cops[k], &a, len, &o->ro, &o->p,
+				     &ps->r[k]) < 0;
 	}
 	if (o->who & 1u << C_RDMA) {
 		char target[96];
-		addr_string(&ss, target, sizeof(target));
+		pr_addr_string(&ss, target, sizeof(target));
 		ps->ran[C_RDMA] = true;
 		fails += rdma_client_run(target, &o->ro, &o->p,
 					 &ps->r[C_RDMA]) < 0;
@@ -1235,24 +1385,29 @@ int perf_cmd_server(int argc, char **argv)
 
 	uint16_t port = pr_get_port(&ss);
 	char listen[96];
-	addr_string(&ss, listen, sizeof(listen));
+	pr_addr_string(&ss, listen, sizeof(listen));
 	struct rpcrdma_svc *rs = NULL;
-	struct pr_tirpc_server *tr = NULL;
+	SVCXPRT *tx[C_N] = {NULL};
 	struct pr_tcp_server *ts = NULL;
 	struct sockaddr_storage a = ss;
 	int rc = 1;
 	if (rdma_server_start(listen, &o.ro, &rs) < 0)
 		goto out;
-	pr_set_port(&a, (uint16_t)(port + 1));
-	if (pr_tirpc_server_start(&a, len, &tr) < 0)
-		goto out;
-	pr_set_port(&a, (uint16_t)(port + 2));
+	for (int k = 0; k < C_N; k++) {
+		if (!cops[k])
+			continue;
+		pr_set_port(&a, (uint16_t)(port + cport[k]));
+		if (!(tx[k] = cops[k]->server_start(&a, len, &o.ro)))
+			goto out;
+	}
+	pr_set_port(&a, (uint16_t)(port + cport[C_TCP]));
 	if (pr_tcp_server_start(&a, len, &ts) < 0)
 		goto out;
 	printf("rpcrdma-perf server: rpcrdma (%s) on %s, libtirpc on port %u, "
-	       "raw tcp on port %u%s; Ctrl-C stops\n",
+	       "raw tcp on port %u, rdma-tirpc on port %u%s; Ctrl-C stops\n",
 	       o.ro.provider ? o.ro.provider : "iwarp", listen,
-	       (unsigned)(port + 1), (unsigned)(port + 2),
+	       (unsigned)(port + cport[C_TIRPC]), (unsigned)(port + cport[C_TCP]),
+	       (unsigned)(port + cport[C_RTIRPC]),
 	       o.pin == PIN_YES ? " (pinned)" : "");
 	fflush(stdout);
 	int sig;
@@ -1261,8 +1416,8 @@ int perf_cmd_server(int argc, char **argv)
 out:
 	if (ts)
 		pr_tcp_server_stop(ts);
-	if (tr)
-		pr_tirpc_server_stop(tr);
+	for (int k = 0; k < C_N; k++)
+		pr_svc_stop(tx[k]);
 	if (rs)
 		rpcrdma_svc_destroy(rs);
 	return rc;

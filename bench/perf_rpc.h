@@ -1,8 +1,9 @@
 /*
- * rpcrdma-perf rpc / server / client: the RPC benchmarks and the two
+ * rpcrdma-perf rpc / server / client / cost: the RPC benchmarks and the
  * baselines they are measured against in the same run (libtirpc over TCP,
  * raw TCP).  Shared between perf_rpc.c (rpcrdma side, orchestration,
- * output) and perf_baseline.c (the baselines), and private to them.
+ * output), perf_baseline.c (the baselines), the libtirpc-based
+ * contenders (perf_tirpc.h) and perf_cost.c, and private to them.
  *
  * The benchmark program (same for rpcrdma and libtirpc):
  *   proc 0 NULL
@@ -12,7 +13,8 @@
  * Read chunk) and READ's data a DDP-eligible result (a Write chunk).
  *
  * Ports: a benchmark server listens for rpcrdma on PORT, libtirpc on
- * PORT+1 and raw TCP on PORT+2 (or three ephemeral ports in-process).
+ * PORT+1, raw TCP on PORT+2 and rdma-tirpc (rpcrdma through the libtirpc
+ * adapters) on PORT+3 (or ephemeral ports in-process).
  */
 #ifndef RPCRDMA_BENCH_PERF_RPC_H
 #define RPCRDMA_BENCH_PERF_RPC_H
@@ -37,7 +39,7 @@ extern const size_t pr_sizes[PR_NSIZES];
 /* Upper bounds (µs) of the histogram buckets; the last is open. */
 extern const double pr_hist_us[PR_NHIST - 1];
 
-/* What one contender (rpcrdma, libtirpc or raw TCP) achieved.  Negative
+/* What one contender (rpcrdma, rdma-tirpc, libtirpc or raw TCP) achieved.  Negative
  * or zero numbers mean "not measured". */
 struct pr_result {
 	double p50_us, p99_us, mean_us; /* NULL call / 64 B ping-pong */
@@ -91,16 +93,20 @@ int pr_parse_addr(const char *s, uint16_t def, struct sockaddr_storage *ss,
 void pr_set_port(struct sockaddr_storage *ss, uint16_t port);
 uint16_t pr_get_port(const struct sockaddr_storage *ss);
 
-/* ---- baselines (perf_baseline.c) ---- */
-struct pr_tirpc_server;
+/* a / b, or 0 when either is not measured (<= 0). */
+double pr_ratio(double a, double b);
+/* "MET", "MISSED", or "n/a" when !have: goals are printed, never
+ * asserted. */
+const char *pr_verdict(bool have, bool ok);
+
+/* "a.b.c.d:port" or "[v6]:port", as rpcrdma_clnt_create and
+ * clnt_rdma_create take it. */
+void pr_addr_string(const struct sockaddr_storage *ss, char *buf, size_t cap);
+
+/* ---- raw TCP (perf_baseline.c) ---- */
 struct pr_tcp_server;
 
 /* Listen on addr (port 0: ephemeral); a thread serves until _stop. */
-int pr_tirpc_server_start(const struct sockaddr_storage *addr, socklen_t len,
-			  struct pr_tirpc_server **out);
-uint16_t pr_tirpc_server_port(const struct pr_tirpc_server *s);
-void pr_tirpc_server_stop(struct pr_tirpc_server *s);
-
 int pr_tcp_server_start(const struct sockaddr_storage *addr, socklen_t len,
 			struct pr_tcp_server **out);
 uint16_t pr_tcp_server_port(const struct pr_tcp_server *s);
@@ -108,9 +114,22 @@ void pr_tcp_server_stop(struct pr_tcp_server *s);
 
 /* Run every workload against the server at addr; 0 or -1 (message
  * printed, r->note set). */
-int pr_tirpc_client_run(const struct sockaddr_storage *addr, socklen_t len,
-			const struct pr_params *p, struct pr_result *r);
 int pr_tcp_client_run(const struct sockaddr_storage *addr, socklen_t len,
 		      const struct pr_params *p, struct pr_result *r);
+
+/* ---- the cost subcommand (perf_cost.c) ---- */
+
+/* One contender's server and client in this process, connected, for
+ * synchronous NULL calls. */
+struct pr_nullsess {
+	int (*call)(struct pr_nullsess *s);   /* one NULL call: 0 or -1 */
+	void (*close)(struct pr_nullsess *s); /* client, then server */
+};
+
+/* Native rpcrdma (perf_rpc.c); ip: the address to listen on and connect
+ * to (its port is ignored).  0 or -1 (message printed). */
+struct rpcrdma_opts;
+int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
+		     const struct rpcrdma_opts *o, struct pr_nullsess **out);
 
 #endif

@@ -3,6 +3,8 @@
  *
  *   rpcrdma-perf provider [--provider iwarp|verbs] [--addr IP] [--iters N]
  *                         [--max-size BYTES] [--spin-us N] [--pin] [--json]
+ *   rpcrdma-perf rpc | server | client ...   (perf_rpc.c)
+ *   rpcrdma-perf cost ...                    (perf_cost.c)
  *
  * Every subcommand measures its baseline in the same run, on the same
  * address, with the same threads and wake-up pattern, and prints ratios.
@@ -65,14 +67,27 @@ static const struct perf_cmd cmds[] = {
 	  "      [--pin[=both]] [--cpu N] [--json] [--quiet]\n"
 	  "      NULL latency, calls/s (1 and 32 in flight), READ/WRITE "
 	  "4 KiB..1 MiB with DDP,\n"
-	  "      server and client in one process, against libtirpc/TCP and "
-	  "raw TCP" },
+	  "      server and client in one process: rpcrdma and rdma-tirpc "
+	  "(the libtirpc\n"
+	  "      adapters) against libtirpc/TCP and raw TCP" },
 	{ "server", perf_cmd_server,
 	  "server --listen HOST:PORT [--provider iwarp|verbs] [--pin] [--cpu N]\n"
-	  "      rpcrdma on PORT, libtirpc on PORT+1, raw TCP on PORT+2" },
+	  "      rpcrdma on PORT, libtirpc on PORT+1, raw TCP on PORT+2, "
+	  "rdma-tirpc on PORT+3" },
 	{ "client", perf_cmd_client,
 	  "client HOST:PORT [rpc options]\n"
 	  "      the rpc workloads against a `server`" },
+	{ "cost", perf_cmd_cost,
+	  "cost [--iters N] [--warmup N] [--provider iwarp|verbs] [--addr IP] "
+	  "[--pin[=both|yes|no]]\n"
+	  "      [--cpu N] [--with rpcrdma,rdma-tirpc,libtirpc] "
+	  "[--no-callgrind] [--no-perf] [--json]\n"
+	  "      per synchronous NULL call: user-space instructions "
+	  "(callgrind), context switches\n"
+	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
+	  "libtirpc side by side" },
+	/* What cost runs under valgrind and perf: warm-up + CALLS calls. */
+	{ "cost-run", perf_cmd_cost_run, NULL },
 	{ NULL, NULL, NULL },
 };
 
@@ -80,7 +95,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: rpcrdma-perf SUBCOMMAND [options]\n\n");
 	for (const struct perf_cmd *c = cmds; c->name; c++)
-		fprintf(f, "  %s\n", c->usage);
+		if (c->usage)
+			fprintf(f, "  %s\n", c->usage);
 }
 
 int main(int argc, char **argv)

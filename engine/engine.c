@@ -64,7 +64,10 @@ struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
 		return NULL;
 	struct rpcrdma_engine_wr *w =
 		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
-	memset(w, 0, sizeof *w);
+	/* The roles set what they use: the SGEs up to num_sge, the recv
+	 * fields whole; only the send part needs zeroing. */
+	w->is_recv = false;
+	memset(&w->send, 0, sizeof w->send);
 	return w;
 }
 
@@ -174,7 +177,10 @@ bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 
 bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
 {
-	for (uint32_t i = 0; i < e->nrq; i++)
+	uint32_t i = e->xid_map[xid & e->xid_mask];
+	if (i < e->nrq && e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
+		return true;
+	for (i = 0; i < e->nrq; i++)
 		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
 			return true;
 	return false;
@@ -279,6 +285,12 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 
 	e->rq = calloc(e->nrq, sizeof *e->rq);
 	e->rs = calloc(e->nrs, sizeof *e->rs);
+	e->rq_free = calloc(e->nrq, sizeof *e->rq_free);
+	e->rs_free = calloc(e->nrs, sizeof *e->rs_free);
+	for (e->xid_mask = 1; e->xid_mask < 4 * e->nrq; e->xid_mask <<= 1)
+		;
+	e->xid_map = calloc(e->xid_mask, sizeof *e->xid_map);
+	e->xid_mask--;
 	e->rfree = calloc(e->nrbuf, sizeof *e->rfree);
 	e->rposted = calloc(e->nrbuf, sizeof *e->rposted);
 	e->wrq_cap = e->cfg.sq_depth + e->nrbuf;
@@ -290,7 +302,8 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 		       (size_t)e->nrs * e->rsize;
 	e->arena = calloc(1, e->arena_len);
 	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena) {
+	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
+	    !e->xid_map || rpcrdma_sq_create(e) < 0) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
 		return RPCRDMA_ERR_NOMEM;
@@ -317,6 +330,11 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	}
 	for (uint32_t i = 0; i < e->nrs; i++, p += e->rsize)
 		e->rs[i].small = p;
+	/* Lowest slots first, as a scan would have given them. */
+	for (uint32_t i = 0; i < e->nrq; i++)
+		e->rq_free[e->nrq_free++] = e->nrq - 1 - i;
+	for (uint32_t i = 0; i < e->nrs; i++)
+		e->rs_free[e->nrs_free++] = e->nrs - 1 - i;
 	for (uint32_t i = 0; i < e->nrbuf; i++)
 		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
@@ -341,6 +359,10 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
 	free(e->arena);
+	rpcrdma_sq_destroy(e);
+	free(e->xid_map);
+	free(e->rq_free);
+	free(e->rs_free);
 	free(e->evq);
 	free(e->wrq);
 	free(e->rposted);
@@ -421,6 +443,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->ord = ord ? ord : 1;
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
+	rpcrdma_sq_reset(e);
 	/* RFC 8166 §3.3.3: one credit until the first reply grants more. */
 	e->granted = 1;
 	e->in_flight = 0;
@@ -538,6 +561,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->granted = 1;
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
+	rpcrdma_sq_reset(e);
 	if (e->negotiating && e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2) {
 		/* §7.2: a server that drops the connection on our v2 opener
 		 * is taken for a v1 server, or we would loop. */
@@ -1018,7 +1042,6 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 	}
 	if ((kind == WRK_RQ && idx >= e->nrq) || (kind == WRK_RS && idx >= e->nrs))
 		return RPCRDMA_ERR_NOENT;
-	e->sq_avail++;
 	if (wc->status != RPCRDMA_WC_SUCCESS) {
 		/* RFC 8166 §4.5.3-§4.5.5: RDMA errors are fatal to the
 		 * connection; conn_lost() unwinds every RPC. */
@@ -1029,17 +1052,14 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 					     : RPCRDMA_ERR_PROTOCOL);
 		return 0;
 	}
-	if (kind == WRK_RQ) {
-		struct rq *q = &e->rq[idx];
-		if (q->sq_held)
-			q->sq_held--;
-		rpcrdma_rq_wc(e, q, op, wc);
-	} else {
-		struct rs *s = &e->rs[idx];
-		if (s->sq_held)
-			s->sq_held--;
-		rpcrdma_rs_wc(e, s, op, wc);
-	}
+	/* Unsignalled requests before it are done too (send_queue.c). */
+	if (!rpcrdma_sq_complete(e, wc->wr_id))
+		return 0;
+	e->sq_avail++;
+	if (kind == WRK_RQ)
+		rpcrdma_rq_wc(e, &e->rq[idx], op, wc);
+	else
+		rpcrdma_rs_wc(e, &e->rs[idx], op, wc);
 	rpcrdma_progress(e);
 	return 0;
 }
@@ -1047,16 +1067,31 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 /* ---------------------------------------------------------------------
  * Outputs
  */
-int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
-			  struct rpcrdma_engine_wr *wr)
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
 {
 	if (!e->wrq_count)
-		return 0;
-	*wr = e->wrq[e->wrq_head];
+		return NULL;
+	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
 	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
 	e->wrq_count--;
 	wr->send.next = NULL;
 	wr->recv.next = NULL;
+	if (wr->is_recv) {
+		wr->recv.sg_list = wr->sge;
+	} else {
+		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+		rpcrdma_sq_post(e, &wr->send);
+	}
+	return wr;
+}
+
+int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
+			  struct rpcrdma_engine_wr *wr)
+{
+	const struct rpcrdma_engine_wr *p = rpcrdma_engine_next_wr(e);
+	if (!p)
+		return 0;
+	*wr = *p;
 	if (wr->is_recv)
 		wr->recv.sg_list = wr->sge;
 	else
@@ -1072,7 +1107,21 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	struct evq_ent v = e->evq[e->evq_head];
 	e->evq_head = (e->evq_head + 1) % e->evq_cap;
 	e->evq_count--;
-	memset(ev, 0, sizeof *ev);
+	/* Every scalar field; the arrays only up to their counts. */
+	ev->xid = 0;
+	ev->user = NULL;
+	ev->status = 0;
+	ev->reply_len = 0;
+	ev->nresults = 0;
+	ev->peer_vers_low = ev->peer_vers_high = 0;
+	ev->peer_err = 0;
+	ev->call_id = 0;
+	ev->call = NULL;
+	ev->call_len = 0;
+	ev->write_chunks = 0;
+	ev->reply_chunk_len = 0;
+	ev->msgp = (struct rpcrdma_engine_msgp){0, 0, 0};
+	ev->reason = 0;
 	switch (v.kind) {
 	case EVK_CLOSE:
 		ev->type = RPCRDMA_EV_CLOSE;
@@ -1093,7 +1142,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->msgp = q->msgp;
 		q->event_pending = false;
 		if (!q->send_pending)
-			q->state = RQ_FREE;
+			rpcrdma_rq_put(e, q);
 		return 1;
 	}
 	default: {
@@ -1104,7 +1153,9 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			ev->type = RPCRDMA_EV_REPLY_SENT;
 			ev->user = s->user;
 			ev->status = s->reply_status;
-			rpcrdma_rs_free(e, s);
+			s->event_pending = false;
+			if (!s->send_pending)
+				rpcrdma_rs_free(e, s);
 			return 1;
 		}
 		ev->type = RPCRDMA_EV_INCOMING_CALL;

@@ -271,6 +271,10 @@ struct rpcrdma_call_req {
 	const struct rpcrdma_iov *results;
 	unsigned nresults;
 	void *user; /* returned in the completion event */
+	/* The reply is expected inline (reply_max is only the receive
+	 * size): no Reply chunk unless an RDMA2_ERROR recovery asks for
+	 * one. */
+	bool reply_inline;
 };
 
 /* Start a call.  The buffers stay the caller's but must not be touched
@@ -332,6 +336,10 @@ struct rpcrdma_engine_wr {
 /* Next work request to post: 1 and *wr filled, or 0 when none. */
 int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 			  struct rpcrdma_engine_wr *wr);
+/* The same without the copy: the engine's own entry (sg_list pointing
+ * into it), valid until the next call into the engine; NULL when none.
+ * Post it right away. */
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e);
 
 enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_CALL_DONE,     /* one of our calls completed */
@@ -356,9 +364,13 @@ struct rpcrdma_engine_event {
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
 				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
 				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
-				(retries used up).  REPLY_SENT: 0, or _DISCONNECTED if
-				the connection died first, or
-				_PEER_ERR_CHUNK if ERR_CHUNK went instead */
+				(retries used up).  REPLY_SENT: 0 (for a
+				reply that reads none of the caller's
+				memory by RDMA Write: handed to the send
+				queue; otherwise its Send completed), or
+				_DISCONNECTED if the connection died first,
+				or _PEER_ERR_CHUNK if ERR_CHUNK went
+				instead */
 	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
 	unsigned nresults;
 	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into
@@ -382,7 +394,9 @@ struct rpcrdma_engine_event {
 };
 
 /* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay
- * valid as documented per field. */
+ * valid as documented per field; result_len and write_chunk_len are
+ * meaningful up to nresults / write_chunks (entries past them are
+ * unspecified). */
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev);
 

@@ -110,8 +110,10 @@ enum rpcrdma_rs_state {
 	/* RDMA Writes and the Send handed out; waiting for the Send
 	 * completion (then REPLY_SENT).  Connection loss: as RS_WAIT_SQ. */
 	RS_SENDING,
-	/* REPLY_SENT event queued; freed when polled.  Connection loss:
-	 * nothing to do. */
+	/* REPLY_SENT event queued (event_pending) and/or the Send not yet
+	 * known complete (send_pending: a reply that reads nothing of the
+	 * upper layer's gets REPLY_SENT at once, send_queue.c); freed when
+	 * both are over.  Connection loss: the Send will not complete. */
 	RS_DONE,
 };
 
@@ -130,7 +132,8 @@ struct rq {
 	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
 	struct rpcrdma_iov results[RPCRDMA_MAX_WRITE_CHUNKS];
 	uint8_t *sbuf;
-	bool send_pending;   /* Send handed out, completion not seen */
+	bool send_pending;   /* Send handed out, not known received (its
+				completion, or the reply, says it was) */
 	bool event_pending;  /* completion event not yet polled */
 	bool retransmit;     /* next send is a retransmission */
 	bool in_flight;      /* holds a credit */
@@ -141,7 +144,8 @@ struct rq {
 	bool mr_remote[RPCRDMA_RQ_MAX_MR];
 	bool mr_dead[RPCRDMA_RQ_MAX_MR];  /* rkey invalidated */
 	uint32_t inv_pending;
-	uint32_t sq_held;    /* send queue entries reserved */
+	uint32_t sq_held;    /* send queue entries reserved, not posted
+				yet (its LOCAL_INVs) */
 	uint8_t pad[4];      /* zero roundup for Long Call pieces */
 	/* Reply as decoded. */
 	int status;
@@ -176,7 +180,8 @@ struct rs {
 	uint16_t epoch;      /* connection the call came in on */
 	bool stale;
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
-	bool send_pending;
+	bool send_pending;   /* its Send not completed (send_queue.c) */
+	bool event_pending;  /* REPLY_SENT queued, not polled */
 	uint8_t *sbuf;
 	uint8_t *small;      /* preallocated call buffer (recv size) */
 	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
@@ -202,7 +207,6 @@ struct rs {
 	uint32_t nmr;
 	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
 	uint8_t *staging;    /* Long Reply's reduced stream */
-	uint32_t sq_held;
 	uint32_t err;        /* RDMA_ERROR to send: v2 code numbering
 				(1 ERR_VERS, 2 BAD_XDR = v1 ERR_CHUNK ...);
 				a v1 connection gets ERR_CHUNK for 3..9 */
@@ -215,13 +219,24 @@ struct rs {
 	bool connprop;       /* this slot sends our RDMA2_CONNPROP */
 	bool connprop_resp;  /* ... as the answer to the peer's (xid) */
 	/* RDMA time-out (rdma_timeout.c): the state the deadline was set
-	 * for; 0 when not running. */
+	 * for; 0 when not running.  send_waited: the Send is signalled
+	 * because its Writes read the upper layer's memory (emit_send's
+	 * need); an unsignalled one completes only with a later request,
+	 * which on an idle connection may be long in coming. */
 	uint64_t rdma_deadline;
 	enum rpcrdma_rs_state rdma_timed;
+	bool send_waited;
 };
 
 struct fifo {
 	uint32_t head, tail;
+};
+
+/* A send-queue work request handed out (send_queue.c). */
+struct sq_ent {
+	uint64_t wr_id;
+	bool signaled;
+	bool done;     /* completed, not yet at the head */
 };
 
 /* Take the whole list (its head; RPCRDMA_NIL when empty), leaving it
@@ -246,6 +261,10 @@ struct rpcrdma_engine {
 	uint32_t ord;
 	uint32_t reads_inflight;
 	uint32_t sq_avail;
+	/* Send-queue requests out, in posting order (send_queue.c). */
+	struct sq_ent *sqe;
+	uint32_t sqe_cap, sqe_head, sqe_count;
+	uint32_t unsignaled, signal_every;
 	struct rpcrdma_cm_pdata peer_pdata;
 
 	/* Version (draft §7).  vers 0: not known yet. */
@@ -265,11 +284,20 @@ struct rpcrdma_engine {
 	uint32_t nrq;
 	struct rq *rq;
 	struct fifo rq_pending;
+	uint32_t *rq_free;     /* stack of free slots */
+	uint32_t nrq_free;
+	/* XID -> slot of a call sent, direct-mapped (XIDs are sequential, so
+	 * outstanding ones rarely share an entry; a miss falls back to a
+	 * scan). */
+	uint32_t *xid_map;
+	uint32_t xid_mask;
 
 	/* Responder role. */
 	uint32_t nrs;
 	struct rs *rs;
 	struct fifo rs_pending;
+	uint32_t *rs_free;     /* stack of free slots */
+	uint32_t nrs_free;
 
 	/* Buffers: one registered arena (receive buffers, send buffers,
 	 * responder small call buffers). */
@@ -325,6 +353,17 @@ void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 			     uint32_t *rkey);
 
+/* send_queue.c */
+int rpcrdma_sq_create(struct rpcrdma_engine *e);
+void rpcrdma_sq_destroy(struct rpcrdma_engine *e);
+void rpcrdma_sq_reset(struct rpcrdma_engine *e);
+/* A send-queue request is handed out: record it, choose signalling. */
+void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);
+/* A successful send-queue completion: the requests before it are done
+ * too.  False (and the connection closing) when it is not the oldest
+ * signalled one. */
+bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id);
+
 /* requester.c */
 void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
@@ -336,6 +375,8 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+/* The slot is free again (its state set to RQ_FREE here). */
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* responder.c */
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,

@@ -16,9 +16,14 @@
  */
 #include "engine/engine_internal.h"
 
-static bool timed(enum rpcrdma_rs_state st)
+/* RDMA Reads outstanding, or a reply's RDMA Writes and the signalled
+ * Send behind them (send_queue.c): operations the peer's end must take
+ * part in.  A Send left unsignalled completes only with a later request,
+ * so its slot waiting says nothing about the peer. */
+static bool timed(const struct rs *s)
 {
-	return st == RS_READING || st == RS_SENDING;
+	return s->state == RS_READING ||
+	       (s->state == RS_SENDING && s->send_waited);
 }
 
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
@@ -27,7 +32,7 @@ bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
 		return false;
 	for (uint32_t i = 0; i < e->nrs; i++) {
 		struct rs *s = &e->rs[i];
-		if (!timed(s->state) || s->epoch != e->epoch) {
+		if (!timed(s) || s->epoch != e->epoch) {
 			s->rdma_deadline = 0;
 			continue;
 		}

@@ -14,13 +14,28 @@ static size_t pad4(size_t n)
 	return (4 - (n & 3)) & 3;
 }
 
+static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
+		    uint32_t xid)
+{
+	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
+}
+
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
 {
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid &&
-		    e->rq[i].epoch == e->epoch)
+	uint32_t i = e->xid_map[xid & e->xid_mask];
+	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
+		return &e->rq[i];
+	/* A newer call took the entry (or a stray XID): look at all. */
+	for (i = 0; i < e->nrq; i++)
+		if (sent_as(e, &e->rq[i], xid))
 			return &e->rq[i];
 	return NULL;
+}
+
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
+{
+	q->state = RQ_FREE;
+	e->rq_free[e->nrq_free++] = q->idx;
 }
 
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
@@ -30,10 +45,10 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 	q->nmr = 0;
 }
 
-static void maybe_free(struct rq *q)
+static void maybe_free(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state == RQ_COMPLETE && !q->event_pending && !q->send_pending)
-		q->state = RQ_FREE;
+		rpcrdma_rq_put(e, q);
 }
 
 /* The one way a call completes; reachable once per submission. */
@@ -50,12 +65,10 @@ static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 	rpcrdma_rq_release_mrs(e, q);
 	free(q->bounce);
 	q->bounce = NULL;
-	/* Return the reservation except the pending Send's own entry. */
-	uint32_t keep = q->send_pending ? 1 : 0;
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	/* Reservations not posted come back (posted ones come back as the
+	 * send queue completes them, send_queue.c). */
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	q->status = status;
 	q->state = RQ_COMPLETE;
 	q->event_pending = true;
@@ -88,14 +101,9 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			return RPCRDMA_ERR_INVAL;
 	if (total > UINT32_MAX)
 		return RPCRDMA_ERR_INVAL;
-	struct rq *q = NULL;
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_FREE) {
-			q = &e->rq[i];
-			break;
-		}
-	if (!q)
+	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
+	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
@@ -104,6 +112,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->req.msg = q->msg;
 	q->req.results = q->results;
 	q->xid = e->next_xid++;
+	e->xid_map[q->xid & e->xid_mask] = q->idx;
 	q->state = RQ_QUEUED;
 	q->wait = WAIT_NONE;
 	q->retransmit = false;
@@ -233,7 +242,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	h->chunks.has_reply = false;
 	size_t reply_hdr = rpcrdma_hdr_size(e, h);
 	if (r->reply_max && !inline_only &&
-	    (q->force_reply || reply_hdr + r->reply_max > e->thr.recv)) {
+	    (q->force_reply ||
+	     (!r->reply_inline && reply_hdr + r->reply_max > e->thr.recv))) {
 		rc = reg_remote(e, q, r->reply_buf, r->reply_max,
 				RPCRDMA_ACCESS_REMOTE_WRITE |
 					RPCRDMA_ACCESS_LOCAL_WRITE,
@@ -462,13 +472,14 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	}
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_SEND, q->idx);
 	w->send.opcode = RPCRDMA_WR_SEND;
-	w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+	/* Unsignalled: the reply says the Responder has it (send_queue.c). */
+	w->send.send_flags = 0;
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_arena_addr(e, q->sbuf);
 	w->sge[0].length = (uint32_t)(p - q->sbuf);
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
-	q->sq_held = need;
+	q->sq_held = need - 1; /* the LOCAL_INVs to come */
 	q->send_pending = true;
 	q->in_flight = true;
 	e->in_flight++;
@@ -493,11 +504,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 static void requeue(struct rpcrdma_engine *e, struct rq *q)
 {
 	rpcrdma_rq_release_mrs(e, q);
-	uint32_t keep = q->send_pending ? 1 : 0;
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	q->resend = false;
 	q->state = RQ_QUEUED;
 	q->wait = WAIT_NONE;
@@ -683,6 +691,10 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		q->in_flight = false;
 		e->in_flight--;
 	}
+	/* The Responder answered, so it received our Send: its buffer may
+	 * be reused (the Send's completion, unsignalled, may come later or
+	 * never on its own; send_queue.c). */
+	q->send_pending = false;
 	q->status = status;
 	q->resend = resend;
 	q->msgp = v->msgp;
@@ -734,14 +746,14 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		w->send.invalidate_rkey = q->mr[i].rkey;
 		q->inv_pending++;
 		e->ctr.local_invs++;
+		if (q->sq_held)
+			q->sq_held--; /* reserved at the Send, posted now */
+		else if (e->sq_avail)
+			e->sq_avail--;
 	}
-	/* Give back the send queue entries reserved for invalidations not
-	 * needed (the Send's own entry stays until its completion). */
-	uint32_t keep = q->inv_pending + (q->send_pending ? 1 : 0);
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	/* Give back the entries reserved for invalidations not needed. */
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	bool hold = false;
 	if (v->proc == RPCRDMA_V1_MSG && reply_len) {
 		q->held_rbuf = rbuf_idx;
@@ -767,7 +779,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 			q->wait = WAIT_NONE;
 			rpcrdma_rq_enqueue(e, q);
 		}
-		maybe_free(q);
+		maybe_free(e, q);
 		break;
 	case WRO_LINV:
 		if (q->inv_pending && --q->inv_pending == 0 &&
@@ -805,7 +817,7 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 		break;
 	case RQ_COMPLETE:
 		q->send_pending = false;
-		maybe_free(q);
+		maybe_free(e, q);
 		break;
 	case RQ_QUEUED:
 		if (q->wait == WAIT_SEND) {

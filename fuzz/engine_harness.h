@@ -274,7 +274,7 @@ static bool harness_submit(struct rpcrdma_engine *e, struct in *in,
 		c->reply_max += 60000u; /* needs a Reply chunk anyway */
 	c->reply = xmalloc(c->reply_max);
 	struct rpcrdma_call_req req = {v, n, c->reply_max ? c->reply : NULL,
-				       c->reply_max, res, c->nres, c};
+				       c->reply_max, res, c->nres, c, false};
 	uint32_t xid = 0;
 	int rc = rpcrdma_engine_submit_call(e, &req, &xid, now);
 	TRACE("submit s %#x -> %d xid %#x\n", s, rc, xid);

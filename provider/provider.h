@@ -55,6 +55,15 @@ struct rpcrdma_dev_params {
 	bool mpa_require_crc;      /* iwarp: reject peers that refuse CRC */
 	unsigned max_fpdu;         /* iwarp: cap on FPDU size (0 = from path
 				      MSS) */
+	bool manual_progress;      /* the consumer polls each CQ (or waits
+				      on its fd) whenever work may be
+				      pending, as libfabric's
+				      FI_PROGRESS_MANUAL: a software provider
+				      then runs no data progress of its own
+				      (iwarp: its thread no longer wakes per
+				      message; it still notices a peer that
+				      closes, and a send queue TCP held
+				      back).  Hardware ignores it. */
 };
 
 enum rpcrdma_dev_cap {

@@ -8,6 +8,12 @@
  * a Requester no way to take back a Send).  A record is freed when the
  * engine is done with it and its completion has been delivered; on a
  * successful reply its buffers pass to the caller's rpcrdma_reply.
+ * Records of the usual size come from a small per-thread cache, so a call
+ * allocates nothing in the steady state.
+ *
+ * A synchronous caller waits for its own call: it drives the connection
+ * (progress.c) or sleeps until the thread that does delivers the call.
+ * Its outcome is written straight into the caller's struct rpcrdma_reply.
  *
  * Exactly-once delivery: `delivered` is set under the connection lock by
  * whichever of reply, time-out, disconnection or destroy comes first.
@@ -35,19 +41,27 @@ struct rpc_call {
 	bool engine_finished; /* ...and the engine completed it meanwhile */
 	int status;                    /* delivery status (0: decode) */
 	uint64_t deadline;             /* 0: none */
-	rpcrdma_call_cb cb;
+	rpcrdma_call_cb cb;            /* asynchronous */
 	void *cb_arg;
+	struct rpc_sync *sync;         /* synchronous */
 	uint32_t xid;
-	struct rpcrdma_engine_event ev; /* CALL_DONE as received */
+	/* CALL_DONE as received. */
+	int ev_status;
+	size_t reply_len;
+	unsigned ev_nresults;
+	size_t result_len[RPCRDMA_MAX_DDP_RESULTS];
+	struct rpcrdma_engine_msgp msgp;
 	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
 	unsigned niov;
 	struct rpcrdma_iov results[RPCRDMA_MAX_DDP_RESULTS];
 	unsigned nresults;
 	uint8_t *reply_buf;
 	size_t reply_max;
+	bool reply_inline;             /* no Reply chunk (reply_max 0) */
 	struct rpc_reply_region *region; /* reply_buf is the connection's
 					    reply region, borrowed */
-	uint8_t mem[];                 /* header, args, reply, results */
+	size_t cap;                    /* bytes of mem[] */
+	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
 };
 
 struct rpcrdma_clnt {
@@ -57,10 +71,18 @@ struct rpcrdma_clnt {
 	/* Owning client only. */
 	struct rpc_dev rd;
 	struct rpc_loop loop;
+	/* The call header after the procedure number (credential and
+	 * verifier), encoded once per credential change.  Calls read the
+	 * current one without a lock; replaced ones stay until destroy
+	 * (a caller may be copying one). */
 	pthread_mutex_t cred_lock;
-	uint32_t cred_flavor;
-	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
-	uint32_t cred_len;
+	_Atomic(struct hdr_tail *) tail;
+};
+
+struct hdr_tail {
+	struct hdr_tail *older;
+	size_t len;
+	uint8_t bytes[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
 };
 
 /* ---------------------------------------------------------------------
@@ -111,18 +133,84 @@ void rpcrdma_rpc_v1_server_remember(const char *key)
 	pthread_mutex_unlock(&v1_lock);
 }
 
+/* ---------------------------------------------------------------------
+ * Record memory: a per-thread cache of records of the usual size (a
+ * Short call and an inline reply), returned to whichever thread frees
+ * them; larger ones are plain malloc.
+ */
+#define CALL_SMALL 8192u  /* whole record, header included */
+#define CALL_CACHE 8
+
+struct call_cache {
+	struct rpc_call *c[CALL_CACHE];
+	unsigned n;
+};
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct call_cache *my_cache;
+
+static void cache_free(void *p)
+{
+	struct call_cache *k = p;
+	if (!k)
+		return;
+	for (unsigned i = 0; i < k->n; i++)
+		free(k->c[i]);
+	free(k);
+}
+
+static void cache_key_make(void)
+{
+	pthread_key_create(&cache_key, cache_free);
+}
+
+static struct call_cache *cache_self(void)
+{
+	if (my_cache)
+		return my_cache;
+	pthread_once(&cache_once, cache_key_make);
+	struct call_cache *k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	pthread_setspecific(cache_key, k);
+	my_cache = k;
+	return k;
+}
+
+static struct rpc_call *call_alloc(size_t need)
+{
+	size_t small = CALL_SMALL - sizeof(struct rpc_call);
+	if (need <= small) {
+		struct call_cache *k = cache_self();
+		if (k && k->n)
+			return k->c[--k->n];
+		need = small;
+	}
+	struct rpc_call *c = malloc(sizeof(*c) + need);
+	if (c)
+		c->cap = need;
+	return c;
+}
+
+static void call_free(struct rpc_call *c)
+{
+	/* A borrowed reply region goes back with the record. */
+	rpcrdma_rpc_region_put(c->region);
+	c->region = NULL;
+	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
+		struct call_cache *k = cache_self();
+		if (k && k->n < CALL_CACHE) {
+			k->c[k->n++] = c;
+			return;
+		}
+	}
+	free(c);
+}
 
 /* ---------------------------------------------------------------------
  * Records
  */
-/* The one way a record goes: a borrowed reply region goes back with it. */
-static void call_free(struct rpc_call *c)
-{
-	if (c)
-		rpcrdma_rpc_region_put(c->region);
-	free(c);
-}
-
 static void link_call(struct rpc_xprt *x, struct rpc_call *c)
 {
 	c->prev = NULL;
@@ -159,7 +247,8 @@ static void waitq_remove(struct rpc_xprt *x, struct rpc_call *c)
 	c->in_waitq = false;
 }
 
-static void deliver_later(struct rpc_evbuf *b, struct rpc_call *c, int status)
+static void deliver_later(struct rpc_xprt *x, struct rpc_evbuf *b,
+			  struct rpc_call *c, int status)
 {
 	c->delivered = true;
 	c->status = status;
@@ -167,6 +256,10 @@ static void deliver_later(struct rpc_evbuf *b, struct rpc_call *c, int status)
 	c->dpending = c->in_engine;
 	c->dnext = b->done;
 	b->done = c;
+	if (c->sync) {
+		c->sync->queued = true;
+		x->sync_out--;
+	}
 }
 
 /* Hands the call to the engine; RPCRDMA_ERR_AGAIN when every slot is
@@ -176,10 +269,11 @@ static int submit_locked(struct rpc_xprt *x, struct rpc_call *c)
 	struct rpcrdma_call_req r = {
 		.msg = c->iov, .nmsg = c->niov,
 		.reply_buf = c->reply_buf, .reply_max = c->reply_max,
+		.reply_inline = c->reply_inline,
 		.results = c->nresults ? c->results : NULL,
 		.nresults = c->nresults, .user = c,
 	};
-	int rc = rpcrdma_engine_submit_call(x->e, &r, &c->xid, rpcrdma_rpc_now_ms());
+	int rc = rpcrdma_engine_submit_call(x->e, &r, &c->xid, 0);
 	if (rc == 0) {
 		c->in_engine = true;
 		x->in_engine++;
@@ -198,7 +292,7 @@ void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
 		waitq_remove(x, c);
 		if (rc < 0) {
 			unlink_call(x, c);
-			deliver_later(b, c, rc);
+			deliver_later(x, b, c, rc);
 		}
 	}
 }
@@ -223,8 +317,25 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 			call_free(c);
 		return;
 	}
-	c->ev = *ev;
-	deliver_later(b, c, 0);
+	c->ev_status = ev->status;
+	c->reply_len = ev->reply_len;
+	c->ev_nresults = ev->nresults;
+	for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++)
+		c->result_len[i] = ev->result_len[i];
+	c->msgp = ev->msgp;
+	deliver_later(x, b, c, 0);
+}
+
+static void fail_call_locked(struct rpc_xprt *x, struct rpc_call *c,
+			     int status, struct rpc_evbuf *b)
+{
+	if (c->in_waitq)
+		waitq_remove(x, c);
+	if (!c->in_engine)
+		unlink_call(x, c);
+	/* A record still in the engine stays linked: freed when the engine
+	 * completes it or is destroyed. */
+	deliver_later(x, b, c, status);
 }
 
 void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
@@ -238,14 +349,24 @@ void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
 			continue;
 		if (now && (!c->deadline || c->deadline > now))
 			continue;
-		if (c->in_waitq)
-			waitq_remove(x, c);
-		if (!c->in_engine)
-			unlink_call(x, c);
-		/* A record still in the engine stays linked: freed when the
-		 * engine completes it or is destroyed. */
-		deliver_later(b, c, status);
+		fail_call_locked(x, c, status, b);
 	}
+}
+
+void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
+				      int status, struct rpc_evbuf *b)
+{
+	if (!c->delivered)
+		fail_call_locked(x, c, status, b);
+}
+
+struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
+	struct rpc_xprt *x, const struct rpc_waiter *w)
+{
+	for (struct rpc_call *c = x->calls; c; c = c->next)
+		if (c->sync && !c->sync->queued && c->sync->w != w)
+			return c->sync->w;
+	return NULL;
 }
 
 void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x)
@@ -263,14 +384,13 @@ void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x)
 static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 {
 	struct rpcrdma_rpc_msg m;
-	const struct rpcrdma_engine_event *ev = &c->ev;
 
 	rep->xid = c->xid;
-	if (ev->status) {
-		rep->status = ev->status;
+	if (c->ev_status) {
+		rep->status = c->ev_status;
 		return;
 	}
-	int hl = rpcrdma_rpc_msg_decode(c->reply_buf, ev->reply_len, &m);
+	int hl = rpcrdma_rpc_msg_decode(c->reply_buf, c->reply_len, &m);
 	if (hl < 0 || m.mtype != RPCRDMA_RPC_REPLY || m.xid != c->xid) {
 		rep->status = RPCRDMA_ERR_RPC_BAD_REPLY;
 		return;
@@ -291,14 +411,14 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 	case RPCRDMA_RPC_SUCCESS:
 		rep->status = 0;
 		rep->data = c->reply_buf + hl;
-		rep->len = ev->reply_len - (size_t)hl;
-		rep->pad.align = ev->msgp.align;
-		rep->pad.thresh = ev->msgp.thresh;
-		rep->pad.base = (size_t)ev->msgp.offset + (size_t)hl;
+		rep->len = c->reply_len - (size_t)hl;
+		rep->pad.align = c->msgp.align;
+		rep->pad.thresh = c->msgp.thresh;
+		rep->pad.base = (size_t)c->msgp.offset + (size_t)hl;
 		rep->nddp = c->nresults;
-		for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++) {
+		for (unsigned i = 0; i < c->nresults; i++) {
 			rep->ddp[i] = c->results[i].base;
-			rep->ddp_len[i] = ev->result_len[i];
+			rep->ddp_len[i] = i < c->ev_nresults ? c->result_len[i] : 0;
 		}
 		rep->priv = c; /* the buffers are the caller's now */
 		break;
@@ -322,6 +442,25 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 	}
 }
 
+/* Tells a synchronous caller its outcome is in.  The record may be gone
+ * already; s (on the caller's stack) lives until finished is seen. */
+static void finish_sync(struct rpc_xprt *x, struct rpc_sync *s)
+{
+	struct rpc_waiter *w = s->w;
+	if (w == rpcrdma_rpc_waiter_self()) {
+		atomic_store(&s->finished, true);
+		return;
+	}
+	/* The store under the lock: the caller checks it under the lock
+	 * before it sleeps. */
+	pthread_mutex_lock(&x->lock);
+	atomic_store(&s->finished, true);
+	pthread_cond_signal(&w->cv);
+	if (x->driver == w)
+		rpcrdma_rpc_xprt_kick(x); /* it may sleep on the CQ fd */
+	pthread_mutex_unlock(&x->lock);
+}
+
 void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 {
 	struct rpc_call *c = b->done;
@@ -329,15 +468,18 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 	b->done = NULL;
 	while (c) {
 		struct rpc_call *n = c->dnext;
-		struct rpcrdma_reply rep;
+		struct rpcrdma_reply local;
+		struct rpc_sync *s = c->sync;
+		struct rpcrdma_reply *rep = s ? s->rep : &local;
 		rpcrdma_call_cb cb = c->cb;
 		void *arg = c->cb_arg;
 
-		memset(&rep, 0, sizeof(rep));
+		if (!s)
+			memset(rep, 0, sizeof(*rep));
 		if (c->held) {
 			/* The engine may complete the record at any moment
 			 * now: take what we need, then settle who frees. */
-			rep.status = c->status;
+			rep->status = c->status;
 			pthread_mutex_lock(&x->lock);
 			c->dpending = false;
 			bool free_now = c->engine_finished;
@@ -346,31 +488,71 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 				call_free(c);
 		} else {
 			if (c->status)
-				rep.status = c->status;
+				rep->status = c->status;
 			else
-				decode_reply(c, &rep);
+				decode_reply(c, rep);
 			/* Unless the reply owns the buffers now, nothing
 			 * in rep points into the record. */
-			if (rep.priv != c)
+			if (!rep->priv)
 				call_free(c);
 		}
-		cb(arg, &rep);
+		if (s)
+			finish_sync(x, s);
+		else
+			cb(arg, rep);
 		c = n;
 	}
 }
 
 /* ---------------------------------------------------------------------
- * Building a call
+ * Calls
  */
 static size_t round8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
 }
 
+/* The fixed part of every call header after the procedure number:
+ * credential and AUTH_NONE verifier (RFC 5531 §9).  NOMEM. */
+static int set_hdr_tail(struct rpcrdma_clnt *cl, uint32_t flavor,
+			const void *body, size_t len)
+{
+	struct hdr_tail *t = malloc(sizeof(*t));
+	if (!t)
+		return RPCRDMA_ERR_NOMEM;
+	uint8_t *p = t->bytes;
+	rpcrdma_be32_put(p, flavor);
+	rpcrdma_be32_put(p + 4, (uint32_t)len);
+	size_t o = 8;
+	if (len) {
+		memcpy(p + o, body, len);
+		size_t pad = (4 - (len & 3)) & 3;
+		memset(p + o + len, 0, pad);
+		o += len + pad;
+	}
+	rpcrdma_be32_put(p + o, RPCRDMA_AUTH_NONE);
+	rpcrdma_be32_put(p + o + 4, 0);
+	t->len = o + 8;
+	pthread_mutex_lock(&cl->cred_lock);
+	t->older = atomic_load(&cl->tail);
+	atomic_store(&cl->tail, t);
+	pthread_mutex_unlock(&cl->cred_lock);
+	return 0;
+}
+
+static void free_hdr_tails(struct rpcrdma_clnt *cl)
+{
+	struct hdr_tail *t = atomic_load(&cl->tail);
+	while (t) {
+		struct hdr_tail *o = t->older;
+		free(t);
+		t = o;
+	}
+}
+
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		      struct rpc_call **out)
 {
-	struct rpcrdma_rpc_msg m;
 	size_t args_len = 0, res_len = 0, reply_max;
 
 	if (!call || call->nargs > RPCRDMA_MAX_ARGS ||
@@ -388,6 +570,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	/* Without a stated maximum the reply must fit inline, so no Reply
 	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
 	 * unknown one may be anything up to max_msg. */
+	bool reply_inline = !call->reply_max;
 	if (call->reply_max == RPCRDMA_REPLY_ANY)
 		reply_max = cl->x->opts.max_msg & ~(size_t)7;
 	else if (call->reply_max)
@@ -395,49 +578,47 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	else
 		reply_max = cl->x->opts.inline_recv;
 
-	memset(&m, 0, sizeof(m));
-	m.mtype = RPCRDMA_RPC_CALL;
-	m.call.prog = cl->prog;
-	m.call.vers = cl->vers;
-	m.call.proc = call->proc;
-	m.call.verf = rpcrdma_auth_none();
-	uint8_t hdr[64 + RPCRDMA_AUTH_MAX_BODY];
-	pthread_mutex_lock(&cl->cred_lock);
-	m.call.cred.flavor = cl->cred_flavor;
-	m.call.cred.len = cl->cred_len;
-	m.call.cred.body = cl->cred_len ? cl->cred_body : NULL;
-	int hl = rpcrdma_rpc_msg_encode(&m, hdr, sizeof(hdr));
-	pthread_mutex_unlock(&cl->cred_lock);
-	if (hl < 0)
-		return hl;
-
+	/* RFC 5531 §9: xid, CALL, rpcvers 2, prog, vers, proc, then the
+	 * credential and verifier encoded at the last credential change. */
+	const struct hdr_tail *tail = atomic_load(&cl->tail);
+	size_t hl = 24 + tail->len;
 	/* A reply that may need a Reply chunk lands in the connection's
 	 * reply region when it is free: no registration for this call
 	 * (reply_region.c). */
 	uint8_t *region = reply_max > cl->x->opts.inline_recv
 		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
-	size_t total = round8((size_t)hl) + args_len +
-		       (region ? 0 : reply_max) + res_len;
-	/* Only the record is zeroed: the reply and Write chunk areas (up to
-	 * megabytes) are written by the peer and read only up to the
-	 * lengths the engine reports, and they are exposed for remote write
-	 * only, never for remote read. */
-	struct rpc_call *c = malloc(sizeof(*c) + total);
+	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
+		       res_len;
+	/* Only the bookkeeping is initialised: the reply and Write chunk
+	 * areas (up to megabytes) are written by the peer and read only up
+	 * to the lengths the engine reports, and they are exposed for
+	 * remote write only, never for remote read. */
+	struct rpc_call *c = call_alloc(total);
 	if (!c) {
 		if (region)
 			rpcrdma_rpc_region_put(cl->x->rr);
 		return RPCRDMA_ERR_NOMEM;
 	}
-	memset(c, 0, sizeof(*c));
 	c->region = region ? cl->x->rr : NULL;
+	c->in_engine = c->in_waitq = c->delivered = false;
+	c->held = c->dpending = c->engine_finished = false;
+	c->status = 0;
+	c->sync = NULL;
+	c->cb = NULL;
+	c->xid = 0;
 	uint8_t *p = c->mem;
-	memcpy(p, hdr, (size_t)hl);
+	rpcrdma_be32_put(p, 0); /* the engine writes the XID */
+	rpcrdma_be32_put(p + 4, RPCRDMA_RPC_CALL);
+	rpcrdma_be32_put(p + 8, RPCRDMA_RPC_VERS);
+	rpcrdma_be32_put(p + 12, cl->prog);
+	rpcrdma_be32_put(p + 16, cl->vers);
+	rpcrdma_be32_put(p + 20, call->proc);
+	memcpy(p + 24, tail->bytes, tail->len);
 	/* Consecutive non-DDP pieces are copied back to back into one
 	 * piece; each DDP item gets a piece of its own. */
 	struct rpcrdma_iov *cur = &c->iov[0];
-	*cur = (struct rpcrdma_iov){p, (size_t)hl, false};
+	*cur = (struct rpcrdma_iov){p, hl, false};
 	c->niov = 1;
-	p += round8((size_t)hl);
 	uint8_t *run_end = c->mem + hl;
 	for (unsigned i = 0; i < call->nargs; i++) {
 		const struct rpcrdma_iov *a = &call->args[i];
@@ -470,6 +651,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	p = c->mem + round8((size_t)(run_end - c->mem));
 	c->reply_buf = region ? region : p;
 	c->reply_max = reply_max;
+	c->reply_inline = reply_inline;
 	if (!region)
 		p += reply_max;
 	c->nresults = call->nddp_results;
@@ -486,30 +668,24 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	return 0;
 }
 
-static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
-		      rpcrdma_call_cb cb, void *arg)
+/* Starts call c on x.  Returns 0 with x->lock held (s, for a synchronous
+ * call, is then linked to it), or an error with the lock dropped and c
+ * freed. */
+static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
+			struct rpc_evbuf *b)
 {
-	struct rpc_xprt *x = cl->x;
-	struct rpc_call *c;
-	struct rpc_evbuf b = {.n = 0};
-	int rc = build_call(cl, call, &c);
-
-	if (rc < 0)
-		return rc;
-	c->cb = cb;
-	c->cb_arg = arg;
 	pthread_mutex_lock(&x->lock);
 	if (x->refused || ((x->dead || !x->connected) && !x->reconnecting)) {
 		/* A refused version is the reason, whether or not the
 		 * disconnect it caused has happened yet. */
-		rc = x->refused ? x->refused : RPCRDMA_ERR_DISCONNECTED;
+		int rc = x->refused ? x->refused : RPCRDMA_ERR_DISCONNECTED;
 		pthread_mutex_unlock(&x->lock);
 		call_free(c);
 		return rc;
 	}
 	link_call(x, c);
 	/* FIFO: nobody overtakes calls already waiting for a slot. */
-	rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
+	int rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
 	if (rc == RPCRDMA_ERR_AGAIN) {
 		c->in_waitq = true;
 		if (x->waitq_tail)
@@ -517,6 +693,7 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		else
 			x->waitq_head = c;
 		x->waitq_tail = c;
+		c->wnext = NULL;
 		rc = 0;
 	} else if (rc < 0) {
 		unlink_call(x, c);
@@ -524,72 +701,75 @@ static int start_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		call_free(c);
 		return rc;
 	}
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	if (c->sync)
+		x->sync_out++;
+	rpcrdma_rpc_xprt_pump_locked(x, b);
+	return 0;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
+					   const struct rpcrdma_call *call,
+					   rpcrdma_call_cb cb, void *arg)
+{
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_call *c;
+
+	if (!cl || !cb)
+		return RPCRDMA_ERR_INVAL;
+	int rc = build_call(cl, call, &c);
+	if (rc < 0)
+		return rc;
+	c->cb = cb;
+	c->cb_arg = arg;
+	struct rpc_xprt *x = cl->x;
+	rc = start_locked(x, c, &b);
+	if (rc < 0)
+		return rc;
+	/* Nobody waits for this one: the loop watches for its reply. */
+	rpcrdma_rpc_xprt_need_attention_locked(x);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
-					   const struct rpcrdma_call *call,
-					   rpcrdma_call_cb cb, void *arg)
-{
-	if (!c || !cb)
-		return RPCRDMA_ERR_INVAL;
-	return start_call(c, call, cb, arg);
-}
-
-struct sync_wait {
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	bool done;
-	struct rpcrdma_reply *rep;
-};
-
-static void sync_cb(void *arg, struct rpcrdma_reply *rep)
-{
-	struct sync_wait *w = arg;
-
-	pthread_mutex_lock(&w->m);
-	*w->rep = *rep;
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->m);
-}
-
-RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *c,
+RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 				     const struct rpcrdma_call *call,
 				     struct rpcrdma_reply *rep)
 {
-	struct sync_wait w;
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_call *c;
 
 	if (!rep)
 		return RPCRDMA_ERR_INVAL;
 	memset(rep, 0, sizeof(*rep));
-	if (!c) {
+	if (!cl) {
 		rep->status = RPCRDMA_ERR_INVAL;
 		return rep->status;
 	}
-	struct rpc_loop *l = c->x ? c->x->loop : NULL;
-	if (l && l->started && pthread_equal(pthread_self(), l->thread)) {
-		/* Waiting here would stop the loop that brings the reply. */
-		rep->status = RPCRDMA_ERR_BUSY;
+	struct rpc_sync s = {.rep = rep, .w = rpcrdma_rpc_waiter_self()};
+	if (!s.w) {
+		rep->status = RPCRDMA_ERR_NOMEM;
 		return rep->status;
 	}
-	pthread_mutex_init(&w.m, NULL);
-	pthread_cond_init(&w.cv, NULL);
-	w.done = false;
-	w.rep = rep;
-	int rc = start_call(c, call, sync_cb, &w);
+	int rc = build_call(cl, call, &c);
 	if (rc < 0) {
 		rep->status = rc;
-	} else {
-		pthread_mutex_lock(&w.m);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.m);
-		pthread_mutex_unlock(&w.m);
+		return rc;
 	}
-	pthread_cond_destroy(&w.cv);
-	pthread_mutex_destroy(&w.m);
+	c->sync = &s;
+	s.deadline = c->deadline;
+	struct rpc_xprt *x = cl->x;
+	rc = start_locked(x, c, &b);
+	if (rc < 0) {
+		rep->status = rc;
+		return rc;
+	}
+	if (!rpc_evbuf_empty(&b)) {
+		pthread_mutex_unlock(&x->lock);
+		rpcrdma_rpc_xprt_deliver(x, &b);
+		pthread_mutex_lock(&x->lock);
+	}
+	rpcrdma_rpc_xprt_wait_call(x, c, &s);
+	pthread_mutex_unlock(&x->lock);
 	return rep->status;
 }
 
@@ -597,7 +777,8 @@ RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
 {
 	if (!rep)
 		return;
-	call_free(rep->priv);
+	if (rep->priv)
+		call_free(rep->priv);
 	rep->priv = NULL;
 	rep->data = NULL;
 	rep->len = 0;
@@ -647,13 +828,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c,
 {
 	if (!c || len > RPCRDMA_AUTH_MAX_BODY || (len && !body))
 		return RPCRDMA_ERR_INVAL;
-	pthread_mutex_lock(&c->cred_lock);
-	c->cred_flavor = flavor;
-	c->cred_len = (uint32_t)len;
-	if (len)
-		memcpy(c->cred_body, body, len);
-	pthread_mutex_unlock(&c->cred_lock);
-	return 0;
+	return set_hdr_tail(c, flavor, body, len);
 }
 
 /* ---------------------------------------------------------------------
@@ -694,9 +869,13 @@ static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
 		return NULL;
 	c->prog = prog;
 	c->vers = vers;
-	c->cred_flavor = RPCRDMA_AUTH_NONE;
 	pthread_mutex_init(&c->cred_lock, NULL);
 	c->loop.wakefd = -1;
+	if (set_hdr_tail(c, RPCRDMA_AUTH_NONE, NULL, 0) < 0) {
+		pthread_mutex_destroy(&c->cred_lock);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -787,6 +966,9 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 		goto fail;
 	c->x->loop = &c->loop;
 	c->loop.xprts = c->x;
+	rc = rpcrdma_rpc_loop_add(&c->loop, c->x);
+	if (rc < 0)
+		goto fail;
 	rc = rpcrdma_rpc_xprt_established(c->x, ev.pdata_len ? ev.pdata : NULL,
 					  ev.pdata_len, ord);
 	if (rc < 0)
@@ -812,6 +994,7 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 	pthread_mutex_lock(&x->lock);
 	if (x->dead) {
 		pthread_mutex_unlock(&x->lock);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return RPCRDMA_ERR_DISCONNECTED;
@@ -825,7 +1008,7 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 
 RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 {
-	struct rpc_evbuf b = {.n = 0};
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
 	if (!c)
 		return;
@@ -839,6 +1022,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (!c->owns_xprt) {
 		if (x)
 			rpcrdma_rpc_xprt_put(x);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return;
@@ -849,6 +1033,13 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		pthread_mutex_unlock(&x->lock);
 	}
 	rpcrdma_rpc_loop_stop(&c->loop);
+	if (x) {
+		/* Callers woken by the cancellation above leave; nothing may
+		 * still poll the CQ or sleep on it when it goes. */
+		pthread_mutex_lock(&x->lock);
+		rpcrdma_rpc_xprt_quiesce_locked(x);
+		pthread_mutex_unlock(&x->lock);
+	}
 	if (x && x->connected && !x->dead) {
 		/* Orderly close: wait (briefly) for DISCONNECTED so the peer
 		 * sees the end before the QP goes. */
@@ -872,6 +1063,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (c->loop.wakefd >= 0)
 		rpcrdma_rpc_loop_fini(&c->loop);
 	rpcrdma_rpc_dev_close(&c->rd);
+	free_hdr_tails(c);
 	pthread_mutex_destroy(&c->cred_lock);
 	free(c);
 }
@@ -885,6 +1077,8 @@ static struct rpc_disp *clnt_disp(struct rpcrdma_clnt *c)
 	if (!x->disp)
 		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
 	struct rpc_disp *d = x->disp;
+	/* Calls may come at any time now: the loop watches for them. */
+	rpcrdma_rpc_xprt_need_attention_locked(x);
 	pthread_mutex_unlock(&x->lock);
 	return d;
 }

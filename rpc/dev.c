@@ -16,6 +16,9 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 	memset(&p, 0, sizeof(p));
 	p.device = o->device;
 	p.connect_timeout_ms = o->connect_timeout_ms;
+	/* Every CQ of ours is attended whenever work may be pending (the
+	 * caller driving it, the loop, svc_run(): progress.c). */
+	p.manual_progress = true;
 	rc = rd->ops->open(&p, &rd->dev);
 	if (rc < 0)
 		return rc;

@@ -1,9 +1,14 @@
 /*
  * Incoming calls (RFC 5531 §9 reply side): decode the call header, check
- * the credential, find the handler, run it on a worker, send the reply.
- * Used by the server for forward calls and by a client for reverse
- * direction calls (RFC 8167): every connection is both Requester and
- * Responder.
+ * the credential, find the handler, run it, send the reply.  Used by the
+ * server for forward calls and by a client for reverse direction calls
+ * (RFC 8167): every connection is both Requester and Responder.
+ *
+ * Where handlers run: on the thread that took the call from the
+ * connection (the loop, a synchronous caller driving the connection, or
+ * svc_run() for a libtirpc server), as libtirpc runs its handlers, unless
+ * the server was given a worker pool (opts.workers); a handler that blocks
+ * then holds up only its worker.
  *
  * Answers given without a handler (RFC 5531 §9):
  *   rpcvers != 2                  MSG_DENIED RPC_MISMATCH (2, 2)
@@ -14,7 +19,8 @@
  *   NULL procedure (proc 0)       SUCCESS, no results
  *   procedure not registered      PROC_UNAVAIL
  *   header undecodable            GARBAGE_ARGS
- * A request holds a reference on its connection until its reply is sent
+ * A request (one per Responder slot of its connection, made with it)
+ * holds a reference on its connection until its reply is sent
  * (REPLY_SENT) or could not be (submit_reply failed): the engine keeps the
  * call's bytes valid until then, so handlers read them in place.
  */
@@ -26,19 +32,19 @@
 #include "wire/auth.h"
 #include "wire/rpc_msg.h"
 
-struct rpc_reg {
-	uint32_t prog, vers, proc;
-	rpcrdma_svc_handler h;
-	void *arg;
-	unsigned flags;
+/* Registrations: a table replaced whole on each registration (rare), so
+ * finding a handler takes no lock; old tables live until destroy. */
+struct reg_table {
+	struct reg_table *older;
+	size_t n;
+	struct rpc_reg r[];
 };
 
 struct rpc_disp {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
-	struct rpc_reg *regs;
-	size_t nregs, cap;
-	struct rpcrdma_svc_req *qhead, *qtail;
+	_Atomic(struct reg_table *) table;
+	struct rpcrdma_svc_req *qhead, *qtail; /* for the workers */
 	pthread_t *thr;
 	unsigned nthr;
 	bool stop;
@@ -47,26 +53,6 @@ struct rpc_disp {
 struct req_block {
 	struct req_block *next;
 	max_align_t data[];
-};
-
-struct rpcrdma_svc_req {
-	struct rpc_xprt *x;
-	struct rpcrdma_svc_req *next;
-	struct rpc_reg reg;
-	uint32_t call_id, xid;
-	uint32_t prog, vers, proc;
-	const uint8_t *args;
-	size_t args_len;
-	struct rpcrdma_padding pad;
-	struct rpcrdma_cred cred;
-	struct rpcrdma_opaque_auth raw_cred; /* body points into the call */
-	bool raw;          /* the handler gave the whole reply message */
-	unsigned nwc;
-	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
-	struct req_block *blocks;
-	uint8_t hdr[64];
-	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
-	unsigned niov;
 };
 
 /* ---------------------------------------------------------------------
@@ -81,8 +67,9 @@ struct rpc_disp *rpcrdma_rpc_disp_create(unsigned workers)
 		return NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cv, NULL);
+	atomic_init(&d->table, NULL);
 	if (!workers)
-		workers = 1;
+		return d;
 	d->thr = calloc(workers, sizeof(*d->thr));
 	if (!d->thr) {
 		rpcrdma_rpc_disp_destroy(d);
@@ -111,7 +98,12 @@ void rpcrdma_rpc_disp_destroy(struct rpc_disp *d)
 	for (unsigned i = 0; i < d->nthr; i++)
 		pthread_join(d->thr[i], NULL);
 	free(d->thr);
-	free(d->regs);
+	struct reg_table *t = atomic_load(&d->table);
+	while (t) {
+		struct reg_table *o = t->older;
+		free(t);
+		t = o;
+	}
 	pthread_cond_destroy(&d->cv);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -121,48 +113,70 @@ int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 			      uint32_t proc, rpcrdma_svc_handler h, void *arg,
 			      unsigned flags)
 {
+	const unsigned any = RPCRDMA_RPC_REG_ANY_PROC | RPCRDMA_RPC_REG_ANY_PROG;
 	if (!d || !h)
 		return RPCRDMA_ERR_INVAL;
 	pthread_mutex_lock(&d->lock);
-	for (size_t i = 0; i < d->nregs; i++)
-		if (d->regs[i].prog == prog && d->regs[i].vers == vers &&
-		    d->regs[i].proc == proc &&
-		    (d->regs[i].flags & (RPCRDMA_RPC_REG_ANY_PROC |
-					 RPCRDMA_RPC_REG_ANY_PROG)) ==
-			    (flags & (RPCRDMA_RPC_REG_ANY_PROC |
-				      RPCRDMA_RPC_REG_ANY_PROG))) {
+	struct reg_table *t = atomic_load(&d->table);
+	size_t n = t ? t->n : 0;
+	for (size_t i = 0; i < n; i++)
+		if (t->r[i].prog == prog && t->r[i].vers == vers &&
+		    t->r[i].proc == proc &&
+		    (t->r[i].flags & any) == (flags & any)) {
 			pthread_mutex_unlock(&d->lock);
 			return RPCRDMA_ERR_BUSY;
 		}
-	if (d->nregs == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct rpc_reg *r = realloc(d->regs, cap * sizeof(*r));
-		if (!r) {
-			pthread_mutex_unlock(&d->lock);
-			return RPCRDMA_ERR_NOMEM;
-		}
-		d->regs = r;
-		d->cap = cap;
+	struct reg_table *nt = malloc(sizeof(*nt) + (n + 1) * sizeof(nt->r[0]));
+	if (!nt) {
+		pthread_mutex_unlock(&d->lock);
+		return RPCRDMA_ERR_NOMEM;
 	}
-	d->regs[d->nregs++] = (struct rpc_reg){prog, vers, proc, h, arg, flags};
+	nt->older = t;
+	nt->n = n + 1;
+	if (n)
+		memcpy(nt->r, t->r, n * sizeof(nt->r[0]));
+	nt->r[n] = (struct rpc_reg){prog, vers, proc, h, arg, flags};
+	atomic_store(&d->table, nt);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
+}
+
+struct rpcrdma_svc_req *rpcrdma_rpc_reqs_create(uint32_t n)
+{
+	struct rpcrdma_svc_req *r = calloc(n ? n : 1, sizeof(*r));
+	for (uint32_t i = 0; r && i < n; i++)
+		r[i].call_id = i;
+	return r;
 }
 
 /* ---------------------------------------------------------------------
  * Replies
  */
-static void req_free(struct rpcrdma_svc_req *r)
+void rpcrdma_rpc_blocks_free(struct req_block *b)
 {
-	struct req_block *b = r->blocks;
 	while (b) {
 		struct req_block *n = b->next;
 		free(b);
 		b = n;
 	}
+}
+
+/* With x->lock held: the request is over (its reply sent, or it never
+ * will be); its memory goes to b->to_free. */
+static void req_release_locked(struct rpcrdma_svc_req *r, struct rpc_evbuf *b)
+{
 	struct rpc_xprt *x = r->x;
-	free(r);
-	rpcrdma_rpc_xprt_put(x);
+	if (r->blocks) {
+		struct req_block *last = r->blocks;
+		while (last->next)
+			last = last->next;
+		last->next = b->to_free;
+		b->to_free = r->blocks;
+		r->blocks = NULL;
+	}
+	r->x = NULL;
+	if (--x->refs == 0 && x->dead && x->loop)
+		rpcrdma_rpc_loop_wake(x->loop); /* it may be reaped now */
 }
 
 static size_t encode_accepted_to(uint8_t *buf, size_t cap, uint32_t xid,
@@ -181,11 +195,22 @@ static size_t encode_accepted_to(uint8_t *buf, size_t cap, uint32_t xid,
 	return hl > 0 ? (size_t)hl : 0;
 }
 
+/* An accepted reply header with an AUTH_NONE verifier: six words, or
+ * eight for PROG_MISMATCH (RFC 5531 §9), written directly. */
 static size_t encode_accepted(struct rpcrdma_svc_req *r, uint32_t stat,
 			      uint32_t low, uint32_t high)
 {
-	return encode_accepted_to(r->hdr, sizeof(r->hdr), r->xid, stat, low,
-				  high);
+	if (stat == RPCRDMA_RPC_PROG_MISMATCH)
+		return encode_accepted_to(r->hdr, sizeof(r->hdr), r->xid, stat,
+					  low, high);
+	uint8_t *p = r->hdr;
+	rpcrdma_be32_put(p, r->xid);
+	rpcrdma_be32_put(p + 4, RPCRDMA_RPC_REPLY);
+	rpcrdma_be32_put(p + 8, RPCRDMA_RPC_MSG_ACCEPTED);
+	rpcrdma_be32_put(p + 12, RPCRDMA_AUTH_NONE);
+	rpcrdma_be32_put(p + 16, 0);
+	rpcrdma_be32_put(p + 20, stat);
+	return 24;
 }
 
 static size_t encode_denied(struct rpcrdma_svc_req *r, uint32_t stat,
@@ -208,11 +233,8 @@ static size_t encode_denied(struct rpcrdma_svc_req *r, uint32_t stat,
 static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 {
 	struct rpc_xprt *x = r->x;
-	struct rpc_evbuf b = {.n = 0};
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
-	/* r (and the reference it holds) may be freed by another thread
-	 * once the reply is submitted; keep x alive until we are done. */
-	rpcrdma_rpc_xprt_get(x);
 	if (!r->raw) {
 		r->iov[0] = (struct rpcrdma_iov){r->hdr, hlen, false};
 		if (!r->niov)
@@ -220,8 +242,7 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 	}
 	struct rpcrdma_reply_req rr = {r->iov, r->niov, r};
 	pthread_mutex_lock(&x->lock);
-	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
-					     rpcrdma_rpc_now_ms());
+	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
 	if (rc == RPCRDMA_ERR_INVAL) {
 		/* A bad results description from the handler: the call
 		 * still gets an answer, SYSTEM_ERR, instead of none. */
@@ -229,14 +250,26 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 		r->iov[0] = (struct rpcrdma_iov){r->hdr, 0, false};
 		r->iov[0].len = encode_accepted(r, RPCRDMA_RPC_SYSTEM_ERR, 0, 0);
 		rr.nmsg = 1;
-		rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr,
-						 rpcrdma_rpc_now_ms());
+		rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
 	}
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 	if (rc < 0)
-		req_free(r); /* no REPLY_SENT will come */
-	rpcrdma_rpc_xprt_put(x);
+		req_release_locked(r, &b); /* no REPLY_SENT will come */
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	/* Once the lock is dropped another thread may see the reply sent,
+	 * drop the request's reference and reap x: delivering calls or
+	 * requests of x needs a reference of our own meanwhile. */
+	bool guard = b.done || b.in_head;
+	if (!guard) {
+		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+		return;
+	}
+	x->refs++;
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	pthread_mutex_lock(&x->lock);
+	bool wake = --x->refs == 0 && x->dead && x->loop;
+	pthread_mutex_unlock(&x->lock);
+	if (wake)
+		rpcrdma_rpc_loop_wake(x->loop);
 }
 
 static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
@@ -248,7 +281,7 @@ static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
 }
 
 /* ---------------------------------------------------------------------
- * Workers
+ * Handlers
  */
 /* The procedure's Upper-Layer Binding allows no DDP (RFC 8166 §6): every
  * result goes in the Payload stream, so a data item the handler marked
@@ -275,10 +308,9 @@ static bool inline_all(struct rpcrdma_svc_req *r)
 	return true;
 }
 
-static void run_handler(struct rpcrdma_svc_req *r)
+/* What follows a handler's return (or a deferred request's answer). */
+static void handler_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st)
 {
-	enum rpcrdma_svc_stat st = r->reg.h(r, r->reg.arg);
-
 	if (st == RPCRDMA_SVC_GARBAGE_ARGS) {
 		answer(r, RPCRDMA_RPC_GARBAGE_ARGS, 0, 0);
 		return;
@@ -304,6 +336,19 @@ static void run_handler(struct rpcrdma_svc_req *r)
 		return;
 	}
 	req_finish(r, encode_accepted(r, RPCRDMA_RPC_SUCCESS, 0, 0));
+}
+
+void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st)
+{
+	handler_done(r, st);
+}
+
+static void run_handler(struct rpcrdma_svc_req *r)
+{
+	enum rpcrdma_svc_stat st = r->reg.h(r, r->reg.arg);
+	if (r->reg.flags & RPCRDMA_RPC_REG_DEFER)
+		return; /* answered later, rpcrdma_rpc_req_done() */
+	handler_done(r, st);
 }
 
 static void *worker_main(void *arg)
@@ -336,7 +381,9 @@ static int decode_cred(const struct rpcrdma_opaque_auth *a,
 {
 	struct rpcrdma_authsys_parms p;
 
-	memset(c, 0, sizeof(*c));
+	c->flavor = RPCRDMA_CRED_AUTH_NONE;
+	c->stamp = c->uid = c->gid = c->ngids = 0;
+	c->machinename[0] = 0;
 	if (a->flavor == RPCRDMA_AUTH_NONE)
 		return 0;
 	if (a->flavor != RPCRDMA_AUTH_SYS)
@@ -354,49 +401,58 @@ static int decode_cred(const struct rpcrdma_opaque_auth *a,
 	return 0;
 }
 
-void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
-			       const struct rpcrdma_engine_event *ev)
+void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b)
 {
-	struct rpcrdma_rpc_msg m;
-	struct rpcrdma_svc_req *r = calloc(1, sizeof(*r));
-
-	pthread_mutex_lock(&x->lock);
-	struct rpc_disp *d = x->disp;
-	if (!r) {
-		/* Out of memory: answer SYSTEM_ERR (RFC 5531 §9) from the
-		 * header set aside for this slot, so that the call ends now
-		 * and its slot and credit come back, instead of leaving the
-		 * Requester to time out.  The engine reads the header until
-		 * REPLY_SENT, which carries no request to free. */
-		rpcrdma_rpc_trace("conn %p: no memory for call %#x", (void *)x,
-				  ev->xid);
-		if (ev->call_id >= x->oom_slots) {
-			pthread_mutex_unlock(&x->lock);
-			return;
-		}
-		uint8_t *h = x->oom_reply[ev->call_id];
-		struct rpcrdma_iov iov = {
-			h, encode_accepted_to(h, RPCRDMA_RPC_OOM_REPLY_LEN,
-					      ev->xid, RPCRDMA_RPC_SYSTEM_ERR,
-					      0, 0), false};
-		struct rpcrdma_reply_req rr = {&iov, 1, NULL};
-		struct rpc_evbuf b = {.n = 0};
-		rpcrdma_engine_submit_reply(x->e, ev->call_id, &rr,
-					    rpcrdma_rpc_now_ms());
-		rpcrdma_rpc_xprt_pump_locked(x, &b);
-		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	if (ev->call_id >= x->nreqs || x->reqs[ev->call_id].x) {
+		/* The engine hands out call_ids below call_slots, and a slot
+		 * comes back only after REPLY_SENT; never seen. */
+		rpcrdma_rpc_trace("conn %p: call %#x on busy slot %u", (void *)x,
+				  ev->xid, ev->call_id);
 		return;
 	}
-	x->refs++;
-	pthread_mutex_unlock(&x->lock);
+	struct rpcrdma_svc_req *r = &x->reqs[ev->call_id];
 	r->x = x;
-	r->call_id = ev->call_id;
+	r->next = NULL;
 	r->xid = ev->xid;
+	r->call = ev->call;
+	r->call_len = ev->call_len;
+	r->pad.align = ev->msgp.align;
+	r->pad.thresh = ev->msgp.thresh;
+	r->pad.base = ev->msgp.offset;
 	r->nwc = ev->write_chunks;
 	for (unsigned i = 0; i < r->nwc && i < RPCRDMA_MAX_WRITE_CHUNKS; i++)
 		r->wc_len[i] = ev->write_chunk_len[i];
+	r->blocks = NULL;
+	r->small_used = 0;
+	r->niov = 0;
+	r->raw = false;
+	x->refs++;
+	if (b->in_tail)
+		b->in_tail->next = r;
+	else
+		b->in_head = r;
+	b->in_tail = r;
+}
 
-	int hl = rpcrdma_rpc_msg_decode(ev->call, ev->call_len, &m);
+void rpcrdma_rpc_disp_reply_sent_locked(struct rpc_xprt *x,
+					const struct rpcrdma_engine_event *ev,
+					struct rpc_evbuf *b)
+{
+	(void)x;
+	struct rpcrdma_svc_req *r = ev->user;
+	if (r && r->x)
+		req_release_locked(r, b);
+}
+
+/* Decodes one call and answers it or hands it to its handler. */
+static void incoming(struct rpc_xprt *x, struct rpcrdma_svc_req *r)
+{
+	struct rpcrdma_rpc_msg m;
+	struct rpc_disp *d = x->disp;
+
+	int hl = rpcrdma_rpc_msg_decode(r->call, r->call_len, &m);
 	if (hl == RPCRDMA_ERR_BAD_RPCVERS) {
 		r->niov = 1;
 		req_finish(r, encode_denied(r, RPCRDMA_RPC_RPC_MISMATCH, 0));
@@ -409,14 +465,9 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 	r->prog = m.call.prog;
 	r->vers = m.call.vers;
 	r->proc = m.call.proc;
-	rpcrdma_rpc_trace("conn %p: call %#x for %u/%u/%u, cred flavor %u",
-			  (void *)x, r->xid, r->prog, r->vers, r->proc,
-			  m.call.cred.flavor);
-	r->args = (const uint8_t *)ev->call + hl;
-	r->args_len = ev->call_len - (size_t)hl;
-	r->pad.align = ev->msgp.align;
-	r->pad.thresh = ev->msgp.thresh;
-	r->pad.base = (size_t)ev->msgp.offset + (size_t)hl;
+	r->args = r->call + hl;
+	r->args_len = r->call_len - (size_t)hl;
+	r->pad.base += (size_t)hl;
 	r->raw_cred = m.call.cred;
 	int as = decode_cred(&m.call.cred, &r->cred);
 	if (as) {
@@ -428,33 +479,29 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 
 	bool prog_seen = false, vers_seen = false, found = false;
 	uint32_t lo = UINT32_MAX, hi = 0;
-	if (d) {
-		pthread_mutex_lock(&d->lock);
-		for (size_t i = 0; i < d->nregs; i++) {
-			const struct rpc_reg *g = &d->regs[i];
-			if (g->flags & RPCRDMA_RPC_REG_ANY_PROG) {
-				/* Takes every call; the handler answers
-				 * PROG_UNAVAIL etc. itself (libtirpc's
-				 * svc_run does, for svc_rdma_create). */
-				prog_seen = vers_seen = found = true;
-				r->reg = *g;
-				break;
-			}
-			if (g->prog != r->prog)
-				continue;
-			prog_seen = true;
-			lo = g->vers < lo ? g->vers : lo;
-			hi = g->vers > hi ? g->vers : hi;
-			if (g->vers != r->vers)
-				continue;
-			vers_seen = true;
-			if (g->proc == r->proc ||
-			    (g->flags & RPCRDMA_RPC_REG_ANY_PROC)) {
-				r->reg = *g;
-				found = true;
-			}
+	struct reg_table *t = d ? atomic_load(&d->table) : NULL;
+	for (size_t i = 0; t && i < t->n; i++) {
+		const struct rpc_reg *g = &t->r[i];
+		if (g->flags & RPCRDMA_RPC_REG_ANY_PROG) {
+			/* Takes every call; the handler answers PROG_UNAVAIL
+			 * etc. itself (libtirpc's svc_run does, for
+			 * svc_rdma_create). */
+			prog_seen = vers_seen = found = true;
+			r->reg = *g;
+			break;
 		}
-		pthread_mutex_unlock(&d->lock);
+		if (g->prog != r->prog)
+			continue;
+		prog_seen = true;
+		lo = g->vers < lo ? g->vers : lo;
+		hi = g->vers > hi ? g->vers : hi;
+		if (g->vers != r->vers)
+			continue;
+		vers_seen = true;
+		if (g->proc == r->proc || (g->flags & RPCRDMA_RPC_REG_ANY_PROC)) {
+			r->reg = *g;
+			found = true;
+		}
 	}
 	if (!prog_seen) {
 		answer(r, RPCRDMA_RPC_PROG_UNAVAIL, 0, 0);
@@ -471,7 +518,12 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 				       : RPCRDMA_RPC_PROC_UNAVAIL, 0, 0);
 		return;
 	}
+	if (!d->nthr || (r->reg.flags & RPCRDMA_RPC_REG_DEFER)) {
+		run_handler(r); /* right here, on the thread that took it */
+		return;
+	}
 	pthread_mutex_lock(&d->lock);
+	r->next = NULL;
 	if (d->qtail)
 		d->qtail->next = r;
 	else
@@ -481,12 +533,16 @@ void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
 	pthread_mutex_unlock(&d->lock);
 }
 
-void rpcrdma_rpc_disp_reply_sent(struct rpc_xprt *x,
-				 const struct rpcrdma_engine_event *ev)
+void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 {
-	(void)x;
-	if (ev->user)
-		req_free(ev->user);
+	struct rpcrdma_svc_req *r = b->in_head;
+	b->in_head = b->in_tail = NULL;
+	while (r) {
+		/* A handler may reuse r->next (the worker queue). */
+		struct rpcrdma_svc_req *n = r->next;
+		incoming(x, r);
+		r = n;
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -538,6 +594,13 @@ RPCRDMA_EXPORT unsigned rpcrdma_svc_req_write_chunks(
 RPCRDMA_EXPORT void *rpcrdma_svc_req_alloc(struct rpcrdma_svc_req *r,
 					   size_t len)
 {
+	/* Small pieces (a result header) from the request itself. */
+	size_t a = len ? (len + 15) & ~(size_t)15 : 16;
+	if (a >= len && a <= sizeof(r->small) - r->small_used) {
+		void *p = r->small + r->small_used;
+		r->small_used += a;
+		return p;
+	}
 	struct req_block *b = malloc(sizeof(*b) + (len ? len : 1));
 	if (!b)
 		return NULL;

@@ -1,15 +1,22 @@
 /*
- * The event loop: one thread per client or server, sleeping in poll() on a
- * wake-up eventfd, the CM channel fd and every connection's CQ fd.  Each
- * round it hands CM events to its owner, services every connection (CQ
- * drained with arm/drain/ack, disconnect requests, call time-outs) and lets
- * the owner reap dead connections.  A bounded poll() time-out drives call
- * time-outs without a timer structure.
+ * The event loop: one thread per client or server, sleeping in epoll_wait
+ * on a wake-up eventfd, the CM channel fd and the CQ fd of every
+ * connection it watches (progress.c says which and when).  A readable CQ
+ * fd sends its connection to rpcrdma_rpc_xprt_attend(); every 20 ms a
+ * tick drives call time-outs, the engines' ticks and the owner's reaping.
+ *
+ * The CQ fds are registered level-triggered with their connection as
+ * data: a connection stays armed while the loop is the one to notice its
+ * arrivals, and a synchronous caller driving it disarms it with one
+ * epoll_ctl from its own thread, without waking the loop.  A libtirpc
+ * server (rpcrdma_rpc_loop_external) keeps the CQ fds in a second set
+ * that svc_run() polls, so the thread that reads a call is svc_run's.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,19 +25,68 @@
 
 #define LOOP_TICK_MS 20 /* time-out granularity */
 
+/* epoll data of the fds that are not connections. */
+static char tag_wake, tag_cm, tag_kick;
+
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
 			  void (*on_round)(void *), void *owner)
 {
 	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->attend_lock, NULL);
+	l->kickfd = -1;
+	l->cq_epfd = -1;
 	l->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (l->wakefd < 0)
-		return RPCRDMA_ERR_SYSTEM;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->wakefd < 0 || l->epfd < 0)
+		goto fail;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_wake};
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) != 0)
+		goto fail;
+	ev.data.ptr = &tag_cm;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, rd->ch->fd, &ev) != 0)
+		goto fail;
+	l->cq_epfd = l->epfd;
 	l->rd = rd;
 	l->on_cm = on_cm;
 	l->on_round = on_round;
 	l->owner = owner;
 	return 0;
+fail:
+	if (l->wakefd >= 0)
+		close(l->wakefd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	l->wakefd = l->epfd = l->cq_epfd = -1;
+	return RPCRDMA_ERR_SYSTEM;
+}
+
+int rpcrdma_rpc_loop_external(struct rpc_loop *l)
+{
+	if (l->cq_epfd != l->epfd)
+		return l->cq_epfd;
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+	int k = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_kick};
+	if (fd < 0 || k < 0 || epoll_ctl(fd, EPOLL_CTL_ADD, k, &ev) != 0) {
+		if (fd >= 0)
+			close(fd);
+		if (k >= 0)
+			close(k);
+		return RPCRDMA_ERR_SYSTEM;
+	}
+	l->cq_epfd = fd;
+	l->kickfd = k;
+	return fd;
+}
+
+void rpcrdma_rpc_loop_kick(struct rpc_loop *l)
+{
+	uint64_t one = 1;
+	if (l->kickfd >= 0) {
+		ssize_t r = write(l->kickfd, &one, sizeof(one));
+		(void)r;
+	}
 }
 
 void rpcrdma_rpc_loop_wake(struct rpc_loop *l)
@@ -38,6 +94,39 @@ void rpcrdma_rpc_loop_wake(struct rpc_loop *l)
 	uint64_t one = 1;
 	ssize_t r = write(l->wakefd, &one, sizeof(one));
 	(void)r;
+}
+
+static void drain_fd(int fd)
+{
+	uint64_t v;
+	ssize_t r = read(fd, &v, sizeof(v));
+	(void)r;
+}
+
+int rpcrdma_rpc_loop_add(struct rpc_loop *l, struct rpc_xprt *x)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = x};
+	int fd = x->rd->ops->cq_fd(x->cq);
+	if (fd < 0 || epoll_ctl(l->cq_epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		return RPCRDMA_ERR_SYSTEM;
+	pthread_mutex_lock(&x->lock);
+	x->loop_epfd = l->cq_epfd;
+	x->watched = true;
+	if (x->driver)
+		rpcrdma_rpc_xprt_watch_locked(x, false);
+	pthread_mutex_unlock(&x->lock);
+	return 0;
+}
+
+void rpcrdma_rpc_loop_remove(struct rpc_loop *l, struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&x->lock);
+	if (x->loop_epfd >= 0 && x->cq)
+		epoll_ctl(l->cq_epfd, EPOLL_CTL_DEL, x->rd->ops->cq_fd(x->cq),
+			  NULL);
+	x->loop_epfd = -1;
+	x->watched = false;
+	pthread_mutex_unlock(&x->lock);
 }
 
 struct rpc_xprt *rpcrdma_rpc_loop_find(struct rpc_loop *l,
@@ -64,80 +153,72 @@ static void drain_cm(struct rpc_loop *l)
 	}
 }
 
-/* Room for ncap entries in both poll arrays; false (and nothing changed
- * but a larger *pfd) when memory is short. */
-static bool grow(struct pollfd **pfd, struct rpc_xprt ***px, size_t *cap,
-		 size_t ncap)
+/* Services what epoll reported in one set.  Returns false when the wake
+ * eventfd or the CM channel fired (handled here). */
+static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n)
 {
-	struct pollfd *np = realloc(*pfd, ncap * sizeof(*np));
-	if (!np)
-		return false;
-	*pfd = np;
-	struct rpc_xprt **nx = realloc(*px, ncap * sizeof(*nx));
-	if (!nx)
-		return false;
-	*px = nx;
-	*cap = ncap;
-	return true;
+	bool cm = false;
+	for (int i = 0; i < n; i++) {
+		void *p = evs[i].data.ptr;
+		if (p == &tag_wake)
+			drain_fd(l->wakefd);
+		else if (p == &tag_cm)
+			cm = true;
+		else if (p == &tag_kick)
+			drain_fd(l->kickfd);
+		else
+			rpcrdma_rpc_xprt_attend(p);
+	}
+	/* Completions before CM events: a DISCONNECTED must not overtake
+	 * the completions that preceded it (the connection's own handling
+	 * drains its CQ first as well). */
+	if (cm)
+		drain_cm(l);
+}
+
+void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
+{
+	struct epoll_event evs[64];
+	pthread_mutex_lock(&l->attend_lock);
+	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
+	if (n > 0)
+		handle(l, evs, n);
+	pthread_mutex_unlock(&l->attend_lock);
+}
+
+static void tick(struct rpc_loop *l, uint64_t now)
+{
+	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
+		rpcrdma_rpc_xprt_tick(x, now);
+	if (l->on_round)
+		l->on_round(l->owner);
 }
 
 static void *loop_main(void *arg)
 {
 	struct rpc_loop *l = arg;
-	const struct rpcrdma_provider_ops *ops = l->rd->ops;
-	struct pollfd *pfd = NULL;
-	struct rpc_xprt **px = NULL;
-	size_t cap = 0;
+	struct epoll_event evs[64];
+	uint64_t next_tick = rpcrdma_rpc_now_ms() + LOOP_TICK_MS;
 
 	while (!atomic_load(&l->stop)) {
-		size_t n = 0;
-		for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-			n++;
-		if (n + 2 > cap && !grow(&pfd, &px, &cap, (n + 2) * 2)) {
-			/* No memory for the poll set.  Leaving the loop would
-			 * stop every call of this client or server, time-outs
-			 * included; instead sleep a tick and service every
-			 * connection as if its CQ had fired (polling an empty
-			 * CQ is harmless), until memory comes back. */
+		uint64_t now = rpcrdma_rpc_now_ms();
+		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
+		int n = epoll_wait(l->epfd, evs, 64, timeout);
+		if (n < 0 && errno != EINTR) {
+			/* Cannot wait: keep the time-outs going by ticking
+			 * (a client's calls would otherwise hang). */
 			struct timespec t = {0, LOOP_TICK_MS * 1000000L};
 			nanosleep(&t, NULL);
-			uint64_t now = rpcrdma_rpc_now_ms();
-			for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-				rpcrdma_rpc_xprt_service(x, true, now);
-			drain_cm(l);
-			if (l->on_round)
-				l->on_round(l->owner);
-			continue;
+			n = 0;
 		}
-		pfd[0] = (struct pollfd){.fd = l->wakefd, .events = POLLIN};
-		pfd[1] = (struct pollfd){.fd = l->rd->ch->fd, .events = POLLIN};
-		size_t k = 2;
-		for (struct rpc_xprt *x = l->xprts; x; x = x->next) {
-			px[k] = x;
-			pfd[k] = (struct pollfd){
-				.fd = x->cq ? ops->cq_fd(x->cq) : -1,
-				.events = POLLIN};
-			k++;
+		if (n > 0)
+			handle(l, evs, n);
+		now = rpcrdma_rpc_now_ms();
+		if (now >= next_tick) {
+			tick(l, now);
+			next_tick = now + LOOP_TICK_MS;
 		}
-		int rc = poll(pfd, k, LOOP_TICK_MS);
-		if (rc < 0 && errno != EINTR)
-			break;
-		if (pfd[0].revents) {
-			uint64_t v;
-			ssize_t r = read(l->wakefd, &v, sizeof(v));
-			(void)r;
-		}
-		uint64_t now = rpcrdma_rpc_now_ms();
-		/* Completions before CM events: a DISCONNECTED must not
-		 * overtake the completions that preceded it. */
-		for (size_t i = 2; i < k; i++)
-			rpcrdma_rpc_xprt_service(px[i], pfd[i].revents != 0, now);
-		drain_cm(l);
-		if (l->on_round)
-			l->on_round(l->owner);
 	}
-	free(pfd);
-	free(px);
 	return NULL;
 }
 
@@ -163,9 +244,16 @@ void rpcrdma_rpc_loop_stop(struct rpc_loop *l)
 void rpcrdma_rpc_loop_fini(struct rpc_loop *l)
 {
 	rpcrdma_rpc_loop_stop(l);
+	if (l->cq_epfd >= 0 && l->cq_epfd != l->epfd)
+		close(l->cq_epfd);
+	if (l->kickfd >= 0)
+		close(l->kickfd);
+	if (l->epfd >= 0)
+		close(l->epfd);
 	if (l->wakefd >= 0)
 		close(l->wakefd);
-	l->wakefd = -1;
+	l->epfd = l->cq_epfd = l->wakefd = l->kickfd = -1;
+	pthread_mutex_destroy(&l->attend_lock);
 }
 
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,

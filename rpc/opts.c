@@ -37,7 +37,17 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	o->max_msg = (4u << 20) + (64u << 10);
 	o->connect_timeout_ms = 5000;
 	o->call_timeout_ms = 30000;
-	o->workers = 4;
+	/* Handlers run on the thread that takes the call (libtirpc's way:
+	 * no hand-off); RPCRDMA_WORKERS=N gives a pool of N threads to
+	 * servers whose handlers block. */
+	o->workers = 0;
+	const char *w = getenv("RPCRDMA_WORKERS");
+	if (w && *w) {
+		char *end;
+		unsigned long n = strtoul(w, &end, 10);
+		if (!*end && n <= 1024)
+			o->workers = (unsigned)n;
+	}
 	o->remote_inv = true;
 	/* The environment picks the provider for programs that take the
 	 * defaults (rpcgen clients, the examples): RPCRDMA_PROVIDER=verbs

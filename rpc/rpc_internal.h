@@ -1,16 +1,23 @@
 /*
  * Internal types of the rpc/ layer: the transport driver that runs one
- * engine over one provider connection (xprt.c), the event loop (loop.c),
- * incoming-call dispatch and worker pool (dispatch.c), the client
- * (clnt.c) and the server (svc.c).
+ * engine over one provider connection (xprt.c), the progress of a
+ * connection (progress.c), the event loop (loop.c), incoming-call
+ * dispatch (dispatch.c), the client (clnt.c) and the server (svc.c).
  *
  * Locking: one mutex per connection (rpc_xprt.lock) guards its engine, its
- * QP posting and its call bookkeeping; the provider allows one poller per
- * CQ and one poster per QP at a time, and the engine is single-threaded,
- * so every touch of them happens under it.  Engine events are collected
+ * QP posting and its call bookkeeping; the engine is single-threaded, so
+ * every touch of it happens under the lock.  Engine events are collected
  * under the lock and acted on after it is dropped, so completion callbacks
- * and handlers may start new calls.  The event-loop thread is the only one
- * that makes CM calls and polls CQs while the loop runs.
+ * and handlers may start new calls.
+ *
+ * Progress (DESIGN.md, "run to completion"): the thread that polls a
+ * completion finishes the work it enables.  Whoever attends a connection
+ * polls its CQ: a synchronous caller whose call is out (the connection's
+ * driver, progress.c), the event loop for idle connections, asynchronous
+ * calls and time-outs, or svc_run() for a libtirpc server.  One thread at
+ * a time polls (rpc_xprt.polling, taken under the lock, held without it
+ * while the provider polls); the loop's registration of the CQ fd is
+ * disarmed while a driver sleeps on it, so one arrival wakes one thread.
  */
 #ifndef RPCRDMA_RPC_INTERNAL_H
 #define RPCRDMA_RPC_INTERNAL_H
@@ -24,10 +31,7 @@
 #include "engine/engine.h"
 #include "provider/provider.h"
 #include "rpcrdma/rpcrdma.h"
-
-/* An accepted reply with AUTH_NONE and SYSTEM_ERR: 6 XDR words (RFC 5531
- * §9). */
-#define RPCRDMA_RPC_OOM_REPLY_LEN 24
+#include "wire/auth.h"
 
 /* Milliseconds on CLOCK_MONOTONIC (the engine's "now"). */
 uint64_t rpcrdma_rpc_now_ms(void);
@@ -60,12 +64,86 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
 void rpcrdma_rpc_dev_close(struct rpc_dev *rd);
 
 /* ---------------------------------------------------------------------
- * One client call (clnt.c).
+ * A thread waiting for a call of its own (a synchronous caller): it
+ * sleeps on its condition variable with the connection's lock, or drives
+ * the connection itself (progress.c).  One per thread, made on first use.
  */
-struct rpc_call;
+struct rpc_waiter {
+	pthread_cond_t cv;
+	bool init;
+};
+
+struct rpc_waiter *rpcrdma_rpc_waiter_self(void);
+
+/* A synchronous caller's side of its call, on its stack (clnt.c). */
+struct rpc_sync {
+	struct rpcrdma_reply *rep;   /* the outcome goes here */
+	struct rpc_waiter *w;
+	bool queued;                 /* delivery started (under the lock):
+					the record is no longer the
+					caller's to touch */
+	_Atomic bool finished;       /* rep is filled in */
+	uint64_t deadline;           /* 0: none */
+};
 
 /* ---------------------------------------------------------------------
- * One connection (xprt.c).
+ * One incoming call (dispatch.c).  A connection has one per Responder
+ * slot of its engine, made with it: the engine's call_id indexes them, so
+ * taking a call allocates nothing.
+ */
+struct req_block;
+struct rpc_reg {
+	uint32_t prog, vers, proc;
+	rpcrdma_svc_handler h;
+	void *arg;
+	unsigned flags;
+};
+
+#define RPCRDMA_RPC_REQ_SMALL 256 /* rpcrdma_svc_req_alloc() without malloc */
+
+struct rpcrdma_svc_req {
+	struct rpc_xprt *x;
+	struct rpcrdma_svc_req *next; /* delivery list, worker queue */
+	struct rpc_reg reg;
+	uint32_t call_id, xid;
+	uint32_t prog, vers, proc;
+	const uint8_t *call;          /* the whole call message */
+	size_t call_len;
+	const uint8_t *args;
+	size_t args_len;
+	struct rpcrdma_padding pad;
+	struct rpcrdma_cred cred;     /* AUTH_SYS decoded */
+	struct rpcrdma_opaque_auth raw_cred; /* body points into the call */
+	bool raw;          /* the handler gave the whole reply message */
+	unsigned nwc;
+	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct req_block *blocks;
+	size_t small_used;
+	_Alignas(16) uint8_t small[RPCRDMA_RPC_REQ_SMALL];
+	uint8_t hdr[64];
+	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
+	unsigned niov;
+};
+
+/* ---------------------------------------------------------------------
+ * Events of one progress round, acted on after the lock is dropped.
+ */
+struct rpc_call;
+struct rpc_evbuf {
+	struct rpc_call *done;        /* calls to deliver (linked by dnext) */
+	struct rpcrdma_svc_req *in_head, *in_tail; /* calls to dispatch */
+	struct req_block *to_free;    /* memory of replies sent */
+};
+
+#define RPC_EVBUF_INIT {NULL, NULL, NULL, NULL}
+
+static inline bool rpc_evbuf_empty(const struct rpc_evbuf *b)
+{
+	return !b->done && !b->in_head && !b->to_free;
+}
+
+/* ---------------------------------------------------------------------
+ * One connection (xprt.c, progress.c).
  */
 struct rpc_disp;
 struct rpc_loop;
@@ -80,15 +158,32 @@ struct rpc_xprt {
 	struct rpcrdma_engine *e;
 	struct rpc_loop *loop;
 	struct rpc_disp *disp;       /* incoming calls; NULL: none served */
+	bool server;
 	bool connected;              /* ESTABLISHED seen */
 	bool dead;                   /* conn_lost() done: no more traffic */
 	bool close_req;              /* the engine or a post failure asked
 					to disconnect */
 	bool disconnect_sent;
-	int refs;                    /* svc requests and reverse-direction
-					client handles still using it */
+	int refs;                    /* requests in handlers and reverse-
+					direction client handles using it */
 	uint32_t ord, ird;           /* RDMA Reads out / in we allow */
 	uint8_t mw_key;              /* last memory window key used */
+
+	/* Progress (progress.c). */
+	bool polling;                /* a thread is polling the CQ */
+	struct rpc_waiter *driver;   /* synchronous caller attending it */
+	bool driver_busy;            /* ... now delivering events: another
+					waiter may take the role over */
+	unsigned inside;             /* threads inside progress or a wait:
+					destroy waits for none */
+	pthread_cond_t inside_cv;
+	int kickfd;                  /* eventfd: wakes a driver asleep on the
+					CQ when another thread finished its
+					call */
+	int loop_epfd;               /* epoll set holding the CQ fd, -1 */
+	bool watched;                /* armed in it */
+	unsigned sync_out;           /* synchronous calls not delivered */
+
 	/* Client calls: every record the engine or a caller still holds. */
 	struct rpc_call *calls;      /* doubly linked */
 	struct rpc_call *waitq_head, *waitq_tail; /* waiting for a slot */
@@ -112,11 +207,9 @@ struct rpc_xprt {
 					server; see rpcrdma_rpc_v1_server_* */
 	bool vers_noted;             /* this connection's version is known
 					(and a v1-only server remembered) */
-	/* One SYSTEM_ERR reply header per responder slot, set aside at
-	 * creation: a call that comes in when no memory is left for its
-	 * request still gets an answer (rpcrdma_rpc_disp_incoming). */
-	uint8_t (*oom_reply)[RPCRDMA_RPC_OOM_REPLY_LEN];
-	uint32_t oom_slots;
+	/* Incoming calls, one per Responder slot (call_id). */
+	struct rpcrdma_svc_req *reqs;
+	uint32_t nreqs;
 	/* The reply region (reply_region.c); registrations made for calls
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
@@ -181,22 +274,6 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now);
  * when the event was about it. */
 bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 				      const struct rpcrdma_cm_event *ev);
-
-/* Collected engine events, acted on after the lock is dropped. */
-struct rpc_evbuf {
-	struct rpcrdma_engine_event ev[64];
-	unsigned n;
-	struct rpc_call *done;       /* calls to deliver (linked by dnext) */
-};
-
-/* With x->lock held: post every work request the engine has, move its
- * events into b. */
-void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* Unlocks x and acts on b (repeating while more events come). */
-void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* Loop thread: drain the CQ (fd_ready: its fd was readable), service
- * close requests and call time-outs. */
-void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now);
 /* Adds the engine's counters to *s (under the lock). */
 void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s);
 /* Take / drop a reference; the loop reaps a dead connection when the
@@ -205,7 +282,46 @@ void rpcrdma_rpc_xprt_get(struct rpc_xprt *x);
 void rpcrdma_rpc_xprt_put(struct rpc_xprt *x);
 
 /* ---------------------------------------------------------------------
- * Client side of a connection (clnt.c), called by xprt.c.
+ * Progress (progress.c).
+ */
+/* With x->lock held: post every work request the engine has, move its
+ * events into b. */
+void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* Unlocks x and acts on b: completes calls, dispatches incoming ones,
+ * frees the memory of replies sent. */
+void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* Acts on b (x not locked). */
+void rpcrdma_rpc_xprt_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* The loop (or svc_run) saw x's CQ fd readable: drain it, deliver, arm
+ * again, unless a driver attends x. */
+void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x);
+/* With x->lock held: poll what the CQ holds now (before a loss is
+ * handled, so completions that preceded it count).  False when another
+ * thread is polling. */
+bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* Every loop tick (20 ms): call time-outs, the engine's tick, a
+ * disconnect asked for, and a poll of a connection nobody attends. */
+void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
+/* With x->lock held: wait until synchronous call c (s on the caller's
+ * stack) is delivered, driving x meanwhile when no other thread does.
+ * Returns with the lock held. */
+void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
+				struct rpc_sync *s);
+/* With x->lock held: the loop should (or need not) watch x's CQ fd. */
+void rpcrdma_rpc_xprt_watch_locked(struct rpc_xprt *x, bool on);
+/* With x->lock held: after a change that may need the loop's attention
+ * (an asynchronous call started, a dispatcher set), arm it unless a
+ * driver attends x. */
+void rpcrdma_rpc_xprt_need_attention_locked(struct rpc_xprt *x);
+/* Wakes a driver of x asleep on its CQ (another thread delivered its
+ * call, or destroy is waiting). */
+void rpcrdma_rpc_xprt_kick(struct rpc_xprt *x);
+/* With x->lock held: waits until no thread is inside x's progress or a
+ * wait on it (destroy). */
+void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x);
+
+/* ---------------------------------------------------------------------
+ * Client side of a connection (clnt.c), called by progress.c.
  */
 /* With x->lock held: the engine completed a call. */
 void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
@@ -219,26 +335,44 @@ void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
  * when owner is not NULL. */
 void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
 				   const void *owner, struct rpc_evbuf *b);
-/* Without the lock: run the completion of every call on b->done. */
+/* Without the lock: deliver every call on b->done. */
 void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
 /* At teardown (engine destroyed): free the remaining records. */
 void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x);
+/* With x->lock held: fail c alone (its deadline passed) unless it was
+ * delivered already. */
+void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
+				      int status, struct rpc_evbuf *b);
+/* The synchronous waiter of an undelivered call of x other than w's,
+ * or NULL: the driver role passes to it. */
+struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
+	struct rpc_xprt *x, const struct rpc_waiter *w);
 
 /* ---------------------------------------------------------------------
- * Event loop (loop.c): one thread polling the CM channel, a wake-up fd and
- * every connection's CQ fd.
+ * Event loop (loop.c): one thread per client or server, sleeping in
+ * epoll_wait on a wake-up eventfd, the CM channel fd and the CQ fd of
+ * every connection it watches; ticks every 20 ms for time-outs.
  */
 struct rpc_loop {
 	pthread_t thread;
 	bool started;
+	int epfd;                    /* the loop's own epoll set */
+	int cq_epfd;                 /* where CQ fds are registered: epfd,
+					or a set of its own attended from
+					outside (rpcrdma_rpc_loop_external) */
 	int wakefd;
+	int kickfd;                  /* external set: wakes its attendant */
+	pthread_mutex_t attend_lock; /* external set: held while attending
+					it and while a connection is reaped,
+					so no epoll datum outlives its
+					connection */
 	atomic_int stop;             /* set by rpcrdma_rpc_loop_stop() */
 	struct rpc_dev *rd;
 	struct rpc_xprt *xprts;      /* touched by the loop thread only once
 					it runs */
 	/* A CM event for the owner (listener events, connection ends). */
 	void (*on_cm)(void *owner, struct rpcrdma_cm_event *ev);
-	/* Called each round: reap dead connections etc. */
+	/* Called each tick: reap dead connections etc. */
 	void (*on_round)(void *owner);
 	void *owner;
 };
@@ -246,11 +380,22 @@ struct rpc_loop {
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
 			  void (*on_round)(void *), void *owner);
+/* Before start: CQs are attended from outside (svc_run), through the fd
+ * this returns (readable when a connection has work, or after
+ * rpcrdma_rpc_loop_kick); rpcrdma_rpc_loop_attend_external services it.
+ * Returns the fd or a negative error. */
+int rpcrdma_rpc_loop_external(struct rpc_loop *l);
+void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l);
+void rpcrdma_rpc_loop_kick(struct rpc_loop *l);
 int rpcrdma_rpc_loop_start(struct rpc_loop *l);
 void rpcrdma_rpc_loop_wake(struct rpc_loop *l);
 /* Stops and joins the thread (from any other thread). */
 void rpcrdma_rpc_loop_stop(struct rpc_loop *l);
 void rpcrdma_rpc_loop_fini(struct rpc_loop *l);
+/* Registers x's CQ fd (armed); x->loop must be l.  Errors: _SYSTEM. */
+int rpcrdma_rpc_loop_add(struct rpc_loop *l, struct rpc_xprt *x);
+/* Unregisters x's CQ fd. */
+void rpcrdma_rpc_loop_remove(struct rpc_loop *l, struct rpc_xprt *x);
 /* Finds the connection of a cm_id. */
 struct rpc_xprt *rpcrdma_rpc_loop_find(struct rpc_loop *l,
 				       const struct rpcrdma_cm_id *id);
@@ -270,27 +415,55 @@ int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,
 /* ---------------------------------------------------------------------
  * Dispatch of incoming calls (dispatch.c).
  */
+/* workers 0: handlers run on the thread that takes the call from the
+ * connection (the loop, a driving caller, svc_run()); else on a pool of
+ * that many threads. */
 struct rpc_disp *rpcrdma_rpc_disp_create(unsigned workers);
 /* Runs queued handlers to the end, joins the workers, frees. */
 void rpcrdma_rpc_disp_destroy(struct rpc_disp *d);
 /* Internal registration flags (beside enum rpcrdma_ulb_flags): the
  * handler takes every procedure of (prog, vers), or every call at all
- * (rpcrdma_clnt_register_any / rpcrdma_svc_register_any). */
+ * (rpcrdma_clnt_register_any / rpcrdma_svc_register_any); DEFER: the
+ * handler only takes the request, whose reply is given later with
+ * rpcrdma_rpc_req_done() (svc_run() dispatches it). */
+#define RPCRDMA_RPC_REG_DEFER (1u << 29)
 #define RPCRDMA_RPC_REG_ANY_PROC (1u << 30)
 #define RPCRDMA_RPC_REG_ANY_PROG (1u << 31)
 
 int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 			      uint32_t proc, rpcrdma_svc_handler h, void *arg,
 			      unsigned flags);
-/* An INCOMING_CALL event of x (called without the lock). */
-void rpcrdma_rpc_disp_incoming(struct rpc_xprt *x,
-			       const struct rpcrdma_engine_event *ev);
-/* A REPLY_SENT event (without the lock). */
-void rpcrdma_rpc_disp_reply_sent(struct rpc_xprt *x,
-				 const struct rpcrdma_engine_event *ev);
+/* Preallocated requests of a connection. */
+struct rpcrdma_svc_req *rpcrdma_rpc_reqs_create(uint32_t n);
+/* With x->lock held: an INCOMING_CALL event; the request goes on b. */
+void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b);
+/* With x->lock held: a REPLY_SENT event. */
+void rpcrdma_rpc_disp_reply_sent_locked(struct rpc_xprt *x,
+					const struct rpcrdma_engine_event *ev,
+					struct rpc_evbuf *b);
+/* Without the lock: decode, answer or run the handlers of b's calls. */
+void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* A deferred request (RPCRDMA_RPC_REG_DEFER) is answered: st as a
+ * handler would return it. */
+void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st);
+/* Frees the blocks of replies sent (b->to_free). */
+void rpcrdma_rpc_blocks_free(struct req_block *b);
 
 /* A reverse-direction client handle on x (clnt.c). */
 int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 			     struct rpcrdma_clnt **out);
+
+/* Server internals for the libtirpc adapter (svc.c): a server whose
+ * connections svc_run() attends (rpcrdma_rpc_loop_external). */
+int rpcrdma_rpc_svc_create(const char *listen_addr,
+			   const struct rpcrdma_opts *opts, bool external,
+			   struct rpcrdma_svc **out);
+struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s);
+/* rpcrdma_svc_register_any with internal flags (RPCRDMA_RPC_REG_DEFER). */
+int rpcrdma_rpc_svc_register_any_flags(struct rpcrdma_svc *s,
+				       rpcrdma_svc_handler handler, void *arg,
+				       unsigned flags);
 
 #endif

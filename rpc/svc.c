@@ -1,7 +1,7 @@
 /*
  * The RPC server: a listener, any number of connections (one engine
- * each), one event-loop thread for all of them and a worker pool for
- * handlers (dispatch.c).
+ * each) and one event-loop thread for all of them; handlers run on the
+ * thread that takes each call, or on a worker pool (dispatch.c).
  *
  * Accepting: on CONNECT_REQUEST the connection's QP and engine are created
  * and the engine is told the connection is up (with the client's RFC 8797
@@ -33,19 +33,34 @@ struct rpcrdma_svc {
 	struct rpcrdma_stats reaped;
 };
 
-/* opts.max_connections: the connections still up (the loop thread
- * alone changes the list, and this runs on it). */
+/* opts.max_connections: are that many connections still up?  (list_lock
+ * then x->lock, as rpcrdma_svc_stats takes them.) */
 static bool svc_full(struct rpcrdma_svc *s)
 {
 	if (!s->opts.max_connections)
 		return false;
 	unsigned live = 0;
+	pthread_mutex_lock(&s->list_lock);
 	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
 		pthread_mutex_lock(&x->lock);
 		live += !x->dead;
 		pthread_mutex_unlock(&x->lock);
 	}
+	pthread_mutex_unlock(&s->list_lock);
 	return live >= s->opts.max_connections;
+}
+
+/* Unregisters x from the loop and frees it.  svc_run() may be attending
+ * the loop's set with x's datum in hand: wait for it (attend_lock). */
+static void reap(struct rpcrdma_svc *s, struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&s->loop.attend_lock);
+	rpcrdma_rpc_loop_remove(&s->loop, x);
+	pthread_mutex_unlock(&s->loop.attend_lock);
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_xprt_quiesce_locked(x);
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_xprt_destroy(x);
 }
 
 static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
@@ -77,6 +92,12 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	}
 	x->disp = s->disp;
 	x->loop = &s->loop;
+	if (rpcrdma_rpc_loop_add(&s->loop, x) < 0) {
+		ops->reject(x->id, NULL, 0);
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+		rpcrdma_rpc_xprt_destroy(x);
+		return;
+	}
 	uint32_t ord = x->ord;
 	if (ev->responder_resources && ev->responder_resources < ord)
 		ord = ev->responder_resources;
@@ -95,7 +116,7 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	if (rc < 0) {
 		ops->reject(x->id, NULL, 0);
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
-		rpcrdma_rpc_xprt_destroy(x);
+		reap(s, x);
 		return;
 	}
 	pthread_mutex_lock(&s->list_lock);
@@ -147,7 +168,7 @@ static void svc_round(void *owner)
 			*pp = x->next;
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
 			pthread_mutex_unlock(&s->list_lock);
-			rpcrdma_rpc_xprt_destroy(x);
+			reap(s, x);
 		} else {
 			pp = &x->next;
 		}
@@ -157,6 +178,18 @@ static void svc_round(void *owner)
 RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 				      const struct rpcrdma_opts *opts,
 				      struct rpcrdma_svc **out)
+{
+	return rpcrdma_rpc_svc_create(listen_addr, opts, false, out);
+}
+
+struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
+{
+	return &s->loop;
+}
+
+int rpcrdma_rpc_svc_create(const char *listen_addr,
+			   const struct rpcrdma_opts *opts, bool external,
+			   struct rpcrdma_svc **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -196,6 +229,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 	rc = rpcrdma_rpc_loop_init(&s->loop, &s->rd, svc_on_cm, svc_round, s);
 	if (rc < 0)
 		goto fail;
+	if (external && (rc = rpcrdma_rpc_loop_external(&s->loop)) < 0)
+		goto fail;
 	rc = rpcrdma_rpc_loop_start(&s->loop);
 	if (rc < 0)
 		goto fail;
@@ -226,11 +261,18 @@ RPCRDMA_EXPORT int rpcrdma_svc_register_any(struct rpcrdma_svc *s,
 					    rpcrdma_svc_handler handler,
 					    void *arg)
 {
+	return rpcrdma_rpc_svc_register_any_flags(s, handler, arg, 0);
+}
+
+int rpcrdma_rpc_svc_register_any_flags(struct rpcrdma_svc *s,
+				       rpcrdma_svc_handler handler, void *arg,
+				       unsigned flags)
+{
 	if (!s || !handler)
 		return RPCRDMA_ERR_INVAL;
 	return rpcrdma_rpc_disp_register(s->disp, 0, 0, 0, handler, arg,
 					 RPCRDMA_ULB_DDP_RESULT |
-						 RPCRDMA_RPC_REG_ANY_PROG);
+						 RPCRDMA_RPC_REG_ANY_PROG | flags);
 }
 
 RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
@@ -270,7 +312,7 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	while (s->loop.xprts) {
 		struct rpc_xprt *x = s->loop.xprts;
 		s->loop.xprts = x->next;
-		rpcrdma_rpc_xprt_destroy(x);
+		reap(s, x);
 	}
 	if (s->loop.wakefd >= 0)
 		rpcrdma_rpc_loop_fini(&s->loop);

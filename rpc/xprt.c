@@ -5,13 +5,15 @@
  * registers memory for the engine (struct rpcrdma_engine_mem_ops; see
  * mem_reg() for how exposed memory is made invalidatable), feeds
  * completions to the engine, posts the work requests the engine pops in
- * their order, and acts on the engine's events after dropping the
- * connection lock (rpc_internal.h).  A work request that cannot be posted,
- * or the engine's CLOSE event, makes the loop disconnect; DISCONNECTED then
- * unwinds the engine, which completes or fails every RPC.
+ * their order; progress.c says which thread does it when.  A work
+ * request that cannot be posted, or the engine's CLOSE event, makes the
+ * loop disconnect; DISCONNECTED then unwinds the engine, which completes
+ * or fails every RPC.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "rpc/rpc_internal.h"
 
@@ -129,6 +131,16 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	if (!x)
 		return RPCRDMA_ERR_NOMEM;
 	pthread_mutex_init(&x->lock, NULL);
+	pthread_cond_init(&x->inside_cv, NULL);
+	x->loop_epfd = -1;
+	x->server = server;
+	x->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (x->kickfd < 0) {
+		pthread_cond_destroy(&x->inside_cv);
+		pthread_mutex_destroy(&x->lock);
+		free(x);
+		return RPCRDMA_ERR_SYSTEM;
+	}
 	x->rd = rd;
 	x->opts = *o;
 	x->id = id;
@@ -204,13 +216,15 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 		goto fail;
 	struct rpcrdma_engine_info in;
 	rpcrdma_engine_get_info(x->e, &in);
-	x->oom_reply = calloc(in.call_slots ? in.call_slots : 1,
-			      sizeof(*x->oom_reply));
-	if (!x->oom_reply) {
+	/* A request per Responder slot: taking a call allocates nothing,
+	 * so a call that comes in when memory is short is still answered
+	 * (a handler's own allocation failing gives SYSTEM_ERR). */
+	x->reqs = rpcrdma_rpc_reqs_create(in.call_slots);
+	if (!x->reqs) {
 		rc = RPCRDMA_ERR_NOMEM;
 		goto fail;
 	}
-	x->oom_slots = in.call_slots;
+	x->nreqs = in.call_slots;
 	x->rr = rpcrdma_rpc_region_new(rd, o->max_msg);
 	rd->ops->req_notify_cq(x->cq);
 	*out = x;
@@ -233,13 +247,16 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 		rpcrdma_engine_destroy(x->e);
 	rpcrdma_rpc_calls_free_all(x);
 	rpcrdma_rpc_region_close(x->rr);
-	free(x->oom_reply);
+	free(x->reqs);
 	if (x->qp)
 		ops->destroy_qp(x->qp);
 	if (x->id)
 		ops->destroy_id(x->id);
 	if (x->cq)
 		ops->destroy_cq(x->cq);
+	if (x->kickfd >= 0)
+		close(x->kickfd);
+	pthread_cond_destroy(&x->inside_cv);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 }
@@ -252,7 +269,7 @@ int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap)
 int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
 				 size_t len, uint32_t ord)
 {
-	struct rpc_evbuf b = {.n = 0};
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	int rc;
 
 	pthread_mutex_lock(&x->lock);
@@ -260,6 +277,7 @@ int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
 	if (rc == 0)
 		x->connected = true;
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_need_attention_locked(x);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 	return rc;
 }
@@ -297,16 +315,25 @@ static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 
 void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 {
-	struct rpc_evbuf b = {.n = 0};
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
 	pthread_mutex_lock(&x->lock);
 	if (!x->dead) {
+		/* Completions that preceded the loss still count (a reply
+		 * that came in before the peer closed); a thread polling
+		 * right now feeds its own. */
+		rpcrdma_rpc_xprt_drain_locked(x, &b);
 		x->dead = true;
 		x->connected = false;
 		rpcrdma_engine_conn_lost(x->e, rpcrdma_rpc_now_ms());
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
 	lost_locked(x, status, &b);
+	/* A driver asleep on the CQ learns of it now; the loop watches what
+	 * is left (flushed completions, a reconnection). */
+	if (x->driver)
+		rpcrdma_rpc_xprt_kick(x);
+	rpcrdma_rpc_xprt_need_attention_locked(x);
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 }
 
@@ -322,7 +349,7 @@ void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
 /* One reconnection attempt failed before or at connect(). */
 static void attempt_failed(struct rpc_xprt *x, int rc)
 {
-	struct rpc_evbuf b = {.n = 0};
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
 	rpcrdma_rpc_trace("conn %p: reconnection failed: %s", (void *)x,
 		  rpcrdma_strerror(rc));
@@ -439,185 +466,6 @@ void rpcrdma_rpc_xprt_put(struct rpc_xprt *x)
 	pthread_mutex_unlock(&x->lock);
 	if (loop)
 		rpcrdma_rpc_loop_wake(loop);
-}
-
-/* ---------------------------------------------------------------------
- * Posting and events
- */
-static void post_failed(struct rpc_xprt *x)
-{
-	/* A work request the engine produced could not be posted: the QP is
-	 * broken.  Disconnect; conn_lost() then unwinds every RPC. */
-	if (!x->close_req) {
-		x->close_req = true;
-		if (x->loop)
-			rpcrdma_rpc_loop_wake(x->loop);
-	}
-}
-
-/* Connections this thread is delivering events of.  A completion
- * callback that starts a call on the same connection (or a reply made
- * from the loop) pumps that engine again inside the delivery; it then
- * posts work requests but leaves the engine's events to the outer
- * delivery loop, which polls again when the callback returns, so
- * callbacks never nest deeper than the connections involved. */
-#define DELIVER_NEST 8
-static _Thread_local struct rpc_xprt *delivering[DELIVER_NEST];
-static _Thread_local unsigned ndelivering;
-
-static bool delivering_now(const struct rpc_xprt *x)
-{
-	for (unsigned i = 0; i < ndelivering && i < DELIVER_NEST; i++)
-		if (delivering[i] == x)
-			return true;
-	return false;
-}
-
-void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
-{
-	struct rpcrdma_engine_wr w;
-
-	while (rpcrdma_engine_pop_wr(x->e, &w)) {
-		int rc;
-		if (x->dead || x->close_req)
-			continue; /* nothing may go out any more */
-		if (w.is_recv) {
-			struct rpcrdma_recv_wr *bad = NULL;
-			w.recv.next = NULL;
-			rc = rpcrdma_post_recv(x->qp, &w.recv, &bad);
-		} else {
-			struct rpcrdma_send_wr *bad = NULL;
-			w.send.next = NULL;
-			rc = rpcrdma_post_send(x->qp, &w.send, &bad);
-		}
-		if (rc < 0)
-			rpcrdma_rpc_trace("conn %p: post %s failed: %s", (void *)x,
-				  w.is_recv ? "recv" : "send",
-				  rpcrdma_strerror(rc));
-		if (rc < 0)
-			post_failed(x);
-	}
-	bool nested = delivering_now(x);
-	while (!nested && b->n < sizeof(b->ev) / sizeof(b->ev[0])) {
-		struct rpcrdma_engine_event *ev = &b->ev[b->n];
-		if (!rpcrdma_engine_poll_event(x->e, ev))
-			break;
-		switch (ev->type) {
-		case RPCRDMA_EV_CALL_DONE:
-			/* Bookkeeping needs the lock; the user's completion
-			 * runs after it is dropped. */
-			rpcrdma_rpc_call_engine_done_locked(x, ev, b);
-			break;
-		case RPCRDMA_EV_CLOSE:
-			rpcrdma_rpc_trace("conn %p: engine asks to close: %s",
-				  (void *)x, rpcrdma_strerror(ev->reason));
-			if (ev->reason == RPCRDMA_ERR_PEER_ERR_VERS) {
-				/* The v2 opener was refused and we may not
-				 * fall back (V2_ONLY): another connection
-				 * would be refused the same way. */
-				x->refused = ev->reason;
-				x->no_reconnect = true;
-			}
-			post_failed(x);
-			break;
-		default:
-			b->n++;
-			break;
-		}
-	}
-	if (!x->dead)
-		rpcrdma_rpc_calls_submit_waiting_locked(x, b);
-}
-
-void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
-{
-	for (;;) {
-		pthread_mutex_unlock(&x->lock);
-		if (ndelivering < DELIVER_NEST)
-			delivering[ndelivering] = x;
-		ndelivering++;
-		rpcrdma_rpc_calls_deliver(x, b);
-		for (unsigned i = 0; i < b->n; i++) {
-			if (b->ev[i].type == RPCRDMA_EV_INCOMING_CALL)
-				rpcrdma_rpc_disp_incoming(x, &b->ev[i]);
-			else if (b->ev[i].type == RPCRDMA_EV_REPLY_SENT)
-				rpcrdma_rpc_disp_reply_sent(x, &b->ev[i]);
-		}
-		ndelivering--;
-		b->n = 0;
-		/* More events may have been left behind (a full buffer). */
-		pthread_mutex_lock(&x->lock);
-		rpcrdma_rpc_xprt_pump_locked(x, b);
-		if (!b->n && !b->done)
-			break;
-	}
-	pthread_mutex_unlock(&x->lock);
-}
-
-void rpcrdma_rpc_xprt_service(struct rpc_xprt *x, bool fd_ready, uint64_t now)
-{
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	struct rpc_evbuf b = {.n = 0};
-	struct rpcrdma_wc wc[32];
-
-	pthread_mutex_lock(&x->lock);
-	if (x->cq) {
-		/* Arm, drain, ack: consume the notification, drain, re-arm,
-		 * drain again so a completion between the last poll and the
-		 * arm still wakes us (provider.h). */
-		if (fd_ready)
-			ops->ack_cq_events(x->cq);
-		for (int pass = 0; pass < 2; pass++) {
-			int n;
-			while ((n = ops->poll_cq(x->cq, 32, wc)) > 0) {
-				for (int i = 0; i < n; i++)
-					if (wc[i].status &&
-					    wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
-						rpcrdma_rpc_trace("conn %p: wc status %d op %d "
-							  "vendor_err %#x", (void *)x,
-							  wc[i].status, wc[i].opcode,
-							  wc[i].vendor_err);
-				for (int i = 0; i < n; i++)
-					rpcrdma_engine_completion(x->e, &wc[i],
-								  now);
-				rpcrdma_rpc_xprt_pump_locked(x, &b);
-			}
-			if (n < 0 && !x->close_req) {
-				/* The CQ lost a completion: some call or reply
-				 * would wait for it for ever.  Disconnect; the
-				 * loss unwinds everything with a clear error. */
-				rpcrdma_rpc_trace("conn %p: poll_cq: %s", (void *)x,
-					  rpcrdma_strerror(n));
-				post_failed(x);
-			}
-			if (pass == 0)
-				ops->req_notify_cq(x->cq);
-		}
-	}
-	bool lost = false;
-	if (x->close_req && !x->disconnect_sent && x->id && !x->dead) {
-		x->disconnect_sent = true;
-		/* DISCONNECTED follows and unwinds the engine; if the
-		 * provider cannot even start the disconnect, unwind now. */
-		lost = ops->disconnect(x->id) < 0;
-	}
-	if (x->e && x->connected && !x->dead)
-		rpcrdma_engine_tick(x->e, now); /* v2 opener, RDMA time-outs */
-	if (x->peer_key[0] && !x->vers_noted && x->e) {
-		/* Remember a v1-only server as soon as the engine learns it,
-		 * not when the client goes (draft §7.2); once the version is
-		 * settled there is nothing more to learn on this connection. */
-		struct rpcrdma_engine_info in;
-		rpcrdma_engine_get_info(x->e, &in);
-		if (in.peer_v1_only)
-			rpcrdma_rpc_v1_server_remember(x->peer_key);
-		x->vers_noted = in.version && !in.negotiating;
-	}
-	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
-	if (lost)
-		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 }
 
 void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)

@@ -9,8 +9,9 @@ what=${1:-test}
 # Building the library, tools and tests (gcc and clang, CMake).
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev rpcsvc-proto
             libtirpc-dev libibverbs-dev librdmacm-dev python3 jq"
-# Interop checks: tshark dissects our captures.
-PKGS_TEST="tshark"
+# Interop checks: tshark dissects our captures.  `rpcrdma-perf cost`
+# counts instructions per call with valgrind's callgrind.
+PKGS_TEST="tshark valgrind"
 # Soft-RoCE lab: Debian's kernel under qemu with rdma_rxe; the guest runs
 # the host's userspace over virtio-9p, so these tools are host packages.
 PKGS_LAB="qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils

@@ -22,6 +22,25 @@ void rpcrdma_chunk_lists_init(struct rpcrdma_chunk_lists *cl)
 	cl->reply.nsegs = 0;
 }
 
+void rpcrdma_chunk_lists_copy(struct rpcrdma_chunk_lists *dst,
+			      const struct rpcrdma_chunk_lists *src)
+{
+	dst->nreads = src->nreads;
+	if (src->nreads)
+		memcpy(dst->reads, src->reads, src->nreads * sizeof(src->reads[0]));
+	dst->nwrites = src->nwrites;
+	for (uint32_t i = 0; i < src->nwrites; i++) {
+		dst->writes[i].nsegs = src->writes[i].nsegs;
+		memcpy(dst->writes[i].segs, src->writes[i].segs,
+		       src->writes[i].nsegs * sizeof(src->writes[i].segs[0]));
+	}
+	dst->has_reply = src->has_reply;
+	dst->reply.nsegs = src->has_reply ? src->reply.nsegs : 0;
+	if (src->has_reply)
+		memcpy(dst->reply.segs, src->reply.segs,
+		       src->reply.nsegs * sizeof(src->reply.segs[0]));
+}
+
 /* struct xdr_rdma_segment (RFC 8166 §4.1.2). */
 static int decode_segment(struct rpcrdma_xdr_dec *d, struct rpcrdma_segment *s)
 {

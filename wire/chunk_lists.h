@@ -60,6 +60,10 @@ struct rpcrdma_chunk_lists {
  * is cheap despite the embedded storage. */
 void rpcrdma_chunk_lists_init(struct rpcrdma_chunk_lists *cl);
 
+/* Copies the entries in use only (the embedded storage is ~6 KB). */
+void rpcrdma_chunk_lists_copy(struct rpcrdma_chunk_lists *dst,
+			      const struct rpcrdma_chunk_lists *src);
+
 /*
  * Decode Read list, Write list and Reply chunk at the cursor.  lim may be
  * NULL (defaults).  On success the cursor is past the Reply chunk.

@@ -18,13 +18,16 @@
  *    completions produced on other threads while armed) AND the sockets of
  *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
  *    socket data and processes it inline in ack_cq_events()/poll_cq().
- *  - The progress thread watches every socket with EPOLLONESHOT.  When a
+ *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
+ *    the progress thread watches every socket with EPOLLONESHOT.  When a
  *    socket is readable and a consumer of that QP's CQs was active within
  *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
  *    surely process the data itself) and only then processes whatever is
  *    left; otherwise it processes immediately.  So remote RDMA Read/Write
  *    targets complete with no help from the target application, and a
  *    ping-pong costs the progress thread about one wake-up per deferral.
+ *    With manual progress it watches only for the peer's close
+ *    (EPOLLRDHUP), so a consumer that polls pays no wake-up of it.
  *  - The progress thread also runs connection set-up (TCP connect/accept,
  *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
  *
@@ -70,6 +73,7 @@ struct iw_dev {
 	bool mpa_crc;
 	bool mpa_require_crc;
 	unsigned max_fpdu;
+	bool manual_progress;  /* rpcrdma_dev_params.manual_progress */
 
 	pthread_t thread;
 	int epfd;             /* progress thread's epoll */
@@ -80,6 +84,9 @@ struct iw_dev {
 	struct iw_ep *grave;  /* destroyed endpoints awaiting free */
 
 	pthread_mutex_t mem_lock; /* STag table */
+	_Atomic uint32_t mr_gen;  /* bumped (under mem_lock) when an MR goes:
+				     a struct iw_lkey_cache of an older
+				     generation is stale */
 	struct iw_stag *stags;
 	uint32_t nstags;      /* slots in use or freed (index < nstags) */
 	uint32_t stag_cap;
@@ -113,6 +120,17 @@ struct iw_mw {
 	uint32_t index;
 };
 
+/* The region of the last lkey a queue resolved, valid while no MR of
+ * the device has gone since (dev->mr_gen): the send and receive queues
+ * resolve the same few lkeys for every message, and this spares them the
+ * STag table's lock. */
+struct iw_lkey_cache {
+	bool valid;
+	uint32_t lkey, gen;
+	uint64_t addr, len;
+	unsigned access;
+};
+
 /* Why a memory access was refused (RFC 5040 §8, RFC 5042 §5). */
 enum iw_access_err {
 	IW_MEM_OK = 0,
@@ -127,9 +145,16 @@ struct iw_cq {
 	struct rpcrdma_cq base;
 	pthread_mutex_t lock;    /* ring and armed */
 	struct rpcrdma_wc *ring;
-	uint32_t cap, head, count;
-	bool armed;
+	uint32_t cap, head;
+	/* count is written under lock, read without it to skip an empty
+	 * ring; armed is set by the consumer without the lock.  A push
+	 * stores count then takes armed, the consumer stores armed then
+	 * reads count (both sequentially consistent): one of them always
+	 * sees the other, so no completion is left without a wake-up. */
+	_Atomic uint32_t count;
+	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
+	_Atomic bool efd_set;    /* efd was written since the last ack */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;
@@ -267,6 +292,7 @@ struct iw_qp {
 	uint32_t ird, ord;       /* negotiated */
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
+	struct iw_lkey_cache tx_lkc; /* under tx_lock */
 	struct iw_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_count;
 	struct iw_orqe *orq;
@@ -288,9 +314,11 @@ struct iw_qp {
 
 	pthread_mutex_t rx_lock;
 	struct iw_rx rx;
+	struct iw_lkey_cache rx_lkc; /* under rx_lock */
 
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
-	bool in_armed, want_out, deferred;
+	bool in_armed, deferred;
+	_Atomic bool want_out;   /* written under ep_lock, read without */
 	uint64_t defer_until;
 	bool flushed;
 };
@@ -377,7 +405,7 @@ enum iw_access_err rpcrdma_iwarp_mem_check(struct iw_dev *dev,
 int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
 			      const struct rpcrdma_sge *sge, int n,
 			      bool need_write, struct iw_place *out,
-			      uint64_t *total);
+			      uint64_t *total, struct iw_lkey_cache *cache);
 int rpcrdma_iwarp_bind_mw(struct iw_dev *dev, struct iw_pd *pd,
 			  struct iw_swqe *w);
 /* Invalidate an STag (local or remote); remote = only MWs, same PD. */
@@ -427,6 +455,7 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			    struct rpcrdma_send_wr **bad);
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
+void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
 int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
 			 const void *payload, size_t len);

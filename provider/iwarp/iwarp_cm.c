@@ -670,7 +670,8 @@ static void qp_event(struct iw_ep *ep, uint32_t events)
 			pthread_mutex_unlock(&qp->rx_lock);
 			return;
 		}
-		if (rpcrdma_iwarp_cq_active(qp, now)) {
+		if (!qp->dev->manual_progress &&
+		    rpcrdma_iwarp_cq_active(qp, now)) {
 			/* A consumer is polling: let it take the data on its
 			 * own thread; come back if it does not. */
 			pthread_mutex_lock(&qp->ep_lock);

@@ -67,17 +67,23 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 	return 0;
 }
 
+/* The CQ whose consumer is running inline progress on this thread (in
+ * poll_cq or ack_cq_events): its completions need no wake-up, the
+ * consumer polls them right after. */
+static _Thread_local struct iw_cq *consuming;
+
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
 	pthread_mutex_lock(&cq->lock);
-	bool room = cq->count < cq->cap;
+	uint32_t count = atomic_load_explicit(&cq->count, memory_order_relaxed);
+	bool room = count < cq->cap;
 	if (!room) {
 		/* Overrun: verbs makes this a CQ error.  Grow instead: a lost
 		 * completion would hang the consumer forever. */
 		uint32_t ncap = cq->cap * 2;
 		struct rpcrdma_wc *r = calloc(ncap, sizeof(*r));
 		if (r) {
-			for (uint32_t i = 0; i < cq->count; i++)
+			for (uint32_t i = 0; i < count; i++)
 				r[i] = cq->ring[(cq->head + i) % cq->cap];
 			free(cq->ring);
 			cq->ring = r;
@@ -92,28 +98,34 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		}
 	}
 	if (room) {
-		cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
-		cq->count++;
+		cq->ring[(cq->head + count) % cq->cap] = *wc;
+		atomic_store(&cq->count, count + 1);
 	}
-	bool notify = cq->armed;
-	cq->armed = false;
-	if (notify) {
+	pthread_mutex_unlock(&cq->lock);
+	if (consuming == cq)
+		return;
+	/* After the store of count (see struct iw_cq). */
+	if (atomic_exchange(&cq->armed, false)) {
 		uint64_t one = 1;
+		atomic_store(&cq->efd_set, true);
 		ssize_t r = write(cq->efd, &one, sizeof(one));
 		(void)r;
 	}
-	pthread_mutex_unlock(&cq->lock);
 }
 
 static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 {
+	if (!atomic_load(&cq->count))
+		return 0;
 	int got = 0;
 	pthread_mutex_lock(&cq->lock);
-	while (got < n && cq->count) {
+	uint32_t count = atomic_load_explicit(&cq->count, memory_order_relaxed);
+	while (got < n && count) {
 		wc[got++] = cq->ring[cq->head];
 		cq->head = (cq->head + 1) % cq->cap;
-		cq->count--;
+		count--;
 	}
+	atomic_store(&cq->count, count);
 	pthread_mutex_unlock(&cq->lock);
 	return got;
 }
@@ -122,19 +134,19 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
  * lock another thread holds: that thread is already making progress). */
 static void inline_progress(struct iw_cq *cq)
 {
+	struct iw_cq *outer = consuming;
+	consuming = cq;
 	pthread_mutex_lock(&cq->qps_lock);
 	for (size_t i = 0; i < cq->nqps; i++) {
 		struct iw_qp *qp = cq->qps[i];
 		if (atomic_load(&qp->state) != IW_QP_RTS)
 			continue;
 		rpcrdma_iwarp_rx_progress(qp, false);
-		pthread_mutex_lock(&qp->ep_lock);
-		bool out = qp->want_out;
-		pthread_mutex_unlock(&qp->ep_lock);
-		if (out)
+		if (atomic_load(&qp->want_out))
 			rpcrdma_iwarp_tx_progress(qp);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
+	consuming = outer;
 }
 
 int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
@@ -142,10 +154,11 @@ int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
 	if (!c || n < 0 || (n && !wc))
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
-	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
 	int got = pop(cq, n, wc);
 	if (got)
 		return got;
+	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
+			      memory_order_relaxed);
 	inline_progress(cq);
 	got = pop(cq, n, wc);
 	if (!got && atomic_load(&cq->overflow))
@@ -158,10 +171,8 @@ int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)
 	if (!c)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
-	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
-	pthread_mutex_lock(&cq->lock);
-	cq->armed = true;
-	pthread_mutex_unlock(&cq->lock);
+	/* Before the consumer's next read of count (see struct iw_cq). */
+	atomic_store(&cq->armed, true);
 	return 0;
 }
 
@@ -177,14 +188,17 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	if (!c)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
-	atomic_store(&cq->last_active_ns, rpcrdma_iwarp_now_ns());
+	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
+			      memory_order_relaxed);
 	/* Socket readability is part of cq_fd: consume it here so the fd
 	 * stops being readable, as the interface promises; then drain the
-	 * eventfd, which that processing may have signalled. */
+	 * eventfd if a completion wrote it. */
 	inline_progress(cq);
-	uint64_t v;
-	ssize_t r = read(cq->efd, &v, sizeof(v));
-	(void)r;
+	if (atomic_exchange(&cq->efd_set, false)) {
+		uint64_t v;
+		ssize_t r = read(cq->efd, &v, sizeof(v));
+		(void)r;
+	}
 	return 0;
 }
 

@@ -182,7 +182,12 @@ static bool start_segment(struct iw_qp *qp)
 			pthread_mutex_lock(&qp->rq_lock);
 			bool have = qp->rq_count > 0;
 			if (have) {
-				rx->recv = qp->rq[qp->rq_head];
+				/* The SGEs in use only (the WQE holds 16). */
+				const struct iw_rwqe *q = &qp->rq[qp->rq_head];
+				rx->recv.wr_id = q->wr_id;
+				rx->recv.num_sge = q->num_sge;
+				memcpy(rx->recv.sge, q->sge,
+				       (size_t)q->num_sge * sizeof(q->sge[0]));
 				qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
 				qp->rq_count--;
 			}
@@ -198,7 +203,8 @@ static bool start_segment(struct iw_qp *qp)
 			rx->recv_got = 0;
 			if (rpcrdma_iwarp_sge_resolve(qp->dev, pd, rx->recv.sge,
 						      rx->recv.num_sge, true,
-						      &rx->place, &rx->recv_cap) != 0) {
+						      &rx->place, &rx->recv_cap,
+						      &qp->rx_lkc) != 0) {
 				rx->recv_active = false;
 				rpcrdma_iwarp_complete(qp, false, rx->recv.wr_id,
 						       RPCRDMA_WC_RECV,
@@ -623,7 +629,12 @@ void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock)
 void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 {
 	struct iw_rx *rx = &qp->rx;
-	while (qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
+	/* A read that returned less than asked for emptied the socket: stop
+	 * after consuming it instead of asking again for an EAGAIN.  Bytes
+	 * that arrive later make the socket (part of cq_fd, and watched by
+	 * the progress thread) readable again. */
+	bool drained = false;
+	while (!drained && qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
 	       rx->st != IW_RX_DEAD) {
 		if (rx->st == IW_RX_PAYLOAD && rx->rd == rx->wr &&
 		    rx->left >= IW_DIRECT_MIN) {
@@ -645,6 +656,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 			rx->left -= (uint64_t)n;
 			if (!rx->left)
 				enter_trailer(rx);
+			drained = (size_t)n < max;
 			continue;
 		}
 		if (rx->rd == rx->wr) {
@@ -661,6 +673,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 			}
 			rx->rd = 0;
 			rx->wr = (size_t)n;
+			drained = (size_t)n < IW_RXBUF;
 		}
 		if (!consume(qp))
 			break;

@@ -129,7 +129,8 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 	}
 	if (rc && bad)
 		*bad = wr;
-	rpcrdma_iwarp_tx_progress(qp);
+	/* Run to completion: the poster's thread writes the socket. */
+	rpcrdma_iwarp_tx_progress_locked(qp);
 	pthread_mutex_unlock(&qp->tx_lock);
 	return rc;
 }
@@ -142,6 +143,9 @@ static void sq_pop(struct iw_qp *qp)
 
 static void set_want_out(struct iw_qp *qp, bool on)
 {
+	/* Nearly always unchanged: no lock then. */
+	if (atomic_load(&qp->want_out) == on)
+		return;
 	pthread_mutex_lock(&qp->ep_lock);
 	bool changed = qp->want_out != on;
 	qp->want_out = on;
@@ -239,7 +243,7 @@ static bool pick(struct iw_qp *qp)
 			struct iw_place pl;
 			uint64_t tot;
 			if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, true,
-						      &pl, &tot) != 0) {
+						      &pl, &tot, NULL) != 0) {
 				local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
 				return false;
 			}
@@ -285,7 +289,7 @@ static bool pick(struct iw_qp *qp)
 				tx->src.nseg = 1;
 			}
 		} else if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, false,
-						     &tx->src, NULL) != 0) {
+						     &tx->src, NULL, &qp->tx_lkc) != 0) {
 			tx->kind = IW_TX_NONE;
 			local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
 			return false;
@@ -434,6 +438,12 @@ static int push(struct iw_qp *qp)
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
 {
 	pthread_mutex_lock(&qp->tx_lock);
+	rpcrdma_iwarp_tx_progress_locked(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp)
+{
 	while (qp->created && atomic_load(&qp->state) == IW_QP_RTS) {
 		if (!qp->tx.fpdu_active) {
 			if (qp->tx.kind == IW_TX_NONE && !pick(qp))
@@ -445,7 +455,6 @@ void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
 		int r = push(qp);
 		if (r == 0) {
 			set_want_out(qp, true);
-			pthread_mutex_unlock(&qp->tx_lock);
 			return;
 		}
 		if (r < 0) {
@@ -458,7 +467,6 @@ void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
 	}
 	if (qp->created && atomic_load(&qp->state) == IW_QP_RTS)
 		set_want_out(qp, false);
-	pthread_mutex_unlock(&qp->tx_lock);
 }
 
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t)

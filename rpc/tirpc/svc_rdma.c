@@ -4,22 +4,25 @@
  * plain svc_run(); and the same request-side SVCXPRT operations for the
  * reverse-direction callbacks of clnt_rdma_register_callback().
  *
- * svc_run() path: the native server runs its handlers on worker threads;
- * our catch-all handler queues the call on the SVCXPRT and wakes svc_run()
- * through the transport's file descriptor (an eventfd registered with
- * xprt_register()).  libtirpc's svc_getreq_common() then does what it does
- * for its own transports — SVC_RECV, authentication, the lookup of the
- * dispatch function (PROG_UNAVAIL / PROG_MISMATCH answered by libtirpc
- * itself), the dispatch — and the reply comes back through xp_reply,
- * which hands the whole encoded reply to the native server and lets the
- * waiting worker return.  svc_run() stays single-threaded, as libtirpc
- * programs expect.
+ * svc_run() path: svc_run() itself attends the connections, as it does
+ * for libtirpc's own transports.  The transport's file descriptor
+ * (registered with xprt_register()) is the epoll set of every
+ * connection's CQ (rpcrdma_rpc_loop_external); when it is readable,
+ * libtirpc calls SVC_RECV, which polls the connections that have work on
+ * svc_run's own thread and takes the calls they bring.  Each call is then
+ * handed to libtirpc's svc_getreq_common() — SVC_RECV, authentication,
+ * the lookup of the dispatch function (PROG_UNAVAIL / PROG_MISMATCH
+ * answered by libtirpc itself), the dispatch — and its reply, set through
+ * xp_reply, is sent when the dispatch is over (SVC_STAT).  No thread
+ * hand-off on the way; svc_run() stays single-threaded, as libtirpc
+ * programs expect.  The native server's loop thread keeps the rest
+ * (connections coming and going, time-outs); a call it happens to take
+ * is queued and svc_run() woken through the same descriptor.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "rpc/rpc_internal.h"
@@ -39,24 +42,24 @@ struct xprt_ext {
 struct tirpc_call {
 	struct rpcrdma_svc_req *req;
 	bool replied;
-	bool done;
-	enum rpcrdma_svc_stat status;
-	struct tirpc_call *next;
-	pthread_cond_t cv;
 };
 
 struct svc_rdma {
 	SVCXPRT *xprt;
 	struct xprt_ext ext;
 	struct rpcrdma_svc *svc;
-	int efd;
+	struct rpc_loop *loop;
 	pthread_mutex_t lock;
-	struct tirpc_call *head, *tail; /* waiting for svc_run() */
-	struct tirpc_call *cur;         /* being dispatched */
+	struct rpcrdma_svc_req *head, *tail; /* waiting for svc_run() */
+	struct tirpc_call cur;          /* being dispatched (req NULL: none) */
 	bool closing;
 	struct ulb_table ulb;
 	char *netid;
 };
+
+/* The server svc_run() is attending on this thread right now: calls it
+ * takes need no wake-up. */
+static _Thread_local struct svc_rdma *attending;
 
 /* A transport is either the listening one (xp_p1 = struct svc_rdma) or a
  * per-call one for direct dispatch (xp_p1 = struct tirpc_call); xp_p2
@@ -75,7 +78,8 @@ static struct tirpc_call *cur_call(SVCXPRT *x)
 {
 	if (x->xp_p2 == &direct_tag)
 		return ((struct direct_xprt *)x)->call;
-	return ((struct svc_rdma *)x->xp_p1)->cur;
+	struct tirpc_call *c = &((struct svc_rdma *)x->xp_p1)->cur;
+	return c->req ? c : NULL;
 }
 
 static bool ddp_results_allowed(SVCXPRT *x, struct rpcrdma_svc_req *req,
@@ -211,51 +215,55 @@ static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
 	pthread_mutex_lock(&s->lock);
-	struct tirpc_call *c = s->head;
-	if (c) {
-		s->head = c->next;
+	if (!s->head) {
+		/* Poll the connections with work on this very thread; their
+		 * calls land on our queue (queue_handler). */
+		pthread_mutex_unlock(&s->lock);
+		attending = s;
+		rpcrdma_rpc_loop_attend_external(s->loop);
+		attending = NULL;
+		pthread_mutex_lock(&s->lock);
+	}
+	struct rpcrdma_svc_req *r = s->head;
+	if (r) {
+		s->head = r->next;
 		if (!s->head)
 			s->tail = NULL;
 	}
-	if (!s->head) {
-		uint64_t v;
-		ssize_t r = read(s->efd, &v, sizeof(v)); /* quiet the fd */
-		(void)r;
-	}
-	s->cur = c;
+	s->cur.req = r;
+	s->cur.replied = false;
 	pthread_mutex_unlock(&s->lock);
-	if (!c)
+	if (!r)
 		return FALSE;
-	msg->rm_xid = rpcrdma_svc_req_xid(c->req);
+	msg->rm_xid = rpcrdma_svc_req_xid(r);
 	msg->rm_direction = CALL;
 	msg->rm_call.cb_rpcvers = 2;
-	msg->rm_call.cb_prog = rpcrdma_svc_req_prog(c->req);
-	msg->rm_call.cb_vers = rpcrdma_svc_req_vers(c->req);
-	msg->rm_call.cb_proc = rpcrdma_svc_req_proc(c->req);
+	msg->rm_call.cb_prog = rpcrdma_svc_req_prog(r);
+	msg->rm_call.cb_vers = rpcrdma_svc_req_vers(r);
+	msg->rm_call.cb_proc = rpcrdma_svc_req_proc(r);
 	/* svc_getreq_common() points oa_base at its own areas. */
-	fill_cred(c->req, &msg->rm_call.cb_cred, msg->rm_call.cb_cred.oa_base);
+	fill_cred(r, &msg->rm_call.cb_cred, msg->rm_call.cb_cred.oa_base);
 	msg->rm_call.cb_verf.oa_flavor = AUTH_NONE;
 	msg->rm_call.cb_verf.oa_length = 0;
 	return TRUE;
 }
 
 /* Called by svc_getreq_common() after every dispatch: the current call is
- * over, replied or not. */
+ * over, replied or not; its reply goes out now. */
 static enum xprt_stat l_stat(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
 	pthread_mutex_lock(&s->lock);
-	struct tirpc_call *c = s->cur;
-	if (c) {
-		/* A dispatch function that sent nothing: the call must still
-		 * complete exactly once (the client would wait forever). */
-		c->status = c->replied ? RPCRDMA_SVC_OK : RPCRDMA_SVC_SYSTEM_ERR;
-		c->done = true;
-		pthread_cond_signal(&c->cv);
-		s->cur = NULL;
-	}
+	struct rpcrdma_svc_req *r = s->cur.req;
+	bool replied = s->cur.replied;
+	s->cur.req = NULL;
 	enum xprt_stat st = s->head ? XPRT_MOREREQS : XPRT_IDLE;
 	pthread_mutex_unlock(&s->lock);
+	/* A dispatch function that sent nothing: the call must still
+	 * complete exactly once (the client would wait forever). */
+	if (r)
+		rpcrdma_rpc_req_done(r, replied ? RPCRDMA_SVC_OK
+						: RPCRDMA_SVC_SYSTEM_ERR);
 	return st;
 }
 
@@ -265,21 +273,21 @@ static void l_destroy(SVCXPRT *x)
 	xprt_unregister(x);
 	pthread_mutex_lock(&s->lock);
 	s->closing = true;
-	for (struct tirpc_call *c = s->head; c; c = c->next) {
-		c->status = RPCRDMA_SVC_SYSTEM_ERR;
-		c->done = true;
-		pthread_cond_signal(&c->cv);
-	}
+	struct rpcrdma_svc_req *r = s->head;
 	s->head = s->tail = NULL;
-	if (s->cur) {
-		s->cur->status = s->cur->replied ? RPCRDMA_SVC_OK : RPCRDMA_SVC_SYSTEM_ERR;
-		s->cur->done = true;
-		pthread_cond_signal(&s->cur->cv);
-		s->cur = NULL;
-	}
+	struct rpcrdma_svc_req *cur = s->cur.req;
+	bool replied = s->cur.replied;
+	s->cur.req = NULL;
 	pthread_mutex_unlock(&s->lock);
-	rpcrdma_svc_destroy(s->svc); /* joins the workers we just released */
-	close(s->efd);
+	while (r) {
+		struct rpcrdma_svc_req *n = r->next;
+		rpcrdma_rpc_req_done(r, RPCRDMA_SVC_SYSTEM_ERR);
+		r = n;
+	}
+	if (cur)
+		rpcrdma_rpc_req_done(cur, replied ? RPCRDMA_SVC_OK
+						  : RPCRDMA_SVC_SYSTEM_ERR);
+	rpcrdma_svc_destroy(s->svc);
 	pthread_mutex_destroy(&s->lock);
 	ulb_free(&s->ulb);
 	free(s->netid);
@@ -306,31 +314,28 @@ static const struct xp_ops listen_ops = {
 
 static const struct xp_ops2 ops2 = { .xp_control = x_control };
 
-/* The native handler for every call: hand it to svc_run() and wait. */
+/* The native handler for every call (deferred: it only takes the
+ * request): queue it for svc_run(), waking it unless it is the thread
+ * polling right now. */
 static enum rpcrdma_svc_stat queue_handler(struct rpcrdma_svc_req *req, void *arg)
 {
 	struct svc_rdma *s = arg;
-	struct tirpc_call c = { .req = req };
-	pthread_cond_init(&c.cv, NULL);
 	pthread_mutex_lock(&s->lock);
 	if (s->closing) {
 		pthread_mutex_unlock(&s->lock);
-		pthread_cond_destroy(&c.cv);
-		return RPCRDMA_SVC_SYSTEM_ERR;
+		rpcrdma_rpc_req_done(req, RPCRDMA_SVC_SYSTEM_ERR);
+		return RPCRDMA_SVC_OK;
 	}
+	req->next = NULL;
 	if (s->tail)
-		s->tail->next = &c;
+		s->tail->next = req;
 	else
-		s->head = &c;
-	s->tail = &c;
-	uint64_t one = 1;
-	ssize_t r = write(s->efd, &one, sizeof(one));
-	(void)r;
-	while (!c.done)
-		pthread_cond_wait(&c.cv, &s->lock);
+		s->head = req;
+	s->tail = req;
 	pthread_mutex_unlock(&s->lock);
-	pthread_cond_destroy(&c.cv);
-	return c.status;
+	if (attending != s)
+		rpcrdma_rpc_loop_kick(s->loop);
+	return RPCRDMA_SVC_OK;
 }
 
 RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
@@ -344,31 +349,25 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 		tirpc_create_error(RPC_SYSTEMERROR, ENOMEM);
 		return NULL;
 	}
-	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->efd < 0) {
-		free(x);
-		free(s);
-		tirpc_create_error(RPC_SYSTEMERROR, errno);
-		return NULL;
-	}
 	pthread_mutex_init(&s->lock, NULL);
-	int rc = rpcrdma_svc_create(listen_addr ? listen_addr : "0.0.0.0", opts,
-				    &s->svc);
+	int rc = rpcrdma_rpc_svc_create(listen_addr ? listen_addr : "0.0.0.0",
+					opts, true, &s->svc);
 	if (rc == 0)
-		rc = rpcrdma_svc_register_any(s->svc, queue_handler, s);
+		rc = rpcrdma_rpc_svc_register_any_flags(s->svc, queue_handler, s,
+							RPCRDMA_RPC_REG_DEFER);
 	if (rc < 0) {
 		if (s->svc)
 			rpcrdma_svc_destroy(s->svc);
-		close(s->efd);
 		pthread_mutex_destroy(&s->lock);
 		free(x);
 		free(s);
 		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNADDR : RPC_SYSTEMERROR, rc);
 		return NULL;
 	}
+	s->loop = rpcrdma_rpc_svc_loop(s->svc);
 	s->xprt = x;
 	s->netid = strdup("rdma");
-	x->xp_fd = s->efd;
+	x->xp_fd = rpcrdma_rpc_loop_external(s->loop);
 	x->xp_port = rpcrdma_svc_port(s->svc);
 	x->xp_ops = &listen_ops;
 	x->xp_ops2 = &ops2;

@@ -53,9 +53,15 @@ static struct rpcrdma_svc *server(const char *addr, unsigned slow_ms)
 	static unsigned delay;
 	delay = slow_ms;
 	struct rpcrdma_svc *s = NULL;
+	/* Handlers on a worker: the slow one is still running when the
+	 * server goes (a handler run on the loop thread would be waited
+	 * for, and its reply sent, before the disconnect). */
+	struct rpcrdma_opts o;
+	rpcrdma_opts_default(&o);
+	o.workers = 2;
 	/* The port may take a moment to be free again. */
 	for (int i = 0; i < 50 && !s; i++)
-		if (rpcrdma_svc_create(addr, NULL, &s))
+		if (rpcrdma_svc_create(addr, &o, &s))
 			nap_ms(20);
 	if (!s)
 		return NULL;

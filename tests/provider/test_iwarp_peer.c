@@ -11,8 +11,9 @@
  *    and a disconnect in between left only a FIN.  The consumer here
  *    polls the CQ and disconnects the moment it sees the error, starting
  *    at delays that sweep the race window; the case repeats (300 times
- *    by default, argv[1]).  Before the fix about 1 round in 100 lost
- *    its Terminate on a 2-CPU machine; a single CPU cannot show it.
+ *    by default, argv[1]; ctest runs 1000).  Before the fix about 1
+ *    round in 100-300 lost its Terminate on a 2-CPU machine; a single
+ *    CPU cannot show it.
  *  - mpa_pd: MPA Requests carrying 0 ... 512 bytes of private data (RFC
  *    5044 §7.1.1: PD_Length up to 512) are accepted and the private data
  *    reaches the consumer intact; 513 is an improperly formatted frame

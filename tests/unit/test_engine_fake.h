@@ -221,7 +221,8 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 		s->last_send_len = n;
 		s->last_send_op = sw->opcode;
 		s->last_inv_rkey = sw->invalidate_rkey;
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_SEND, 0, 0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_SEND, 0, 0, 0);
 		if (f->drop_sends)
 			return;
 		if (!o->pc) {
@@ -269,8 +270,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			return;
 		}
 		memcpy(dst, src, len);
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_WRITE, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_WRITE, 0,
+			       0, 0);
 		return;
 	}
 	case RPCRDMA_WR_RDMA_READ: {
@@ -287,8 +289,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			return;
 		}
 		memcpy(dst, src, len);
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_READ, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_READ, 0,
+			       0, 0);
 		return;
 	}
 	case RPCRDMA_WR_LOCAL_INV: {
@@ -299,8 +302,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			f->violations++;
 		else
 			r->rvalid = false;
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_LOCAL_INV, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_LOCAL_INV, 0,
+			       0, 0);
 		return;
 	}
 	default:

@@ -43,12 +43,14 @@ static void pop_all(void)
 
 static uint32_t cur_xid;
 
-/* Complete every held work request of opcode op; a Read "brings" a NULL
- * call of cur_xid padded to 64 bytes. */
+/* Complete every held signalled work request of opcode op (a provider
+ * reports no other); a Read "brings" a NULL call of cur_xid padded to 64
+ * bytes. */
 static void complete(enum rpcrdma_wr_opcode op, uint64_t now)
 {
 	for (int i = 0; i < nheld; i++) {
-		if (held[i].send.opcode != op)
+		if (held[i].send.opcode != op ||
+		    !(held[i].send.send_flags & RPCRDMA_SEND_SIGNALED))
 			continue;
 		if (op == RPCRDMA_WR_RDMA_READ) {
 			uint8_t *d = (uint8_t *)(uintptr_t)held[i].sge[0].addr;
@@ -95,14 +97,34 @@ static uint64_t timeouts(void)
 }
 
 /* A Long Call (RFC 8166 §3.5.3): RDMA_NOMSG whose Position-Zero Read
- * chunk holds a 64-byte call; the Responder must RDMA Read it. */
-static void feed_long_call(uint32_t xid)
+ * chunk holds a 64-byte call; the Responder must RDMA Read it.  write:
+ * it also offers a 64-byte Write chunk for a DDP-eligible result. */
+static void feed_long_call(uint32_t xid, bool write)
 {
 	cur_xid = xid;
-	uint32_t w[] = {xid, 1, 8, 1, 1, 0, 0x4242, 64, 0, 0x10000, 0, 0, 0};
-	uint8_t b[64];
-	CHECK_EQ(rpcrdma_engine_recv(S.e, b, xdr_words(b, w, 13), false, 0, T0),
+	uint32_t w[] = {xid, 1, 8, 1, 1, 0, 0x4242, 64, 0, 0x10000, 0,
+			1, 1, 0x4343, 64, 0, 0x20000, 0, 0};
+	if (!write) {
+		w[11] = 0; /* no Write list */
+		w[12] = 0; /* no Reply chunk */
+	}
+	uint8_t b[128];
+	CHECK_EQ(rpcrdma_engine_recv(S.e, b, xdr_words(b, w, write ? 19 : 13),
+				     false, 0, T0),
 		 0);
+	pop_all();
+}
+
+/* Answer the last incoming call: a 24-byte accepted reply header, and
+ * with ddp a 64-byte DDP-eligible result (into the Write chunk: an RDMA
+ * Write, then a Send that waits for it, send_queue.c). */
+static void reply(uint32_t xid, bool ddp, uint64_t now)
+{
+	static uint8_t rep[24], res[64];
+	rpc_reply_hdr(rep, xid);
+	struct rpcrdma_iov rv[2] = {{rep, 24, false}, {res, 64, true}};
+	struct rpcrdma_reply_req rr = {rv, ddp ? 2 : 1, NULL};
+	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, call_id, &rr, now), 0);
 	pop_all();
 }
 
@@ -119,7 +141,7 @@ static int count(enum rpcrdma_wr_opcode op)
 static void test_read_never_answered(void)
 {
 	start(300);
-	feed_long_call(0x10);
+	feed_long_call(0x10, false);
 	CHECK_EQ(count(RPCRDMA_WR_RDMA_READ), 1);
 	rpcrdma_engine_tick(S.e, T0);          /* arms: deadline T0 + 300 */
 	pop_all();
@@ -145,12 +167,14 @@ static void test_read_never_answered(void)
 }
 
 /* A Read answered in time, a handler slower than the time-out (not an
- * RDMA operation), a reply sent in time: no close.  Then a reply whose
- * Send never completes: close. */
+ * RDMA operation), a reply whose Write and Send complete in time, a reply
+ * Send left unsignalled on a connection that then goes idle (it completes
+ * only with a later request): no close.  Then a reply whose Write and
+ * Send never complete: close. */
 static void test_in_time_then_send_stuck(void)
 {
 	start(300);
-	feed_long_call(0x20);
+	feed_long_call(0x20, true);
 	rpcrdma_engine_tick(S.e, T0);
 	rpcrdma_engine_tick(S.e, T0 + 200);
 	complete(RPCRDMA_WR_RDMA_READ, T0 + 200);
@@ -159,12 +183,8 @@ static void test_in_time_then_send_stuck(void)
 	rpcrdma_engine_tick(S.e, T0 + 5000);
 	pop_all();
 	CHECK_EQ(ncloses, 0);
-	uint8_t rep[24];
-	rpc_reply_hdr(rep, 0x20);
-	struct rpcrdma_iov rv = {rep, 24, false};
-	struct rpcrdma_reply_req rr = {&rv, 1, NULL};
-	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, call_id, &rr, T0 + 5000), 0);
-	pop_all();
+	reply(0x20, true, T0 + 5000);
+	CHECK_EQ(count(RPCRDMA_WR_RDMA_WRITE), 1);
 	CHECK_EQ(count(RPCRDMA_WR_SEND), 1);
 	rpcrdma_engine_tick(S.e, T0 + 5000);   /* Send outstanding: arms */
 	rpcrdma_engine_tick(S.e, T0 + 5299);
@@ -174,20 +194,35 @@ static void test_in_time_then_send_stuck(void)
 	rpcrdma_engine_tick(S.e, T0 + 9000);
 	pop_all();
 	CHECK_EQ(ncloses, 0);
-	CHECK_EQ(timeouts(), 0);
-	/* Another call; its reply's Send never completes. */
-	feed_long_call(0x21);
+	/* Replies with nothing of the caller's to read: their Sends go out
+	 * unsignalled and nothing follows them for a long while.  One from
+	 * the upper layer, one the engine makes itself (an ERR_VERS, RFC
+	 * 8166 §4.5.1), whose slot stays busy until a later completion. */
+	feed_long_call(0x22, false);
 	complete(RPCRDMA_WR_RDMA_READ, T0 + 9000);
-	rpc_reply_hdr(rep, 0x21);
-	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, call_id, &rr, T0 + 9000), 0);
+	reply(0x22, false, T0 + 9000);
+	uint32_t bad[] = {0x23, 3, 8, 0, 0, 0, 0};
+	uint8_t b[28];
+	CHECK_EQ(rpcrdma_engine_recv(S.e, b, xdr_words(b, bad, 7), false, 0,
+				     T0 + 9000), 0);
 	pop_all();
-	rpcrdma_engine_tick(S.e, T0 + 9000);
-	rpcrdma_engine_tick(S.e, T0 + 9300);
+	CHECK_EQ(count(RPCRDMA_WR_SEND), 2);
+	for (uint64_t t = 9000; t <= 100000; t += 1000)
+		rpcrdma_engine_tick(S.e, T0 + t);
+	pop_all();
+	CHECK_EQ(ncloses, 0);
+	CHECK_EQ(timeouts(), 0);
+	/* Another call; its reply's Write and Send never complete. */
+	feed_long_call(0x21, true);
+	complete(RPCRDMA_WR_RDMA_READ, T0 + 100000);
+	reply(0x21, true, T0 + 100000);
+	rpcrdma_engine_tick(S.e, T0 + 100000);
+	rpcrdma_engine_tick(S.e, T0 + 100300);
 	pop_all();
 	CHECK_EQ(ncloses, 1);
 	CHECK_EQ(timeouts(), 1);
 	F->conn_down = true;
-	rpcrdma_engine_conn_lost(S.e, T0 + 9301);
+	rpcrdma_engine_conn_lost(S.e, T0 + 100301);
 	stop();
 }
 
@@ -195,7 +230,7 @@ static void test_in_time_then_send_stuck(void)
 static void test_off(void)
 {
 	start(0);
-	feed_long_call(0x30);
+	feed_long_call(0x30, false);
 	for (uint64_t t = 0; t < 100; t++)
 		rpcrdma_engine_tick(S.e, T0 + t * 100000);
 	pop_all();

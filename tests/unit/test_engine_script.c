@@ -40,7 +40,9 @@ static void drain(void)
 			       w.send.sg_list[i].length);
 			s->len += w.send.sg_list[i].length;
 		}
-		/* complete it at once */
+		/* complete it at once (a provider reports signalled ones) */
+		if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
+			continue;
 		struct rpcrdma_wc wc = {0};
 		wc.wr_id = w.send.wr_id;
 		wc.status = RPCRDMA_WC_SUCCESS;
@@ -189,7 +191,7 @@ static uint32_t submit(int i)
 	rpc_call_hdr(hdrs[i], 100003, 3, 0);
 	struct rpcrdma_iov v = {hdrs[i], 40, false};
 	struct rpcrdma_call_req r = {&v, 1, rbuf[i], 256, NULL, 0,
-				     (void *)(uintptr_t)(i + 1)};
+				     (void *)(uintptr_t)(i + 1), false};
 	uint32_t xid = 0;
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
 	return xid;
@@ -330,7 +332,7 @@ static void test_thresholds(void)
 	static uint8_t big[2100];
 	rpc_call_hdr(big, 1, 1, 1);
 	struct rpcrdma_iov v = {big, sizeof big, false};
-	struct rpcrdma_call_req r = {&v, 1, rbuf[0], 100, NULL, 0, NULL};
+	struct rpcrdma_call_req r = {&v, 1, rbuf[0], 100, NULL, 0, NULL, false};
 	uint32_t xid;
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
 	drain();
@@ -360,7 +362,7 @@ static void test_reply_chunk_offer(void)
 	static uint8_t h[40], rb[8192];
 	rpc_call_hdr(h, 1, 1, 1);
 	struct rpcrdma_iov v = {h, 40, false};
-	struct rpcrdma_call_req r = {&v, 1, rb, 4068, NULL, 0, NULL};
+	struct rpcrdma_call_req r = {&v, 1, rb, 4068, NULL, 0, NULL, false};
 	uint32_t xid;
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
 	drain();
@@ -595,7 +597,7 @@ static void test_call_needs_more_than_sq(void)
 	rpc_call_hdr(h, 1, 1, 1);
 	struct rpcrdma_iov v[4] = {{h, 40, false}, {a, 16, false},
 				   {b, 16, false}, {c, 16, false}};
-	struct rpcrdma_call_req r = {v, 4, rb, sizeof rb, NULL, 0, NULL};
+	struct rpcrdma_call_req r = {v, 4, rb, sizeof rb, NULL, 0, NULL, false};
 	uint32_t xid;
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r, &xid, 0), 0);
 	drain();
@@ -610,7 +612,7 @@ static void test_call_needs_more_than_sq(void)
 	struct rpcrdma_iov rv[8];
 	for (int i = 0; i < 8; i++)
 		rv[i] = (struct rpcrdma_iov){res[i], 8, true};
-	struct rpcrdma_call_req r2 = {v, 1, rb, sizeof rb, rv, 8, NULL};
+	struct rpcrdma_call_req r2 = {v, 1, rb, sizeof rb, rv, 8, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r2, &xid, 0), 0);
 	drain();
 	CHECK_EQ(nsent, 0);
@@ -619,7 +621,7 @@ static void test_call_needs_more_than_sq(void)
 	CHECK_EQ(ev.status, RPCRDMA_ERR_NOSPACE);
 	CHECK_EQ(fake_open_rkeys(F, 0), 0);
 	/* seven fit exactly */
-	struct rpcrdma_call_req r3 = {v, 1, rb, sizeof rb, rv, 7, NULL};
+	struct rpcrdma_call_req r3 = {v, 1, rb, sizeof rb, rv, 7, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &r3, &xid, 0), 0);
 	drain();
 	CHECK_EQ(nsent, 1);

@@ -78,6 +78,9 @@ static void drain(void)
 				struct fake_mr *r = &F->mr[w.send.invalidate_rkey];
 				r->rvalid = false;
 			}
+			/* A provider reports only signalled ones. */
+			if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
+				continue;
 			struct rpcrdma_wc wc = {0};
 			wc.wr_id = w.send.wr_id;
 			wc.status = RPCRDMA_WC_SUCCESS;
@@ -189,7 +192,7 @@ static uint32_t submit(int i, size_t body, size_t ddp_len, unsigned nres,
 	for (unsigned k = 0; k < nres; k++)
 		r[k] = (struct rpcrdma_iov){res[i][k], res_len, true};
 	struct rpcrdma_call_req q = {v, n, rbuf[i], reply_max, r, nres,
-				     (void *)(uintptr_t)(i + 1)};
+				     (void *)(uintptr_t)(i + 1), false};
 	uint32_t xid = 0;
 	CHECK_EQ(rpcrdma_engine_submit_call(S.e, &q, &xid, NOW), 0);
 	drain();
@@ -963,7 +966,7 @@ static bool roundtrip(struct side *from, struct side *to, size_t arg,
 	struct rpcrdma_iov v[2] = {{h, 40, false}, {a, arg, res_max != 0}};
 	struct rpcrdma_iov r = {out, res_max, true};
 	struct rpcrdma_call_req q = {v, 2, rb, reply_max, &r, res_max ? 1 : 0,
-				     (void *)0x1};
+				     (void *)0x1, false};
 	uint32_t xid;
 	int src = rpcrdma_engine_submit_call(from->e, &q, &xid, 0);
 	if (src) {

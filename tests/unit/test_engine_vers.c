@@ -52,6 +52,9 @@ static void drain(void)
 				}
 				sent_len[nsent++] = len;
 			}
+			/* A provider reports only signalled ones. */
+			if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
+				continue;
 			struct rpcrdma_wc wc = {0};
 			wc.wr_id = w.send.wr_id;
 			wc.status = RPCRDMA_WC_SUCCESS;

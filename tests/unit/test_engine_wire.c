@@ -151,7 +151,7 @@ static int start_call(struct side *cli, size_t args_len, size_t ddp_len,
 		call_iov[n++] = (struct rpcrdma_iov){ddp_arg, ddp_len, true};
 	}
 	struct rpcrdma_call_req r = {call_iov, n, reply_buf, reply_max,
-				     results, nres, (void *)(uintptr_t)0x77};
+				     results, nres, (void *)(uintptr_t)0x77, false};
 	return rpcrdma_engine_submit_call(cli->e, &r, xid, 0);
 }
 
