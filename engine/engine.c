@@ -34,6 +34,7 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->neg_timeout_ms = 2000;
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
+	cfg->rdma_timeout_ms = 30000;
 }
 
 
@@ -550,6 +551,8 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 		rpcrdma_progress(e);
 		return;
 	}
+	if (rpcrdma_rs_rdma_timed_out(e, now))
+		return;
 	/* A registration refused for now (AGAIN: memory or MRs short) is
 	 * tried again on every tick, not only when another registration of
 	 * this connection goes: there may be none, and the shortage may be
@@ -937,7 +940,10 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 		e->ctr.bad_replies++; /* never answer an error */
 		return;
 	}
-	if (c->vers >= RPCRDMA_VERSION_2 && len >= 20 &&
+	/* RPCRDMA2_F_RESPONSE exists in v2's layout only; in a version we
+	 * do not know the fifth word means nothing to us (RFC 8166 §7 fixes
+	 * only the first four and the error layout). */
+	if (c->vers == RPCRDMA_VERSION_2 && len >= 20 &&
 	    (rpcrdma_be32_get(buf + 16) & RPCRDMA_V2_F_RESPONSE)) {
 		e->ctr.bad_replies++; /* a response: never answered */
 		return;
@@ -956,9 +962,12 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 	er.code = RPCRDMA_V2_ERR_VERS;
 	er.vers_low = lo;
 	er.vers_high = hi;
-	/* Layout: v2's when the sender spoke v2 or later and we know v2,
-	 * else v1's (the layout every RPC-over-RDMA peer can parse). */
-	bool v2 = c->vers >= RPCRDMA_VERSION_2 &&
+	/* Layout: v2's RDMA2_ERROR when the sender spoke v2 and we know v2
+	 * (draft §7.2); for every other version the fixed layout of RFC 8166
+	 * §7 ("the field placement in struct rpc_rdma_errvers must always
+	 * remain the same"), the only one a version we do not know is sure
+	 * to decode.  docs/v2.md, "ERR_VERS layout". */
+	bool v2 = c->vers == RPCRDMA_VERSION_2 &&
 		  e->cfg.versions != RPCRDMA_ENGINE_V1_ONLY;
 	rpcrdma_rs_error(e, c->xid, c->vers, v2, &er);
 }

@@ -176,6 +176,13 @@ struct rpcrdma_engine_config {
 				      GENL: we take chunked reverse calls */
 	struct rpcrdma_limits limits; /* decode limits (header size is
 					 forced <= max_inline_recv) */
+	uint32_t rdma_timeout_ms;  /* Responder: a call's RDMA Reads, or its
+				      reply's RDMA Writes and Send, not
+				      complete after this long close the
+				      connection (RFC 8166 §4.5.5 leaves
+				      recovery to reconnection), counted in
+				      rdma_timeouts.  Checked by tick().
+				      0: never.  Default 30000. */
 };
 
 /* Fill every field with its default. */
@@ -211,9 +218,11 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
 int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 			       size_t len, uint32_t ord, uint64_t now);
 
-/* Time passes: a client's unanswered v2 opener times out here (§7.2), and
- * registrations that were short (mem->reg's AGAIN) are tried again.  Call
- * it now and then (the RPC loop does on every tick, 20 ms). */
+/* Time passes: a client's unanswered v2 opener times out here (§7.2),
+ * registrations that were short (mem->reg's AGAIN) are tried again, and
+ * the Responder's RDMA operations that outlived rdma_timeout_ms close the
+ * connection.  Call it now and then (the RPC loop does on every tick,
+ * 20 ms); a time-out is noticed at the first tick past it. */
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
 /* The connection is gone.  Every work request the engine handed out is
@@ -429,6 +438,9 @@ struct rpcrdma_engine_counters {
 				      v1 ERR_VERS/ERR_CHUNK count here too
 				      as codes 1/2 */
 	uint64_t reverse_refused;  /* reverse calls the peer's BRS forbade */
+	uint64_t rdma_timeouts;    /* connections closed because a call's
+				      RDMA Read/Write did not complete in
+				      rdma_timeout_ms */
 };
 
 void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,

@@ -210,6 +210,14 @@ struct rs {
 	struct rpcrdma_engine_msgp msgp; /* padded call */
 	bool connprop;       /* this slot sends our RDMA2_CONNPROP */
 	bool connprop_resp;  /* ... as the answer to the peer's (xid) */
+	/* RDMA time-out (rdma_timeout.c): the state the deadline was set
+	 * for; 0 when not running.  send_waited: the Send is signalled
+	 * because its Writes read the upper layer's memory (emit_send's
+	 * need); an unsignalled one completes only with a later request,
+	 * which on an idle connection may be long in coming. */
+	uint64_t rdma_deadline;
+	enum rpcrdma_rs_state rdma_timed;
+	bool send_waited;
 };
 
 struct fifo {
@@ -395,5 +403,10 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+
+/* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
+ * Writes and Send, have been outstanding longer than rdma_timeout_ms; the
+ * engine has then asked to close. */
+bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now);
 
 #endif

@@ -45,6 +45,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->vers = e->vers;
 		s->inv_handle = 0;
 		s->connprop = s->connprop_resp = false;
+		s->rdma_deadline = 0;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
 		s->next = RPCRDMA_NIL;
@@ -471,6 +472,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 		e->ctr.send_with_inv++;
 	}
 	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
+	s->send_waited = need;
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
 	w->sge[0].length = (uint32_t)len;

@@ -316,7 +316,8 @@ struct rpcrdma_cm_event {
 	struct rpcrdma_cm_id *listen_id;  /* CONNECT_REQUEST: the listener */
 	int status;                       /* 0 or negative rpcrdma_error */
 	const void *private_data;         /* valid until ack_cm_event */
-	uint8_t private_data_len;
+	uint16_t private_data_len;        /* iwarp: up to 512 (RFC 5044
+					     §7.1.1); verbs: up to 255 */
 	uint8_t responder_resources;      /* peer's IRD (CONNECT_REQUEST,
 					     ESTABLISHED) */
 	uint8_t initiator_depth;          /* peer's ORD */

@@ -58,6 +58,8 @@ struct rpc_call {
 	uint8_t *reply_buf;
 	size_t reply_max;
 	bool reply_inline;             /* no Reply chunk (reply_max 0) */
+	struct rpc_reply_region *region; /* reply_buf is the connection's
+					    reply region, borrowed */
 	size_t cap;                    /* bytes of mem[] */
 	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
 };
@@ -193,6 +195,9 @@ static struct rpc_call *call_alloc(size_t need)
 
 static void call_free(struct rpc_call *c)
 {
+	/* A borrowed reply region goes back with the record. */
+	rpcrdma_rpc_region_put(c->region);
+	c->region = NULL;
 	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
 		struct call_cache *k = cache_self();
 		if (k && k->n < CALL_CACHE) {
@@ -563,9 +568,12 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	for (unsigned i = 0; i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
-	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us). */
+	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
+	 * unknown one may be anything up to max_msg. */
 	bool reply_inline = !call->reply_max;
-	if (call->reply_max)
+	if (call->reply_max == RPCRDMA_REPLY_ANY)
+		reply_max = cl->x->opts.max_msg & ~(size_t)7;
+	else if (call->reply_max)
 		reply_max = round8(call->reply_max + 32 + RPCRDMA_AUTH_MAX_BODY);
 	else
 		reply_max = cl->x->opts.inline_recv;
@@ -574,14 +582,24 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	 * credential and verifier encoded at the last credential change. */
 	const struct hdr_tail *tail = atomic_load(&cl->tail);
 	size_t hl = 24 + tail->len;
-	size_t total = round8(hl) + args_len + reply_max + res_len;
+	/* A reply that may need a Reply chunk lands in the connection's
+	 * reply region when it is free: no registration for this call
+	 * (reply_region.c). */
+	uint8_t *region = reply_max > cl->x->opts.inline_recv
+		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
+	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
+		       res_len;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
 	 * remote write only, never for remote read. */
 	struct rpc_call *c = call_alloc(total);
-	if (!c)
+	if (!c) {
+		if (region)
+			rpcrdma_rpc_region_put(cl->x->rr);
 		return RPCRDMA_ERR_NOMEM;
+	}
+	c->region = region ? cl->x->rr : NULL;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
 	c->status = 0;
@@ -631,10 +649,11 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	c->reply_buf = p;
+	c->reply_buf = region ? region : p;
 	c->reply_max = reply_max;
 	c->reply_inline = reply_inline;
-	p += reply_max;
+	if (!region)
+		p += reply_max;
 	c->nresults = call->nddp_results;
 	for (unsigned i = 0; i < call->nddp_results; i++) {
 		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],

@@ -1,4 +1,5 @@
 /* Options and their defaults; the engine's monotonic clock; tracing. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,20 @@
 
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
+
+/* A decimal number from the environment; def when unset or not a
+ * number (a typo must not turn a limit off). */
+static unsigned env_uint(const char *name, unsigned def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v > UINT_MAX || *s == '-')
+		return def;
+	return (unsigned)v;
+}
 
 RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 {
@@ -49,6 +64,8 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 		o->versions = RPCRDMA_V1_ONLY;
 	else if (v && !strcmp(v, "2"))
 		o->versions = RPCRDMA_V2_ONLY;
+	o->max_connections = env_uint("RPCRDMA_MAX_CONNECTIONS", 0);
+	o->rdma_timeout_ms = env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 30000);
 }
 
 void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
@@ -80,6 +97,10 @@ void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->workers = d.workers;
 	if (!out->versions)
 		out->versions = d.versions;
+	if (!out->max_connections)
+		out->max_connections = d.max_connections;
+	if (!out->rdma_timeout_ms)
+		out->rdma_timeout_ms = d.rdma_timeout_ms;
 }
 
 uint64_t rpcrdma_rpc_now_ms(void)

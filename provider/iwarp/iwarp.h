@@ -64,6 +64,7 @@
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
 #define IW_RXBUF 16384          /* RX staging buffer */
 #define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
+#define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 
 struct iw_ep;
 struct iw_qp;
@@ -346,7 +347,7 @@ struct iw_event {
 	struct iw_event *next;
 	struct iw_channel *owner;
 	int slot;                /* in owner->reserve, or -1: malloc'd */
-	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
 };
 
 /* Events set aside per channel for when malloc fails: a lost ESTABLISHED
@@ -376,8 +377,8 @@ struct iw_ep {
 	uint8_t mpa[RPCRDMA_IWARP_MPA_MAX_FRAME];
 	size_t mpa_have, mpa_need;
 	struct rpcrdma_iwarp_mpa_rr peer;   /* parsed peer frame */
-	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD];
-	uint8_t peer_pd_len;
+	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
+	uint16_t peer_pd_len;
 	uint8_t my_pd[RPCRDMA_IWARP_MPA_MAX_PD];
 	uint8_t my_pd_len;
 	uint8_t my_ird, my_ord;

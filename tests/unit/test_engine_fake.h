@@ -402,6 +402,23 @@ static inline int side_create(struct side *s, const struct rpcrdma_engine_config
 	return rpcrdma_engine_create(cfg, &ops, &s->e);
 }
 
+/* One engine alone on a fresh fake (*f allocated on first use), created
+ * with cfg and connected with the peer's private data pd[0..len) (NULL:
+ * none) and an ORD of 4.  Returns what create / established returned. */
+static inline int fake_single(struct fake **f, struct side *s,
+			      const struct rpcrdma_engine_config *cfg,
+			      const void *pd, size_t len, uint64_t now)
+{
+	if (!*f)
+		*f = calloc(1, sizeof **f);
+	if (!*f)
+		return RPCRDMA_ERR_NOMEM;
+	memset(*f, 0, sizeof **f);
+	side_init(s, *f, 0);
+	int rc = side_create(s, cfg);
+	return rc ? rc : rpcrdma_engine_established(s->e, pd, len, 4, now);
+}
+
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,
  * and an accepted SUCCESS REPLY header, 24 bytes. */
 static inline void rpc_call_hdr(uint8_t *p, uint32_t prog, uint32_t vers,
