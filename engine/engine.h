@@ -171,6 +171,16 @@ struct rpcrdma_engine_config {
 	bool peer_v1_only;         /* client: this server already answered a
 				      v2 opener with ERR_VERS (remembered by
 				      the caller, §7.2): start in v1 */
+	bool resend_after_reply;   /* after RDMA2_ERR_WRITE_RESOURCE or
+				      _REPLY_RESOURCE, send the call again
+				      with more reply resources (draft §5.3.3
+				      allows it).  The Responder sends these
+				      once it has run the call, so a resend
+				      runs it again: only for idempotent
+				      procedures or a server with a
+				      duplicate-request cache.  Default
+				      false: the call fails
+				      RPCRDMA_ERR_PEER_ERR_RESOURCE. */
 	uint32_t v2_brs;           /* RDMA2_PROPID_BRS we advertise
 				      (enum rpcrdma_v2_rvreqsup); default
 				      GENL: we take chunked reverse calls */

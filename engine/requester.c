@@ -533,10 +533,16 @@ static bool check_writes(const struct rq *q, const struct rpcrdma_chunk_lists *c
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
  * a status to complete with, or 0 with q reshaped and *resend set. */
-static int error_outcome(struct rq *q, const struct rpcrdma_v2_error *er,
-			 bool *resend)
+static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
+			 const struct rpcrdma_v2_error *er, bool *resend)
 {
 	*resend = false;
+	/* These two come after the Responder ran the call: resending runs it
+	 * again ("MAY ... send the request again"), so only on request. */
+	if ((er->code == RPCRDMA_V2_ERR_WRITE_RESOURCE ||
+	     er->code == RPCRDMA_V2_ERR_REPLY_RESOURCE) &&
+	    !e->cfg.resend_after_reply)
+		return RPCRDMA_ERR_PEER_ERR_RESOURCE;
 	switch (er->code) {
 	case RPCRDMA_V2_ERR_VERS:
 		return RPCRDMA_ERR_PEER_ERR_VERS;
@@ -628,7 +634,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 					 ? RPCRDMA_ERR_PEER_ERR_VERS
 					 : RPCRDMA_ERR_PEER_ERR_CHUNK;
 		} else {
-			status = error_outcome(q, &v->err, &resend);
+			status = error_outcome(e, q, &v->err, &resend);
 		}
 		break;
 	case RPCRDMA_V1_MSG:
