@@ -324,6 +324,12 @@ struct rpcrdma_engine {
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
 
+static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
+					uint32_t idx)
+{
+	return e->rbufs + (size_t)idx * e->rsize;
+}
+
 /* engine.c */
 uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
 		       enum wr_op op, uint32_t idx);
@@ -347,6 +353,33 @@ void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 			uint32_t *hi);
 bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 			     uint32_t *rkey);
+
+/* receive.c */
+/* A message landed in receive buffer idx: classify and dispatch.  True
+ * when a call now holds the buffer. */
+bool rpcrdma_rx_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
+			bool with_inv, uint32_t inv_rkey);
+
+/* negotiation.c */
+/* A new connection: its version (a client may open in v2) and the v2
+ * state it starts from. */
+void rpcrdma_neg_start(struct rpcrdma_engine *e, uint64_t now);
+/* The opener's answer is overdue (§7.2): true when that was handled. */
+bool rpcrdma_neg_tick(struct rpcrdma_engine *e, uint64_t now);
+void rpcrdma_neg_conn_lost(struct rpcrdma_engine *e);
+/* The connection speaks vers from now on (§7.3: never switched). */
+void rpcrdma_neg_fix(struct rpcrdma_engine *e, uint32_t vers);
+/* The opener was answered ERR_VERS (range lo..hi). */
+void rpcrdma_neg_refused(struct rpcrdma_engine *e, uint32_t lo, uint32_t hi);
+/* The opener was answered without an error: v2 it is. */
+void rpcrdma_neg_answered(struct rpcrdma_engine *e,
+			  const struct rpcrdma_v2_hdr *h);
+/* Linux svcrdma's answer to a v2 message: a v1-layout ERR_VERS. */
+bool rpcrdma_neg_v1_err_vers(const uint8_t *buf, size_t len, uint32_t *lo,
+			     uint32_t *hi);
+/* The peer's RDMA2_CONNPROP (§5.3.4). */
+void rpcrdma_neg_apply_props(struct rpcrdma_engine *e,
+			     const struct rpcrdma_v2_hdr *h);
 
 /* credits.c */
 /* One credit, nothing in flight (a new connection, §3.3.3). */

@@ -156,7 +156,8 @@ struct iw_cq {
 	_Atomic uint32_t count;
 	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
-	_Atomic bool efd_set;    /* efd was written since the last ack */
+	bool efd_set;            /* efd was written since the last ack
+				    (under lock) */
 	_Atomic bool sleeping;   /* armed, and no ack or fruitful poll since:
 				    the consumer is (about to be) asleep on
 				    cq_fd */

@@ -71,6 +71,7 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
  * poll_cq or ack_cq_events): its completions need no wake-up, the
  * consumer polls them right after. */
 static _Thread_local struct iw_cq *consuming;
+static _Thread_local bool consuming_ack; /* ...inside ack_cq_events */
 
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
@@ -101,16 +102,23 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		cq->ring[(cq->head + count) % cq->cap] = *wc;
 		atomic_store(&cq->count, count + 1);
 	}
-	pthread_mutex_unlock(&cq->lock);
-	if (consuming == cq)
-		return;
-	/* After the store of count (see struct iw_cq). */
-	if (atomic_exchange(&cq->armed, false)) {
+	/* After the store of count (see struct iw_cq).  The CQ's own consumer
+	 * running inline progress polls what it pushes right after, so it
+	 * needs no wake-up: inside ack_cq_events such a push is the
+	 * notification being acknowledged and takes the arm (a later push
+	 * must not wake an fd nobody re-armed); inside poll_cq, after the
+	 * consumer armed, it leaves the arm for completions of other
+	 * threads (arm, drain, sleep).  Under the lock, so ack_cq_events
+	 * never reads the eventfd between the flag and the write. */
+	bool local = consuming == cq;
+	if ((!local || consuming_ack) && atomic_exchange(&cq->armed, false) &&
+	    !local) {
 		uint64_t one = 1;
-		atomic_store(&cq->efd_set, true);
 		ssize_t r = write(cq->efd, &one, sizeof(one));
 		(void)r;
+		cq->efd_set = true;
 	}
+	pthread_mutex_unlock(&cq->lock);
 }
 
 static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
@@ -132,10 +140,12 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 
 /* Runs every attached QP's engines on this thread (never blocking on a
  * lock another thread holds: that thread is already making progress). */
-static void inline_progress(struct iw_cq *cq)
+static void inline_progress(struct iw_cq *cq, bool ack)
 {
 	struct iw_cq *outer = consuming;
+	bool outer_ack = consuming_ack;
 	consuming = cq;
+	consuming_ack = ack;
 	pthread_mutex_lock(&cq->qps_lock);
 	for (size_t i = 0; i < cq->nqps; i++) {
 		struct iw_qp *qp = cq->qps[i];
@@ -147,6 +157,7 @@ static void inline_progress(struct iw_cq *cq)
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
 	consuming = outer;
+	consuming_ack = outer_ack;
 }
 
 int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
@@ -161,7 +172,7 @@ int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
 	}
 	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
 			      memory_order_relaxed);
-	inline_progress(cq);
+	inline_progress(cq, false);
 	got = pop(cq, n, wc);
 	if (!got && atomic_load(&cq->overflow))
 		return RPCRDMA_ERR_OVERFLOW; /* drained, one was lost */
@@ -197,12 +208,15 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	/* Socket readability is part of cq_fd: consume it here so the fd
 	 * stops being readable, as the interface promises; then drain the
 	 * eventfd if a completion wrote it. */
-	inline_progress(cq);
-	if (atomic_exchange(&cq->efd_set, false)) {
+	inline_progress(cq, true);
+	pthread_mutex_lock(&cq->lock);
+	if (cq->efd_set) {
 		uint64_t v;
 		ssize_t r = read(cq->efd, &v, sizeof(v));
 		(void)r;
+		cq->efd_set = false;
 	}
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 
