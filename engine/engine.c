@@ -35,6 +35,7 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
 	cfg->rdma_timeout_ms = 30000;
+	cfg->local_inv = true;
 }
 
 /* ---------------------------------------------------------------------

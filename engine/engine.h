@@ -107,7 +107,9 @@ struct rpcrdma_engine_mem_ops {
 	 * calls this only after the rkey is dead: invalidated by the peer's
 	 * Send With Invalidate, by a LOCAL_INV that completed, or because
 	 * the connection it was exposed on is gone (the driver must then
-	 * make sure the rkey cannot be used again, e.g. deregister). */
+	 * make sure the rkey cannot be used again, e.g. deregister) — or,
+	 * with cfg.local_inv false, to invalidate it: the driver
+	 * deregisters before returning. */
 	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
 };
 
@@ -193,6 +195,13 @@ struct rpcrdma_engine_config {
 				      recovery to reconnection), counted in
 				      rdma_timeouts.  Checked by tick().
 				      0: never.  Default 30000. */
+	bool local_inv;            /* Requester: invalidate a chunk the peer
+				      did not with a LOCAL_INV work request
+				      (default true).  false: the device has
+				      none; mem->release of the chunk
+				      invalidates it (deregistration), and
+				      it runs before the call completes
+				      (RFC 8166 §8.1.3) */
 };
 
 /* Fill every field with its default. */
@@ -423,7 +432,9 @@ struct rpcrdma_engine_counters {
 	uint64_t credit_stalls;    /* a call waited for a credit */
 	uint64_t mr_stalls;        /* a call waited for a registration */
 	uint64_t sq_stalls;        /* work waited for send queue space */
-	uint64_t local_invs;       /* LOCAL_INV posted */
+	uint64_t local_invs;       /* handles we invalidated: LOCAL_INV
+				      posted, or deregistration
+				      (cfg.local_inv false) */
 	uint64_t remote_invs;      /* rkeys the peer invalidated for us */
 	uint64_t bad_replies;      /* replies discarded (§4.5, §4.6.1) */
 	/* Responder */

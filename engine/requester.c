@@ -712,6 +712,13 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 				dup = true;
 		if (dup)
 			continue;
+		if (!e->cfg.local_inv) {
+			/* No LOCAL_INV: complete_call()'s release
+			 * deregisters it, which invalidates it. */
+			posted_rkeys[nposted++] = q->mr[i].rkey;
+			e->ctr.local_invs++;
+			continue;
+		}
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 		if (!w) {
 			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);

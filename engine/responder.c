@@ -331,7 +331,8 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
-		       RPCRDMA_ACCESS_LOCAL_WRITE, &s->callmr)) {
+		       RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK,
+		       &s->callmr)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
 	}

@@ -105,6 +105,7 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 	memset(&p, 0, sizeof(p));
 	p.device = o->device;
 	p.connect_timeout_ms = o->connect_timeout_ms;
+	p.mpa_crc = o->mpa_crc;
 	/* Every CQ of ours is attended whenever work may be pending (the
 	 * caller driving it, the loop, svc_run(): progress.c). */
 	p.manual_progress = true;
@@ -113,6 +114,8 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 		return rc;
 	rd->ops = ops;
 	rc = rd->ops->query(rd->dev, &rd->attr);
+	if (rc == 0)
+		rpcrdma_rpc_inv_choose(&rd->attr, o->remote_inv, &rd->inv);
 	if (rc == 0)
 		rc = rd->ops->alloc_pd(rd->dev, &rd->pd);
 	if (rc == 0)

@@ -58,6 +58,8 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 	const char *d = getenv("RPCRDMA_DEVICE");
 	if (d && *d)
 		o->device = d;
+	const char *crc = getenv("RPCRDMA_MPA_CRC");
+	o->mpa_crc = crc && !strcmp(crc, "1");
 	o->versions = RPCRDMA_PREFER_V2;
 	const char *v = getenv("RPCRDMA_VERSIONS");
 	if (v && !strcmp(v, "1"))

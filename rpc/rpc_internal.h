@@ -52,12 +52,24 @@ void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 /* ---------------------------------------------------------------------
  * Device objects shared by a client's or a server's connections.
  */
+/* How chunks are registered and invalidated on a device (invalidate.c). */
+struct rpc_inv {
+	bool use_mw;      /* a type-2 window per chunk */
+	bool local_inv;   /* the engine posts LOCAL_INV; false: releasing a
+			     chunk deregisters it, which invalidates it */
+	bool remote_inv;  /* offer and use remote invalidation (RFC 8797) */
+};
+
+void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
+			    bool want_remote_inv, struct rpc_inv *out);
+
 struct rpc_dev {
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_dev *dev;
 	struct rpcrdma_pd *pd;
 	struct rpcrdma_cm_channel *ch;
 	struct rpcrdma_dev_attr attr;
+	struct rpc_inv inv;
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);

@@ -43,7 +43,7 @@ static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
 	unsigned remote = access & (RPCRDMA_ACCESS_REMOTE_READ |
 				    RPCRDMA_ACCESS_REMOTE_WRITE);
-	bool use_mw = remote && (x->rd->attr.caps & RPCRDMA_DEV_CAP_MW);
+	bool use_mw = remote && x->rd->inv.use_mw;
 	struct xprt_reg *r = calloc(1, sizeof(*r));
 	int rc;
 
@@ -108,8 +108,11 @@ static void mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
 	if (r) {
 		if (r->mw)
 			x->rd->ops->dealloc_mw(r->mw);
-		if (r->mr)
-			x->rd->ops->dereg_mr(r->mr);
+		/* Without LOCAL_INV this is the invalidation of an exposed
+		 * MR; if it fails, RFC 8166 §4.5.4: close the connection. */
+		if (r->mr && x->rd->ops->dereg_mr(r->mr) < 0 && !r->mw &&
+		    mr->rkey && !x->rd->inv.local_inv)
+			x->close_req = true;
 		free(r);
 	}
 	mr->cookie = NULL;
@@ -150,8 +153,8 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.credits = server ? o->credits : o->backchannel_credits;
 	cfg.max_inline_send = o->inline_send;
 	cfg.max_inline_recv = o->inline_recv;
-	cfg.remote_inv = o->remote_inv &&
-			 (rd->attr.caps & RPCRDMA_DEV_CAP_SEND_WITH_INV);
+	cfg.remote_inv = o->remote_inv && rd->inv.remote_inv;
+	cfg.local_inv = rd->inv.local_inv;
 	cfg.versions = o->versions;
 	cfg.max_retries = server ? 0 : o->max_retries;
 	cfg.accept_msgp = o->accept_msgp;

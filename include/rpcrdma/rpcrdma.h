@@ -97,6 +97,11 @@ struct rpcrdma_opts {
 				       §4.5.5: recovery is reconnection);
 				       counted in rdma_timeouts.  Default
 				       30000 */
+	bool mpa_crc;               /* iwarp provider: ask for MPA CRC-32c
+				       with the C bit of the MPA Request
+				       (RFC 5044 §7.1); CRC is then on if
+				       either side asks.  Default false;
+				       RPCRDMA_MPA_CRC=1 turns it on */
 };
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
@@ -124,8 +129,9 @@ enum rpcrdma_versions {
  * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
  * device, RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
  * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
- * fields of the same names.  Options whose fields are 0 take these
- * defaults too, so rpcgen programs and every example honour them. */
+ * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc.  Options whose
+ * fields are 0 take these defaults too, so rpcgen programs and every
+ * example honour them. */
 void rpcrdma_opts_default(struct rpcrdma_opts *o);
 
 /* ---------------------------------------------------------------------

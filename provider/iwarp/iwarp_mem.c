@@ -69,6 +69,10 @@ int rpcrdma_iwarp_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
 {
 	if (!pd || !out || (!addr && length))
 		return RPCRDMA_ERR_INVAL;
+	/* Read Responses are placed through the outstanding Read's own
+	 * SGE (iwarp_qp_rx.c), so a sink needs local write only. */
+	if (access & RPCRDMA_ACCESS_READ_SINK)
+		access |= RPCRDMA_ACCESS_LOCAL_WRITE;
 	/* verbs rule: remote write needs local write too. */
 	if ((access & RPCRDMA_ACCESS_REMOTE_WRITE) &&
 	    !(access & RPCRDMA_ACCESS_LOCAL_WRITE))

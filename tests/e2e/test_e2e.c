@@ -7,6 +7,9 @@
  *   test_e2e ADDR chaos    ... at a different moment in each of 10 rounds
  *                          of chunked calls of every shape
  *
+ * RPCRDMA_PROVIDER picks the clients' provider, RPCRDMA_E2E_SERVER_PROVIDER
+ * (when set) the servers'.
+ *
  * Each case checks the data byte for byte and the client's transport
  * counters, so a case proves which RPC-over-RDMA shape was used (RFC 8166
  * §3.5: Short, Chunked, Long Call; §3.5.3/§4.3.3 Long Reply).
@@ -280,6 +283,12 @@ static struct rpcrdma_svc *start_server_opts(const char *listen,
 	else
 		rpcrdma_opts_default(&o);
 	o.workers = test_workers();
+	/* The server on another provider than the clients (which take
+	 * RPCRDMA_PROVIDER): the siw lab runs the suite with the verbs
+	 * provider on one side and the iwarp provider on the other. */
+	const char *sp = getenv("RPCRDMA_E2E_SERVER_PROVIDER");
+	if (sp && *sp)
+		o.provider = sp;
 	int rc = rpcrdma_svc_create(listen, &o, &s);
 	if (rc) {
 		fprintf(stderr, "svc_create(%s): %s\n", listen,

@@ -40,6 +40,11 @@ struct fake {
 	int local_again;  /* next N local-only registrations return AGAIN */
 	int live_remote[2];
 	bool drop_sends;  /* test hook: Sends vanish (peer never answers) */
+	/* Side i's releases deregister, which invalidates (an engine with
+	 * cfg.local_inv false); counted in dereg_invs. */
+	bool release_invalidates[2];
+	int dereg_invs[2];
+	int local_inv_wrs[2]; /* LOCAL_INVs executed per side */
 };
 
 struct side {
@@ -111,7 +116,9 @@ static inline void fake_release(void *ctx, struct rpcrdma_engine_mr *mr)
 		f->violations++;
 		return;
 	}
-	if (r->rvalid && !f->conn_down)
+	if (r->rvalid && f->release_invalidates[m->id])
+		f->dereg_invs[m->id]++;
+	else if (r->rvalid && !f->conn_down)
 		f->violations++; /* released while the peer could still use it */
 	if (r->access & (RPCRDMA_ACCESS_REMOTE_READ | RPCRDMA_ACCESS_REMOTE_WRITE))
 		f->live_remote[m->id]--;
@@ -298,6 +305,7 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 		struct fake_mr *r = sw->invalidate_rkey < FAKE_MAX_MR
 					    ? &f->mr[sw->invalidate_rkey]
 					    : NULL;
+		f->local_inv_wrs[s->id]++;
 		if (!r || !r->used || r->owner != s->id || !r->rvalid)
 			f->violations++;
 		else
