@@ -24,10 +24,10 @@ static uint32_t be32(const uint8_t *p)
 
 static struct rs *rs_alloc(struct rpcrdma_engine *e)
 {
-	for (uint32_t i = 0; i < e->nrs; i++) {
-		struct rs *s = &e->rs[i];
-		if (s->state != RS_FREE)
-			continue;
+	if (e->nrs_free) {
+		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		/* Taken: the caller sets its real state next. */
+		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;
 		s->ulp = false;
 		s->send_pending = false;
@@ -45,6 +45,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->vers = e->vers;
 		s->inv_handle = 0;
 		s->connprop = s->connprop_resp = false;
+		s->rdma_deadline = 0;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
 		s->next = RPCRDMA_NIL;
@@ -69,7 +70,10 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 		free(s->callbuf);
 	s->call_malloced = false;
 	s->callbuf = NULL;
-	s->state = RS_FREE;
+	if (s->state != RS_FREE) {
+		s->state = RS_FREE;
+		e->rs_free[e->nrs_free++] = s->idx;
+	}
 }
 
 /* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh
@@ -327,7 +331,8 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
-		       RPCRDMA_ACCESS_LOCAL_WRITE, &s->callmr)) {
+		       RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK,
+		       &s->callmr)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
 	}
@@ -468,6 +473,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 		e->ctr.send_with_inv++;
 	}
 	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
+	s->send_waited = need;
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
 	w->sge[0].length = (uint32_t)len;

@@ -1165,6 +1165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	C.max_calls = 1u + (mc & 7u);
 	C.credits = 1u + ((mc >> 3) & 7u);
 	C.max_retries = mc >> 6;
+	/* The resend after a RESOURCE error shares that bit (the input's
+	 * layout predates it; the corpus keeps its meaning). */
+	C.resend_after_reply = (mc & 0x40) != 0;
 	/* byte 2: inline sizes */
 	uint8_t sz = u8(&in);
 	C.max_inline_recv = 1024u * (1u + (sz & 3u));

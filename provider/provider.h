@@ -66,10 +66,27 @@ struct rpcrdma_dev_params {
 				      back).  Hardware ignores it. */
 };
 
+/* What a device can do for memory registration and invalidation; the rpc
+ * layer chooses its strategy from these (rpc/invalidate.c,
+ * docs/DEVICES.md). */
 enum rpcrdma_dev_cap {
 	RPCRDMA_DEV_CAP_MW = 1u << 0,          /* type-2 memory windows */
-	RPCRDMA_DEV_CAP_SEND_WITH_INV = 1u << 1, /* can send/receive SEND_WITH_INV */
+	RPCRDMA_DEV_CAP_SEND_WITH_INV = 1u << 1, /* posting SEND_WITH_INV
+						    invalidates
+						    invalidate_rkey at the
+						    peer */
 	RPCRDMA_DEV_CAP_TERMINATE_INFO = 1u << 2, /* get_terminate() works */
+	RPCRDMA_DEV_CAP_LOCAL_INV = 1u << 3,   /* RPCRDMA_WR_LOCAL_INV works
+						  (on a window's rkey) */
+	RPCRDMA_DEV_CAP_RECV_INV = 1u << 4,    /* a received SEND_WITH_INV
+						  is reported: WC_WITH_INV
+						  and invalidated_rkey */
+	RPCRDMA_DEV_CAP_INV_MR = 1u << 5,      /* the peer's SEND_WITH_INV
+						  may name an MR's own rkey
+						  (not only a window's) */
+	RPCRDMA_DEV_CAP_IWARP = 1u << 6,       /* iWARP transport (RFC 5040):
+						  RDMA Read sinks are placed
+						  by tagged DDP (READ_SINK) */
 };
 
 struct rpcrdma_dev_attr {
@@ -82,7 +99,14 @@ struct rpcrdma_dev_attr {
 	uint32_t max_qp_rd_atom;   /* IRD: inbound RDMA Reads in flight */
 	uint32_t max_qp_init_rd_atom; /* ORD: outbound RDMA Reads in flight */
 	uint32_t max_private_data; /* usable CM private data bytes */
+	uint32_t max_sge_rd;       /* SGEs of an RDMA Read's sink (iWARP:
+				      1, RFC 5040 §5.2.2); post_send
+				      refuses more */
 	uint32_t caps;             /* enum rpcrdma_dev_cap bits */
+	char caps_why[256];        /* where caps came from, for the trace:
+				      driver quirks and their source */
+	uint32_t vendor_id;        /* verbs: the device's (siw 0x626d74,
+				      rxe 0xffffff); iwarp: 0 */
 };
 
 struct rpcrdma_dev {
@@ -102,6 +126,13 @@ enum rpcrdma_access {
 	RPCRDMA_ACCESS_REMOTE_WRITE = 1u << 1,
 	RPCRDMA_ACCESS_REMOTE_READ = 1u << 2,
 	RPCRDMA_ACCESS_MW_BIND = 1u << 3, /* memory windows may bind to it */
+	RPCRDMA_ACCESS_READ_SINK = 1u << 4, /* RDMA Read results land here
+					       (implies LOCAL_WRITE).  On
+					       iWARP the Read Response is a
+					       tagged DDP message to this
+					       STag (RFC 5040 §4.4, §5.2.2),
+					       so hardware wants remote
+					       write on it */
 };
 
 /* A memory region.  The remote address of byte i is addr + i (verbs
@@ -316,7 +347,8 @@ struct rpcrdma_cm_event {
 	struct rpcrdma_cm_id *listen_id;  /* CONNECT_REQUEST: the listener */
 	int status;                       /* 0 or negative rpcrdma_error */
 	const void *private_data;         /* valid until ack_cm_event */
-	uint8_t private_data_len;
+	uint16_t private_data_len;        /* iwarp: up to 512 (RFC 5044
+					     §7.1.1); verbs: up to 255 */
 	uint8_t responder_resources;      /* peer's IRD (CONNECT_REQUEST,
 					     ESTABLISHED) */
 	uint8_t initiator_depth;          /* peer's ORD */

@@ -1,6 +1,7 @@
 /* Options and their defaults; the size convention of the public structs
  * that grow (rpcrdma.h, "Binary compatibility"); the engine's monotonic
  * clock; tracing. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -10,6 +11,20 @@
 
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
+
+/* A decimal number from the environment; def when unset or not a
+ * number (a typo must not turn a limit off). */
+static unsigned env_uint(const char *name, unsigned def)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v > UINT_MAX || *s == '-')
+		return def;
+	return (unsigned)v;
+}
 
 /* The end of a field, and the sizes of the first published layouts of the
  * two structs that grow (rpcrdma.h, "Binary compatibility"): a smaller
@@ -61,12 +76,16 @@ static void opts_defaults(struct rpcrdma_opts *o)
 	const char *d = getenv("RPCRDMA_DEVICE");
 	if (d && *d)
 		o->device = d;
+	const char *crc = getenv("RPCRDMA_MPA_CRC");
+	o->mpa_crc = crc && !strcmp(crc, "1");
 	o->versions = RPCRDMA_PREFER_V2;
 	const char *v = getenv("RPCRDMA_VERSIONS");
 	if (v && !strcmp(v, "1"))
 		o->versions = RPCRDMA_V1_ONLY;
 	else if (v && !strcmp(v, "2"))
 		o->versions = RPCRDMA_V2_ONLY;
+	o->max_connections = env_uint("RPCRDMA_MAX_CONNECTIONS", 0);
+	o->rdma_timeout_ms = env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 30000);
 }
 
 /* A program built against an older header passes a smaller size: it gets
@@ -124,6 +143,10 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->workers = d.workers;
 	if (!out->versions)
 		out->versions = d.versions;
+	if (!out->max_connections)
+		out->max_connections = d.max_connections;
+	if (!out->rdma_timeout_ms)
+		out->rdma_timeout_ms = d.rdma_timeout_ms;
 	return 0;
 }
 

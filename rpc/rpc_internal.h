@@ -60,12 +60,24 @@ int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,
 /* ---------------------------------------------------------------------
  * Device objects shared by a client's or a server's connections.
  */
+/* How chunks are registered and invalidated on a device (invalidate.c). */
+struct rpc_inv {
+	bool use_mw;      /* a type-2 window per chunk */
+	bool local_inv;   /* the engine posts LOCAL_INV; false: releasing a
+			     chunk deregisters it, which invalidates it */
+	bool remote_inv;  /* offer and use remote invalidation (RFC 8797) */
+};
+
+void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
+			    bool want_remote_inv, struct rpc_inv *out);
+
 struct rpc_dev {
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_dev *dev;
 	struct rpcrdma_pd *pd;
 	struct rpcrdma_cm_channel *ch;
 	struct rpcrdma_dev_attr attr;
+	struct rpc_inv inv;
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
@@ -218,7 +230,34 @@ struct rpc_xprt {
 	/* Incoming calls, one per Responder slot (call_id). */
 	struct rpcrdma_svc_req *reqs;
 	uint32_t nreqs;
+	/* The reply region (reply_region.c); registrations made for calls
+	 * and replies besides it and the engine's buffers (under lock). */
+	struct rpc_reply_region *rr;
+	uint64_t registrations;
 };
+
+/* ---------------------------------------------------------------------
+ * The reply region (reply_region.c): max_msg bytes per connection,
+ * registered once on first use, lent to one call at a time as its
+ * Reply chunk (exposed through a memory window per call).
+ */
+struct rpc_reply_region;
+/* Made with the connection; no memory or registration yet.  NULL when
+ * out of memory (calls then use memory of their own). */
+struct rpc_reply_region *rpcrdma_rpc_region_new(struct rpc_dev *rd, size_t len);
+/* Borrow it for a reply of need bytes: its memory, or NULL when it is
+ * lent out, too small, gone, or cannot be set up now. */
+void *rpcrdma_rpc_region_get(struct rpc_reply_region *r, size_t need);
+/* Give it back (the borrower's reply is no longer read). */
+void rpcrdma_rpc_region_put(struct rpc_reply_region *r);
+/* For mem_reg: the region's registration when [addr, addr+len) lies in
+ * it and windows can be bound over it; NULL otherwise. */
+struct rpcrdma_mr *rpcrdma_rpc_region_mr(struct rpc_reply_region *r,
+					 const void *addr, size_t len);
+/* 1 once the region is registered (statistics). */
+unsigned rpcrdma_rpc_region_registrations(struct rpc_reply_region *r);
+/* The connection is destroyed: deregister, drop its reference. */
+void rpcrdma_rpc_region_close(struct rpc_reply_region *r);
 
 /* Servers that answered a v2 opener with ERR_VERS (or lost it): later
  * clients to them start in v1 (draft §7.2).  Keys are "addr/port". */
@@ -386,8 +425,8 @@ struct rpc_cm_ev {
 	enum rpcrdma_cm_event_type type;
 	struct rpcrdma_cm_id *id;
 	int status;
-	uint8_t pdata[256];
-	uint8_t pdata_len;
+	uint8_t pdata[512];
+	uint16_t pdata_len;
 	uint8_t ird, ord;
 };
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,

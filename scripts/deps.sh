@@ -16,9 +16,10 @@ PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev rpcsvc-pro
 PKGS_TEST="tshark valgrind mandoc man-db dpkg-dev debhelper lintian"
 # Soft-RoCE lab: Debian's kernel under qemu with rdma_rxe; the guest runs
 # the host's userspace over virtio-9p, so these tools are host packages.
+# The siw kinds of the lab also build siw.ko (build-essential, xz-utils).
 PKGS_LAB="qemu-system-x86 busybox-static cpio kmod rdma-core ibverbs-utils
           rdmacm-utils ibverbs-providers perftest iproute2 bc
-          nfs-kernel-server nfs-common rpcbind"
+          nfs-kernel-server nfs-common rpcbind xz-utils"
 
 case $what in
 build) want=$PKGS_BUILD ;;

@@ -64,6 +64,7 @@ extern "C" {
 #define RPCRDMA_DEFAULT_PORT 20049 /* RFC 8166 §9.1 (nfsrdma) */
 #define RPCRDMA_MAX_ARGS 31u       /* iovec pieces per call or reply */
 #define RPCRDMA_MAX_DDP_RESULTS 8u /* Write chunks per call */
+#define RPCRDMA_REPLY_ANY ((size_t)-1) /* struct rpcrdma_call.reply_max */
 
 /* ---------------------------------------------------------------------
  * Options.  Fill with rpcrdma_opts_default(), then change fields; a zero
@@ -116,9 +117,28 @@ struct rpcrdma_opts {
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
 				       §4.6.1); see rpcrdma_padding */
+	unsigned max_connections;   /* server: connections open at once;
+				       more are refused (the client sees
+				       RPCRDMA_ERR_CONNREFUSED).  0: no
+				       limit (default).  Each costs memory,
+				       see README "Memory per connection" */
+	unsigned rdma_timeout_ms;   /* a call's RDMA Reads (and its reply's
+				       RDMA Writes and Send) not done after
+				       this long close that connection, as
+				       a peer that never answers an RDMA
+				       Read would otherwise hold the call
+				       and its memory forever (RFC 8166
+				       §4.5.5: recovery is reconnection);
+				       counted in rdma_timeouts.  Default
+				       30000 */
+	bool mpa_crc;               /* iwarp provider: ask for MPA CRC-32c
+				       with the C bit of the MPA Request
+				       (RFC 5044 §7.1); CRC is then on if
+				       either side asks.  Default false;
+				       RPCRDMA_MPA_CRC=1 turns it on */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD accept_msgp
+#define RPCRDMA_OPTS_LAST_FIELD mpa_crc
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -144,9 +164,12 @@ enum rpcrdma_versions {
 /* Fills the first size bytes of *o with the defaults above and sets
  * o->size = size; the environment variables RPCRDMA_PROVIDER and
  * RPCRDMA_DEVICE, when set, override provider and device,
- * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions and
- * RPCRDMA_WORKERS (a number up to 1024) the workers.  Call it through
- * rpcrdma_opts_default(). */
+ * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
+ * RPCRDMA_WORKERS (a number up to 1024) the workers,
+ * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
+ * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc.  Options
+ * whose number fields are 0 take these defaults too, so rpcgen programs
+ * and every example honour them.  Call it through rpcrdma_opts_default(). */
 void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
 
 static inline void rpcrdma_opts_default(struct rpcrdma_opts *o)
@@ -216,7 +239,11 @@ struct rpcrdma_call {
 	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
 	/* Largest results stream expected, not counting DDP results; a Reply
 	 * chunk is offered when it may exceed the inline threshold (RFC 8166
-	 * §4.3.3).  0: what fits inline. */
+	 * §4.3.3).  0: what fits inline.  RPCRDMA_REPLY_ANY: unknown, any
+	 * size up to max_msg (the whole reply message): the Reply chunk is
+	 * the connection's reply region, registered once (README, "Memory
+	 * per connection"), or memory of the call's own when another call
+	 * has it. */
 	size_t reply_max;
 	/* One Write chunk per DDP-eligible result (§4.3.2): its largest
 	 * length (0 offers an empty chunk, forcing that result inline,
@@ -319,6 +346,12 @@ struct rpcrdma_stats {
 	uint64_t retransmissions; /* calls resent on a new connection */
 	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
+	uint64_t rdma_timeouts;   /* connections closed by rdma_timeout_ms */
+	uint64_t connections_refused; /* server: over max_connections */
+	uint64_t registrations;   /* memory registrations made for calls'
+				     and replies' chunks (a connection's own
+				     buffers not counted; its reply region
+				     counts once) */
 	/* Append new counters here. */
 };
 

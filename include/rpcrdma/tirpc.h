@@ -25,6 +25,27 @@
  * inline, or in a Long Call / Reply chunk when too big for the inline
  * threshold.
  *
+ * Without a binding, any argument and any result up to max_msg (struct
+ * rpcrdma_opts, 4 MiB + 64 KiB by default, the whole RPC message) gets
+ * through, both ways, sync calls and callbacks alike, and no call is ever
+ * sent twice to get its reply through.  An argument too large to go
+ * inline goes as a Long Call (a Position-Zero Read chunk registered for
+ * that call only).  Since the result's size is not known before the call,
+ * every call whose results routine is not xdr_void offers a Reply chunk of
+ * max_msg: the connection's reply region, max_msg bytes registered once,
+ * the first time the connection needs it, and lent to one call at a time
+ * (exposed to the server through a memory window bound for that call and
+ * invalidated before it completes).  Small calls so pay no registration.
+ * Cost in registered memory: max_msg per connection that makes such a
+ * call (a client's connection, or a server's connection on which a
+ * callback with results is made), on top of the connection's own
+ * buffers (README, "Memory per connection").  Two calls at once on one
+ * connection: the second gets max_msg of its own, registered for it;
+ * likewise on a device without memory windows.  A result larger than
+ * max_msg fails the call with RPC_CANTSEND (the server's ERR_CHUNK).
+ * Client and server should use the same max_msg: a server with a smaller
+ * one refuses the larger Reply chunk (ERR_CHUNK).
+ *
  * Link with -lrpcrdma -ltirpc (pkg-config rpcrdma).
  */
 #ifndef RPCRDMA_TIRPC_H
@@ -49,22 +70,24 @@ struct rpcrdma_ulb_proc {
 	size_t ddp_result_max;
 	/* Largest results stream besides the DDP result; a Reply chunk is
 	 * offered when it may not fit inline (§4.3.3).  0: the client's
-	 * default: RPCRDMA_TIRPC_REPLY_MAX, or 512 bytes (inline) when the
-	 * results routine is xdr_void. */
+	 * default: any size up to max_msg (RPCRDMA_REPLY_ANY), or 512 bytes
+	 * (inline) when the results routine is xdr_void. */
 	size_t reply_max;
 	/* 0: RPCRDMA_TIRPC_DDP_MIN. */
 	size_t ddp_min;
 };
 
 #define RPCRDMA_TIRPC_DDP_MIN 1024u
-#define RPCRDMA_TIRPC_REPLY_MAX (256u * 1024u)
+/* The default reply_max (it was 256 KiB): any size up to max_msg. */
+#define RPCRDMA_TIRPC_REPLY_MAX RPCRDMA_REPLY_ANY
 
 /*
  * A CLIENT for (prog, vers) at host: "name", "name:port" or
  * "[v6addr]:port" (default port 20049).  opts NULL: defaults (provider
  * "iwarp").  On failure returns NULL with rpc_createerr set
  * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a bad address,
- * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise.
+ * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise
+ * (ECONNREFUSED when the server refused, e.g. at its max_connections).
  * The CLIENT starts with AUTH_NONE in cl_auth; replace it as with any
  * libtirpc client (authunix_create_default()); clnt_destroy does not
  * destroy it, as in libtirpc.

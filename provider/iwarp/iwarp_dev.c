@@ -3,6 +3,7 @@
  * The threading model is described at the top of iwarp.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -209,6 +210,8 @@ static int iw_query(struct rpcrdma_dev *d, struct rpcrdma_dev_attr *attr)
 	strcpy(attr->name, "iwarp");
 	attr->max_qp_wr = IW_MAX_WR;
 	attr->max_sge = IW_MAX_SGE;
+	/* Our Read Responses are placed through the Read's own SGE list. */
+	attr->max_sge_rd = IW_MAX_SGE;
 	attr->max_cqe = IW_MAX_CQE;
 	attr->max_mr_size = UINT64_MAX >> 1;
 	attr->max_msg_size = IW_MAX_MSG;
@@ -217,7 +220,11 @@ static int iw_query(struct rpcrdma_dev *d, struct rpcrdma_dev_attr *attr)
 	/* 256 bytes of MPA private data minus the RFC 6581 IRD/ORD block. */
 	attr->max_private_data = RPCRDMA_IWARP_MPA_MAX_PD - RPCRDMA_IWARP_MPA_IRDORD_LEN;
 	attr->caps = RPCRDMA_DEV_CAP_MW | RPCRDMA_DEV_CAP_SEND_WITH_INV |
-		     RPCRDMA_DEV_CAP_TERMINATE_INFO;
+		     RPCRDMA_DEV_CAP_TERMINATE_INFO | RPCRDMA_DEV_CAP_LOCAL_INV |
+		     RPCRDMA_DEV_CAP_RECV_INV | RPCRDMA_DEV_CAP_IWARP;
+	snprintf(attr->caps_why, sizeof(attr->caps_why),
+		 "userspace soft-iWARP: windows, Send With Invalidate and "
+		 "Local Invalidate (RFC 5040 §1.2, §5.3)");
 	return 0;
 }
 

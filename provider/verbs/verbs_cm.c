@@ -262,6 +262,21 @@ static uint8_t rd_atom(uint8_t want, int dev_max, uint8_t dflt)
 	return want;
 }
 
+/* provider.h promises max_private_data; librdmacm and the CM of some
+ * transports take more (iWARP's MPA allows 512 bytes, RFC 5044 §7.1), so
+ * the limit is ours to enforce. */
+static bool pdata_fits(struct rpcrdma_cm_id *id,
+		       const struct rpcrdma_conn_param *param)
+{
+	struct rpcrdma_dev_attr a;
+
+	if (!param || !param->private_data_len)
+		return true;
+	if (rpcrdma_verbs_query(id->dev, &a) < 0)
+		return false;
+	return param->private_data_len <= a.max_private_data;
+}
+
 static void conn_param(struct rpcrdma_verbs_dev *d,
 		       const struct rpcrdma_conn_param *p,
 		       struct rdma_conn_param *cp)
@@ -290,6 +305,8 @@ int rpcrdma_verbs_connect(struct rpcrdma_cm_id *id,
 		return RPCRDMA_ERR_INVAL;
 	if (param && param->private_data_len && !param->private_data)
 		return RPCRDMA_ERR_INVAL;
+	if (!pdata_fits(id, param))
+		return RPCRDMA_ERR_INVAL;
 	conn_param(rpcrdma_verbs_dev(id->dev), param, &cp);
 	if (rdma_connect(v->id, &cp))
 		return rpcrdma_verbs_errno(errno);
@@ -305,6 +322,8 @@ int rpcrdma_verbs_accept(struct rpcrdma_cm_id *id,
 	if (!v)
 		return RPCRDMA_ERR_INVAL;
 	if (param && param->private_data_len && !param->private_data)
+		return RPCRDMA_ERR_INVAL;
+	if (!pdata_fits(id, param))
 		return RPCRDMA_ERR_INVAL;
 	conn_param(rpcrdma_verbs_dev(id->dev), param, &cp);
 	if (rdma_accept(v->id, &cp))

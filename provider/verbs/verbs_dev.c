@@ -15,6 +15,9 @@
 #define RPCRDMA_VERBS_IWARP_PRIVATE_DATA 196u
 /* Soft-RoCE reports this vendor id (drivers/infiniband/sw/rxe). */
 #define RPCRDMA_VERBS_RXE_VENDOR_ID 0xffffffu
+/* The kernel's soft-iWARP: SIW_VENDOR_ID, "bmt" (drivers/infiniband/sw/
+ * siw/siw.h:20 in Linux 6.1). */
+#define RPCRDMA_VERBS_SIW_VENDOR_ID 0x626d74u
 
 /* One line on stderr naming the device that is missing (or that none is
  * there at all) and what to do.  The iwarp provider is the software
@@ -32,6 +35,73 @@ static void no_device(const char *name, const char *why)
 			"rdma_rxe loaded and a device created, e.g. "
 			"`rdma link add rxe0 type rxe netdev eth0`?); or use the "
 			"\"iwarp\" provider (software iWARP over TCP)\n", why);
+}
+
+/* What this device does for registration and invalidation, asked of the
+ * device (ibv_query_device_ex, transport type) the way Linux's xprtrdma
+ * does (net/sunrpc/xprtrdma/frwr_ops.c, frwr_query_device()), corrected
+ * by what its userspace driver is known to do (docs/DEVICES.md):
+ *
+ *   MW          type-2 windows (device_cap_flags MEM_WINDOW_TYPE_2A/2B
+ *               and max_mw > 0): the per-RPC registration.
+ *   LOCAL_INV   from userspace LOCAL_INV invalidates windows (an MR of
+ *               ibv_reg_mr is no fast-registration MR: rxe refuses to
+ *               invalidate it, rxe_mr.c rxe_invalidate_mr()), so it
+ *               comes with MW.
+ *   SEND_WITH_INV, RECV_INV  the "memory management extensions"
+ *               (MEM_MGT_EXTENSIONS, IBA 10.6.3.4 base memory
+ *               management).
+ *   IWARP       the transport (RDMA Read sinks, rpcrdma_verbs_access).
+ *
+ * libsiw (rdma-core providers/siw/siw.c, v44.0), against what the kernel
+ * driver claims (MEM_MGT_EXTENSIONS, siw_verbs.c:135):
+ *   - IBV_WR_LOCAL_INV and IBV_WR_BIND_MW map to an invalid opcode
+ *     (lines 497-498) and fail at post (533-536); max_mw is 0 (siw.h:32):
+ *     no windows, no local invalidation;
+ *   - SEND_WITH_INV sends wr.rdma.rkey (line 530): works with the
+ *     libsiw;
+ *   - poll_cq sets wc_flags to 0 (line 788): a received invalidation is
+ *     never reported, although the kernel did it;
+ *   - the kernel invalidates any STag of the PD named by a Send With
+ *     Invalidate, MRs included (siw_mem.c:292-311, siw_invalidate_stag).
+ */
+static void device_caps(struct rpcrdma_verbs_dev *d)
+{
+	const struct ibv_device_attr *a = &d->attr;
+	uint64_t f = (uint64_t)a->device_cap_flags;
+	bool iwarp = d->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+	bool siw = iwarp && a->vendor_id == RPCRDMA_VERBS_SIW_VENDOR_ID;
+	bool mw = (f & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+			IBV_DEVICE_MEM_WINDOW_TYPE_2B)) && a->max_mw > 0;
+	bool mgt = (f & IBV_DEVICE_MEM_MGT_EXTENSIONS) != 0;
+	size_t at = 0;
+
+	d->caps = 0;
+	if (iwarp)
+		d->caps |= RPCRDMA_DEV_CAP_IWARP;
+	if (mw && !siw)
+		d->caps |= RPCRDMA_DEV_CAP_MW | RPCRDMA_DEV_CAP_LOCAL_INV;
+	if (mgt)
+		d->caps |= RPCRDMA_DEV_CAP_SEND_WITH_INV;
+	if (mgt && !siw)
+		d->caps |= RPCRDMA_DEV_CAP_RECV_INV;
+	d->libsiw = siw;
+	if (siw)
+		d->caps |= RPCRDMA_DEV_CAP_INV_MR;
+	at += (size_t)snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
+			       "%s, vendor 0x%x, max_mw %d, %s%s",
+			       iwarp ? "iWARP" : "InfiniBand/RoCE",
+			       (unsigned)a->vendor_id, a->max_mw,
+			       mw ? "type-2 windows, " : "",
+			       mgt ? "MEM_MGT_EXTENSIONS" : "no MEM_MGT_EXTENSIONS");
+	if (siw && at < sizeof(d->caps_why))
+		snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
+			 "; siw (libsiw): no windows and LOCAL_INV refused "
+			 "(providers/siw/siw.c:497-498), Send With Invalidate "
+			 "STag from wr.rdma.rkey (:530), no WC_WITH_INV (:788)");
+	else if (d->rxe_inv_quirk && at < sizeof(d->caps_why))
+		snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
+			 "; rxe: WITH_INV read from the kernel's flag");
 }
 
 int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
@@ -93,7 +163,14 @@ int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
 	d->ctx = ctx;
 	d->connect_timeout_ms = params && params->connect_timeout_ms ?
 		params->connect_timeout_ms : 5000;
-	if (ibv_query_device(ctx, &d->attr) || ibv_query_port(ctx, 1, &d->port)) {
+	/* The extended query falls back to the plain one in libibverbs
+	 * for drivers without it. */
+	struct ibv_device_attr_ex ex;
+	memset(&ex, 0, sizeof(ex));
+	int qrc = ibv_query_device_ex(ctx, NULL, &ex);
+	if (qrc == 0)
+		d->attr = ex.orig_attr;
+	if (qrc || ibv_query_port(ctx, 1, &d->port)) {
 		int e = errno;
 		rdma_free_devices(list);
 		free(d);
@@ -101,6 +178,7 @@ int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
 		return e ? rpcrdma_verbs_errno(e) : RPCRDMA_ERR_NO_DEVICE;
 	}
 	d->rxe_inv_quirk = d->attr.vendor_id == RPCRDMA_VERBS_RXE_VENDOR_ID;
+	device_caps(d);
 	pthread_mutex_init(&d->lock, NULL);
 	d->next_uid = 1;
 	*out = &d->base;
@@ -135,6 +213,7 @@ int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr)
 		 ibv_get_device_name(d->ctx->device));
 	attr->max_qp_wr = clamp_u32(a->max_qp_wr);
 	attr->max_sge = clamp_u32(a->max_sge);
+	attr->max_sge_rd = a->max_sge_rd > 0 ? clamp_u32(a->max_sge_rd) : attr->max_sge;
 	attr->max_cqe = clamp_u32(a->max_cqe);
 	attr->max_mr_size = a->max_mr_size;
 	attr->max_msg_size = d->port.max_msg_sz;
@@ -142,15 +221,10 @@ int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr)
 	attr->max_qp_init_rd_atom = clamp_u32(a->max_qp_init_rd_atom);
 	attr->max_private_data = d->ctx->device->transport_type == IBV_TRANSPORT_IWARP ?
 		RPCRDMA_VERBS_IWARP_PRIVATE_DATA : RPCRDMA_VERBS_IB_PRIVATE_DATA;
-	/* Per-RPC registration needs type-2 windows (2A or 2B both bind
-	 * with a post_send); without them upper layers must not advertise
-	 * remote invalidation (RFC 8797 §3.2, §4.1 R field). */
-	if ((a->device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-				    IBV_DEVICE_MEM_WINDOW_TYPE_2B)) && a->max_mw > 0)
-		attr->caps |= RPCRDMA_DEV_CAP_MW;
-	/* Send With Invalidate and Local Invalidate are the IB "memory
-	 * management extensions" (base memory management, IBA 10.6.3.4). */
-	if (a->device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS)
-		attr->caps |= RPCRDMA_DEV_CAP_SEND_WITH_INV;
+	attr->caps = d->caps;
+	attr->vendor_id = a->vendor_id;
+	snprintf(attr->caps_why, sizeof(attr->caps_why), "%s", d->caps_why);
+	/* iWARP reads into one Tagged Buffer per Read (RFC 5040 §5.2.2):
+	 * max_sge_rd is 1 there; our Reads have one SGE anyway. */
 	return 0;
 }

@@ -24,11 +24,14 @@
 struct rpcrdma_verbs_slot {
 	uint64_t wr_id;                 /* the consumer's */
 	enum rpcrdma_wc_opcode opcode;
+	bool done;                      /* its completion was delivered */
 };
 
 /* One work queue's shadow ring.  head is advanced by the poster, tail by
- * the poller of the CQ the queue completes to (RC queues complete in
- * order, so a completion for slot i retires every slot before it). */
+ * the poller of the CQ the queue completes to: a completion for slot i
+ * retires every slot before it (RC queues complete in order, except on
+ * siw, whose RDMA Read completes when its response is in, after later
+ * Writes and Sends: tail only ever moves forward). */
 struct rpcrdma_verbs_ring {
 	struct rpcrdma_verbs_slot *slot;
 	uint32_t mask;
@@ -54,6 +57,18 @@ struct rpcrdma_verbs_dev {
 	 * IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV (1 << 3) never shows.  Only
 	 * trusted on rxe, where checksum offload flags are never set. */
 	bool rxe_inv_quirk;
+	/* The device is the kernel's siw, so its userspace driver is
+	 * rdma-core's libsiw (providers/siw/siw.c, v44.0), whose quirks
+	 * the provider works around (verbs_dev.c device_caps()):
+	 *  - every send queue entry's STag comes from wr.rdma.rkey (line
+	 *    530), also for IBV_WR_SEND_WITH_INV, whose STag verbs puts in
+	 *    invalidate_rkey, and the kernel sends that entry's STag as the
+	 *    Invalidate STag (siw_qp_tx.c:185): the rkey goes in both;
+	 *  - a receive without SGEs is refused (lines 654-663): it gets one
+	 *    empty SGE, which siw skips (siw_qp_rx.c:462). */
+	bool libsiw;
+	uint32_t caps;                  /* enum rpcrdma_dev_cap, see open */
+	char caps_why[256];
 	pthread_mutex_t lock;           /* guards qps[] and next_uid */
 	uint32_t next_uid;
 	struct rpcrdma_verbs_qp *qps[RPCRDMA_VERBS_QP_BUCKETS]; /* by qp_num */
@@ -115,7 +130,7 @@ struct rpcrdma_verbs_event {
 	struct rdma_cm_event *ev;
 };
 
-static inline struct rpcrdma_verbs_dev *rpcrdma_verbs_dev(struct rpcrdma_dev *d)
+static inline struct rpcrdma_verbs_dev *rpcrdma_verbs_dev(const struct rpcrdma_dev *d)
 {
 	return (struct rpcrdma_verbs_dev *)d;
 }
@@ -137,7 +152,7 @@ int rpcrdma_verbs_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
 int rpcrdma_verbs_dereg_mr(struct rpcrdma_mr *mr);
 int rpcrdma_verbs_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out);
 int rpcrdma_verbs_dealloc_mw(struct rpcrdma_mw *mw);
-unsigned rpcrdma_verbs_access(unsigned access);
+unsigned rpcrdma_verbs_access(const struct rpcrdma_verbs_dev *d, unsigned access);
 
 /* verbs_cq.c */
 int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,

@@ -4,12 +4,18 @@
 
 #include "provider/verbs/verbs_int.h"
 
-unsigned rpcrdma_verbs_access(unsigned access)
+unsigned rpcrdma_verbs_access(const struct rpcrdma_verbs_dev *d, unsigned access)
 {
 	unsigned a = 0;
 
-	if (access & RPCRDMA_ACCESS_LOCAL_WRITE)
+	if (access & (RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK))
 		a |= IBV_ACCESS_LOCAL_WRITE;
+	/* An iWARP RDMA Read Response is a tagged DDP message placed
+	 * through the sink's STag (RFC 5040 §4.4), and iWARP hardware
+	 * checks remote write on it: Linux asks for it on every iWARP Read
+	 * sink (drivers/infiniband/core/rw.c:114-116 in 6.1). */
+	if ((access & RPCRDMA_ACCESS_READ_SINK) && (d->caps & RPCRDMA_DEV_CAP_IWARP))
+		a |= IBV_ACCESS_REMOTE_WRITE;
 	/* Verbs rejects remote write without local write (IBA o10-35.2.x);
 	 * the iwarp provider has no such rule, so add it rather than fail. */
 	if (access & RPCRDMA_ACCESS_REMOTE_WRITE)
@@ -64,7 +70,8 @@ int rpcrdma_verbs_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
 	struct rpcrdma_verbs_mr *m = calloc(1, sizeof(*m));
 	if (!m)
 		return RPCRDMA_ERR_NOMEM;
-	m->mr = ibv_reg_mr(p->pd, addr, length, (int)rpcrdma_verbs_access(access));
+	m->mr = ibv_reg_mr(p->pd, addr, length,
+			   (int)rpcrdma_verbs_access(rpcrdma_verbs_dev(pd->dev), access));
 	if (!m->mr) {
 		int e = errno;
 		free(m);
@@ -99,9 +106,7 @@ int rpcrdma_verbs_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out)
 
 	if (!p || !out)
 		return RPCRDMA_ERR_INVAL;
-	struct rpcrdma_dev_attr attr;
-	rpcrdma_verbs_query(pd->dev, &attr);
-	if (!(attr.caps & RPCRDMA_DEV_CAP_MW))
+	if (!(rpcrdma_verbs_dev(pd->dev)->caps & RPCRDMA_DEV_CAP_MW))
 		return RPCRDMA_ERR_NOTSUP;
 	struct rpcrdma_verbs_mw *w = calloc(1, sizeof(*w));
 	if (!w)

@@ -194,6 +194,32 @@ static void kick_flush(struct rpcrdma_verbs_qp *q)
 		(void)ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 }
 
+/* siw flushes a user-mapped queue only on the move to the error state:
+ * ERROR -> ERROR does nothing (siw_qp_modify(), siw_qp.c:843-862) and a
+ * doorbell in ERROR flushes only the WRs passed in, none for a user QP
+ * (siw_post_send(), siw_verbs.c:792-801).  A WR posted to a siw QP in the
+ * error state would never complete: refuse it instead.  The kernel moves
+ * the QP there on its own (a Terminate, a dropped stream) before any
+ * completion tells us, so ask it first; one system call per post on a
+ * software device that makes one for the doorbell anyway.  A move to
+ * ERROR between the question and the doorbell still loses the WR. */
+static bool refuse_post(struct rpcrdma_verbs_qp *q)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (!rpcrdma_verbs_dev(q->base.dev)->libsiw)
+		return false;
+	if (atomic_load(&q->flushing))
+		return true;
+	if (ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) == 0 &&
+	    a.qp_state == IBV_QPS_ERR) {
+		atomic_store(&q->flushing, true);
+		return true;
+	}
+	return false;
+}
+
 /* Claims the next slot of r or returns false when the ring is full. */
 static bool ring_claim(struct rpcrdma_verbs_ring *r, uint32_t seq)
 {
@@ -222,6 +248,8 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 		   const struct rpcrdma_send_wr *wr, struct ibv_send_wr *iw,
 		   enum rpcrdma_wc_opcode *wc_op)
 {
+	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(q->base.dev);
+
 	iw->sg_list = (struct ibv_sge *)wr->sg_list;
 	iw->num_sge = wr->num_sge;
 	iw->send_flags = send_flags(wr->send_flags);
@@ -243,6 +271,10 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 	case RPCRDMA_WR_SEND_WITH_INV:
 		iw->opcode = IBV_WR_SEND_WITH_INV;
 		iw->invalidate_rkey = wr->invalidate_rkey;
+		/* libsiw takes the STag from here (verbs_int.h,
+		 * libsiw); other drivers ignore it for a Send. */
+		if (d->libsiw)
+			iw->wr.rdma.rkey = wr->invalidate_rkey;
 		*wc_op = RPCRDMA_WC_SEND;
 		break;
 	case RPCRDMA_WR_RDMA_WRITE:
@@ -252,6 +284,12 @@ static int send_wr(const struct rpcrdma_verbs_qp *q,
 		*wc_op = RPCRDMA_WC_RDMA_WRITE;
 		break;
 	case RPCRDMA_WR_RDMA_READ:
+		/* libsiw takes a longer sink list and siw then places the
+		 * whole Read into the first SGE (the kernel's own verbs
+		 * refuse it, siw_verbs.c:872); refuse it for every device
+		 * that says so. */
+		if (d->attr.max_sge_rd > 0 && wr->num_sge > d->attr.max_sge_rd)
+			return RPCRDMA_ERR_INVAL;
 		iw->opcode = IBV_WR_RDMA_READ;
 		iw->wr.rdma.remote_addr = wr->rdma.remote_addr;
 		iw->wr.rdma.rkey = wr->rdma.rkey;
@@ -304,6 +342,11 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 		*bad = NULL;
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
+	if (refuse_post(q)) {
+		if (bad)
+			*bad = wr;
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
 	while (wr) {
 		uint32_t seq = atomic_load_explicit(&q->sq.head, memory_order_relaxed);
 		uint32_t first = seq;
@@ -320,7 +363,7 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			if (err)
 				break;
 			q->sq.slot[seq & q->sq.mask] =
-				(struct rpcrdma_verbs_slot){ wr->wr_id, op };
+				(struct rpcrdma_verbs_slot){ wr->wr_id, op, false };
 			iw[n].wr_id = (uint64_t)q->uid << 32 | seq;
 			if (n)
 				iw[n - 1].next = &iw[n];
@@ -329,7 +372,12 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 		}
 		if (n) {
 			struct ibv_send_wr *ibad = NULL;
+			/* Published before the device can complete them:
+			 * poll_cq takes only [tail, head) as outstanding. */
+			atomic_store_explicit(&q->sq.head, seq, memory_order_release);
 			int rc = ibv_post_send(q->qp, iw, &ibad);
+			if (rc < 0) /* libsiw returns -errno (siw.c:533-536) */
+				rc = -rc;
 			if (rc) {
 				int k = ibad ? (int)(ibad - iw) : 0;
 				atomic_store_explicit(&q->sq.head,
@@ -348,7 +396,6 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 					mine[i]->bind_mw.mw->rkey = iw[i].bind_mw.rkey;
 					iw[i].bind_mw.mw->rkey = iw[i].bind_mw.rkey;
 				}
-			atomic_store_explicit(&q->sq.head, seq, memory_order_release);
 			kick_flush(q);
 		}
 		if (err) {
@@ -366,11 +413,18 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 	struct rpcrdma_verbs_qp *q = (struct rpcrdma_verbs_qp *)qp;
 	struct ibv_recv_wr iw[POST_BATCH];
 	struct rpcrdma_recv_wr *mine[POST_BATCH];
+	struct ibv_sge empty_sge = { 0, 0, 0 };
 
 	if (bad)
 		*bad = NULL;
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
+	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(qp->dev);
+	if (refuse_post(q)) {
+		if (bad)
+			*bad = wr;
+		return RPCRDMA_ERR_DISCONNECTED;
+	}
 	while (wr) {
 		uint32_t seq = atomic_load_explicit(&q->rq.head, memory_order_relaxed);
 		uint32_t first = seq;
@@ -382,12 +436,21 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 				break;
 			}
 			q->rq.slot[seq & q->rq.mask] =
-				(struct rpcrdma_verbs_slot){ wr->wr_id, RPCRDMA_WC_RECV };
+				(struct rpcrdma_verbs_slot){ wr->wr_id, RPCRDMA_WC_RECV,
+							     false };
 			iw[n] = (struct ibv_recv_wr){
 				.wr_id = (uint64_t)q->uid << 32 | RPCRDMA_VERBS_SLOT_RECV | seq,
 				.sg_list = (struct ibv_sge *)wr->sg_list,
 				.num_sge = wr->num_sge,
 			};
+			/* libsiw refuses a receive without SGEs
+			 * (push_recv_wqe, siw.c:654-663); siw skips an
+			 * empty one (siw_qp_rx.c:462), which is the same
+			 * receive. */
+			if (!wr->num_sge && d->libsiw) {
+				iw[n].sg_list = &empty_sge;
+				iw[n].num_sge = 1;
+			}
 			if (n)
 				iw[n - 1].next = &iw[n];
 			mine[n++] = wr;
@@ -395,7 +458,12 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 		}
 		if (n) {
 			struct ibv_recv_wr *ibad = NULL;
+			/* Published before the device can complete them:
+			 * poll_cq takes only [tail, head) as outstanding. */
+			atomic_store_explicit(&q->rq.head, seq, memory_order_release);
 			int rc = ibv_post_recv(q->qp, iw, &ibad);
+			if (rc < 0) /* libsiw returns -errno (siw.c:688-690) */
+				rc = -rc;
 			if (rc) {
 				int k = ibad ? (int)(ibad - iw) : 0;
 				atomic_store_explicit(&q->rq.head,
@@ -405,7 +473,6 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 					*bad = mine[k];
 				return rpcrdma_verbs_errno(rc);
 			}
-			atomic_store_explicit(&q->rq.head, seq, memory_order_release);
 			kick_flush(q);
 		}
 		if (err) {

@@ -59,6 +59,10 @@ static struct rpcrdma_svc *server(const char *addr, unsigned slow_ms)
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
 	o.workers = 2;
+	/* As in test_e2e: the server may run on another provider. */
+	const char *sp = getenv("RPCRDMA_E2E_SERVER_PROVIDER");
+	if (sp && *sp)
+		o.provider = sp;
 	/* The port may take a moment to be free again. */
 	for (int i = 0; i < 50 && !s; i++)
 		if (rpcrdma_svc_create(addr, &o, &s))

@@ -264,10 +264,20 @@ static void case_disconnect_flush(void)
 			      (unsigned long long)id))
 			continue;
 		seen[id] = 1;
-		TP_CHECK(wc[i].status == RPCRDMA_WC_SUCCESS ||
-			 wc[i].status == RPCRDMA_WC_WR_FLUSH_ERR,
-			 "wr %llu completed %s", (unsigned long long)id,
-			 tp_wc_status_str(wc[i].status));
+		if (tp_device_is_siw() &&
+		    wc[i].status == RPCRDMA_WC_GENERAL_ERR)
+			/* IBV_WC_LOC_QP_OP_ERR, which provider.h has no
+			 * name for. */
+			tp_skip("siw completes the WR it was transmitting "
+				"when the stream went down with "
+				"LOC_QP_OP_ERR, not WR_FLUSH_ERR "
+				"(siw_qp_sq_process(), siw_qp_tx.c:1150-1163);"
+				" the rest is checked");
+		else
+			TP_CHECK(wc[i].status == RPCRDMA_WC_SUCCESS ||
+				 wc[i].status == RPCRDMA_WC_WR_FLUSH_ERR,
+				 "wr %llu completed %s", (unsigned long long)id,
+				 tp_wc_status_str(wc[i].status));
 		TP_CHECK(wc[i].opcode == wc_op_of(ops_of[id]),
 			 "wr %llu: opcode %s", (unsigned long long)id,
 			 tp_wc_opcode_str(wc[i].opcode));
@@ -386,6 +396,18 @@ static void case_connections_64(void)
 	const struct rpcrdma_provider_ops *ops = tp.ops;
 	enum { SLOT = 256 };
 	struct rpcrdma_wc wc[NCONN];
+
+	if (tp_device_is_siw()) {
+		/* Seen: the third QP of this case fails, every time. */
+		free(c);
+		tp_skip("siw: the kernel hands out mmap keys for queues "
+			"without skipping SIW_INVAL_UOBJ_KEY, 0x90000 "
+			"(siw_mmap_entry_insert(), siw_verbs.c:259-282; "
+			"siw-abi.h:14-15), and libsiw destroys a QP whose key "
+			"equals it (siw.c:318-323): the object mapped at that "
+			"offset cannot be created");
+		return;
+	}
 
 	if (!c || tp_pair_open(&p, &o) < 0)
 		goto out;

@@ -26,7 +26,8 @@ static size_t max_rdma_size(void)
 	size_t m = tp.attr.max_msg_size;
 	if (tp.attr.max_mr_size && tp.attr.max_mr_size < m)
 		m = (size_t)tp.attr.max_mr_size;
-	return m > 64 * MiB ? 64 * MiB : m;
+	size_t cap = tp.max_rdma ? tp.max_rdma : 64 * MiB;
+	return m > cap ? cap : m;
 }
 
 /* Splits [0, len) into up to n nonempty pieces of uneven sizes. */
@@ -311,11 +312,19 @@ static void rdma_sizes(bool write)
 		guard);
 	/* Local (client) buffer: the Write source / Read sink. */
 	struct tp_buf *loc = tp_pair_buf(&p, &p.cli, maxsz + 64,
-					 RPCRDMA_ACCESS_LOCAL_WRITE, guard);
+					 RPCRDMA_ACCESS_LOCAL_WRITE |
+						 RPCRDMA_ACCESS_READ_SINK,
+					 guard);
 	struct tp_buf *msg = tp_pair_buf(&p, &p.cli, 64, 0, 0);
 	if (!rem || !loc || !msg)
 		goto out;
 	int nsge = (int)p.max_sge < 3 ? (int)p.max_sge : 3;
+	/* An RDMA Read places into one Tagged Buffer on iWARP (RFC 5040
+	 * §5.2.2): such devices say max_sge_rd 1 (siw: SIW_MAX_SGE_RD,
+	 * drivers/infiniband/sw/siw/siw.h:27), and the provider refuses
+	 * more. */
+	if (!write && tp.attr.max_sge_rd && nsge > (int)tp.attr.max_sge_rd)
+		nsge = (int)tp.attr.max_sge_rd;
 	unsigned rcv = 0;   /* server receives consumed */
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {

@@ -3,7 +3,7 @@
  *
  *   provider_conformance [--provider NAME] [--addr IP] [--filter A,B,...]
  *                        [--port BASE] [--mpa-crc] [--max-fpdu N]
- *                        [--list] [-v]
+ *                        [--max-rdma BYTES] [--list] [-v]
  *
  * Runs a server side and a client side in this process (one thread drives
  * both; the provider moves data on its own) and prints one line per case:
@@ -28,7 +28,7 @@
 
 extern int tp_cur_failed;
 extern int tp_cur_skipped;
-extern char tp_cur_skip_reason[160];
+extern char tp_cur_skip_reason[400];
 void tp_case_reset(void);
 
 static int n_passed, n_failed, n_skipped;
@@ -122,7 +122,8 @@ static void usage(void)
 		"usage: provider_conformance [--provider NAME] [--addr IP]\n"
 		"       [--filter SUBSTR[,SUBSTR...]] [--port BASE] "
 		"[--mpa-crc]\n"
-		"       [--max-fpdu N] [--device NAME] [--list] [-v]\n");
+		"       [--max-fpdu N] [--max-rdma BYTES] [--device NAME] "
+		"[--list] [-v]\n");
 }
 
 static const struct tp_case *const *all_sets(void)
@@ -157,6 +158,9 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--port") && v) {
 			port = strtol(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--max-rdma") && v) {
+			tp.max_rdma = (size_t)strtoull(v, NULL, 0);
 			i++;
 		} else if (!strcmp(a, "--max-fpdu") && v) {
 			tp.params.max_fpdu = (unsigned)strtoul(v, NULL, 0);

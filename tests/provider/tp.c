@@ -17,7 +17,7 @@ struct tp_env tp;
 /* Per-case state, owned by the runner in conformance.c through these. */
 int tp_cur_failed;
 int tp_cur_skipped;
-char tp_cur_skip_reason[160];
+char tp_cur_skip_reason[400];
 static bool fd_bug_reported;
 
 uint64_t tp_now_ms(void)
@@ -98,6 +98,13 @@ bool tp_device_is_rxe(void)
 		desc[0] = 0;
 	fclose(f);
 	return strncmp(desc, "rxe", 3) == 0;
+}
+
+bool tp_device_is_siw(void)
+{
+	/* SIW_VENDOR_ID, drivers/infiniband/sw/siw/siw.h:20 (Linux 6.1). */
+	return tp.ops && strcmp(tp.ops->name, "verbs") == 0 &&
+	       tp.attr.vendor_id == 0x626d74u;
 }
 
 bool tp_case_failed(void)
@@ -304,6 +311,43 @@ int tp_wait_wc(struct rpcrdma_cq *cq, int n, int timeout_ms,
 		}
 	}
 	return got;
+}
+
+int tp_pair_wait_wc(struct tp_pair *p, struct rpcrdma_cq *cq, int n,
+		    int timeout_ms, struct rpcrdma_wc *wc)
+{
+	struct tp_side *sides[2] = { &p->cli, &p->srv };
+	uint64_t end = tp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t quiet_since = 0;
+	int got = 0;
+
+	for (;;) {
+		uint64_t now = tp_now_ms();
+		int slice = now >= end ? 0 : end - now > 100 ? 100
+							 : (int)(end - now);
+		int r = tp_wait_wc(cq, n - got, slice, wc + got);
+		got += r;
+		if (got >= n || now >= end)
+			return got;
+		/* siw: once a side read DISCONNECTED its QP is flushed
+		 * (verbs_cm.c); what has not completed 3 s later never will
+		 * (siw_verbs.c:792-801), so do not wait out the time-out. */
+		if (tp_device_is_siw() &&
+		    (p->cli.disconnected || p->srv.disconnected)) {
+			if (r || !quiet_since)
+				quiet_since = now;
+			else if (now - quiet_since > 3000)
+				return got;
+		}
+		for (int i = 0; i < 2; i++) {
+			struct tp_cm_ev ev;
+			if (!sides[i]->ch || !sides[i]->id || !sides[i]->qp)
+				continue;
+			while (tp_wait_cm(sides[i]->ch, 0, &ev) == 0)
+				if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED)
+					sides[i]->disconnected = true;
+		}
+	}
 }
 
 int tp_drain_wc(struct rpcrdma_cq *cq, int quiet_ms, struct rpcrdma_wc *wc,

@@ -38,6 +38,8 @@ struct tp_env {
 	uint16_t port_next;            /* next port to try */
 	uint16_t port_limit;           /* one past the last port to use */
 	bool verbose;
+	size_t max_rdma;               /* cap on RDMA Write/Read sizes
+					  (--max-rdma; 0: 64 MiB) */
 };
 
 extern struct tp_env tp;
@@ -84,8 +86,8 @@ struct tp_cm_ev {
 	struct rpcrdma_cm_id *id;
 	struct rpcrdma_cm_id *listen_id;
 	int status;
-	uint8_t private_data[256];
-	uint8_t private_data_len;
+	uint8_t private_data[512];
+	uint16_t private_data_len;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 };
@@ -212,6 +214,12 @@ int tp_pair_up(struct tp_pair *p, const struct tp_conn_opts *o);
 /* Disconnects (if still connected), destroys everything.  Never fails the
  * case; bounded by short time-outs. */
 void tp_pair_close(struct tp_pair *p);
+/* tp_wait_wc() on cq that meanwhile reads both sides' CM events (noting
+ * DISCONNECTED), as a consumer's event loop does: on the verbs provider a
+ * QP the kernel did not move to the error state itself (iWARP) flushes
+ * once its consumer reads DISCONNECTED (provider.h, verbs_cm.c). */
+int tp_pair_wait_wc(struct tp_pair *p, struct rpcrdma_cq *cq, int n,
+		    int timeout_ms, struct rpcrdma_wc *wc);
 /* A buffer registered on one side's PD and owned by the pair. */
 struct tp_buf *tp_pair_buf(struct tp_pair *p, struct tp_side *s,
 			   size_t len, unsigned access, size_t guard);
@@ -273,6 +281,8 @@ void tp_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * rxe itself deviates from the verbs semantics; each such case says which
  * check it cannot make and reports SKIP, never PASS. */
 bool tp_device_is_rxe(void);
+/* The kernel's soft-iWARP through the verbs provider (rdma-core libsiw). */
+bool tp_device_is_siw(void);
 
 extern const struct tp_case tp_cases_data[];
 extern const struct tp_case tp_cases_access[];

@@ -40,6 +40,11 @@ struct fake {
 	int local_again;  /* next N local-only registrations return AGAIN */
 	int live_remote[2];
 	bool drop_sends;  /* test hook: Sends vanish (peer never answers) */
+	/* Side i's releases deregister, which invalidates (an engine with
+	 * cfg.local_inv false); counted in dereg_invs. */
+	bool release_invalidates[2];
+	int dereg_invs[2];
+	int local_inv_wrs[2]; /* LOCAL_INVs executed per side */
 };
 
 struct side {
@@ -111,7 +116,9 @@ static inline void fake_release(void *ctx, struct rpcrdma_engine_mr *mr)
 		f->violations++;
 		return;
 	}
-	if (r->rvalid && !f->conn_down)
+	if (r->rvalid && f->release_invalidates[m->id])
+		f->dereg_invs[m->id]++;
+	else if (r->rvalid && !f->conn_down)
 		f->violations++; /* released while the peer could still use it */
 	if (r->access & (RPCRDMA_ACCESS_REMOTE_READ | RPCRDMA_ACCESS_REMOTE_WRITE))
 		f->live_remote[m->id]--;
@@ -298,6 +305,7 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 		struct fake_mr *r = sw->invalidate_rkey < FAKE_MAX_MR
 					    ? &f->mr[sw->invalidate_rkey]
 					    : NULL;
+		f->local_inv_wrs[s->id]++;
 		if (!r || !r->used || r->owner != s->id || !r->rvalid)
 			f->violations++;
 		else
@@ -400,6 +408,23 @@ static inline int side_create(struct side *s, const struct rpcrdma_engine_config
 		.release = fake_release,
 	};
 	return rpcrdma_engine_create(cfg, &ops, &s->e);
+}
+
+/* One engine alone on a fresh fake (*f allocated on first use), created
+ * with cfg and connected with the peer's private data pd[0..len) (NULL:
+ * none) and an ORD of 4.  Returns what create / established returned. */
+static inline int fake_single(struct fake **f, struct side *s,
+			      const struct rpcrdma_engine_config *cfg,
+			      const void *pd, size_t len, uint64_t now)
+{
+	if (!*f)
+		*f = calloc(1, sizeof **f);
+	if (!*f)
+		return RPCRDMA_ERR_NOMEM;
+	memset(*f, 0, sizeof **f);
+	side_init(s, *f, 0);
+	int rc = side_create(s, cfg);
+	return rc ? rc : rpcrdma_engine_established(s->e, pd, len, 4, now);
 }
 
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,

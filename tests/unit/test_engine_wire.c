@@ -91,8 +91,9 @@ static void collect(struct side *cli)
 			done[ndone++] = ev;
 }
 
-static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
-		  uint32_t ord)
+/* local_inv_a: side A's cfg.local_inv. */
+static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
+		      bool rinv_b, uint32_t ord, bool local_inv_a)
 {
 	if (!F)
 		F = calloc(1, sizeof *F);
@@ -106,7 +107,9 @@ static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
 	c.remote_inv = rinv_a;
 	c.xid_seed = 0x1000;
 	c.versions = RPCRDMA_ENGINE_V1_ONLY; /* v1 scripts */
+	c.local_inv = local_inv_a;
 	CHECK_EQ(side_create(&A, &c), 0);
+	c.local_inv = true;
 	c.remote_inv = rinv_b;
 	c.xid_seed = 0x8000;
 	CHECK_EQ(side_create(&B, &c), 0);
@@ -116,6 +119,12 @@ static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
 	reply_sent_events = 0;
 	mode = SERVE_ECHO;
 	fake_credit_violations = 0;
+}
+
+static void setup(uint32_t calls, uint32_t credits, bool rinv_a, bool rinv_b,
+		  uint32_t ord)
+{
+	setup_inv(calls, credits, rinv_a, rinv_b, ord, true);
 }
 
 static void teardown(void)
@@ -395,37 +404,60 @@ static void test_long_reply(void)
 	teardown();
 }
 
+/* One call with a Write chunk, a Reply chunk and a Read chunk (three
+ * handles) on a fresh pair whose server allows remote invalidation or
+ * not; A posts LOCAL_INVs or, without (local_inv false), deregisters.
+ * Checks the result, that no handle is open at the completion (RFC 8166
+ * §8.1.3) and how each handle was invalidated. */
+static void three_handle_call(bool allow, bool local_inv)
+{
+	setup_inv(16, 8, true, allow, 4, local_inv);
+	F->release_invalidates[0] = !local_inv;
+	static uint8_t result[8192];
+	struct rpcrdma_iov res = {result, sizeof result, false};
+	uint32_t xid;
+	mode = SERVE_RESULT;
+	res_len = 2000;
+	CHECK_EQ(start_call(&A, 8, 9000, 9000, &res, 1, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].result_len[0], 2000);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	CHECK_EQ(F->live_remote[0], 0);
+	struct rpcrdma_engine_counters ca, cb;
+	rpcrdma_engine_get_counters(A.e, &ca);
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK_EQ(cb.send_with_inv, allow ? 1 : 0);
+	CHECK_EQ(B.last_send_op, allow ? RPCRDMA_WR_SEND_WITH_INV
+				       : RPCRDMA_WR_SEND);
+	CHECK_EQ(ca.remote_invs, allow ? 1 : 0);
+	int others = allow ? 2 : 3;
+	CHECK_EQ(ca.local_invs, others);
+	CHECK_EQ(F->local_inv_wrs[0], local_inv ? others : 0);
+	CHECK_EQ(F->dereg_invs[0], local_inv ? 0 : others);
+	teardown();
+}
+
 /* RFC 8797 §4.1: Send With Invalidate when both sides allow it; the
  * Requester invalidates the rest locally; otherwise all locally.
  * RFC 8166 §4.4.1: no rkey stays open after completion. */
 static void test_remote_invalidation(void)
 {
-	for (int allow = 0; allow < 2; allow++) {
-		setup(16, 8, true, allow != 0, 4);
-		static uint8_t result[8192];
-		struct rpcrdma_iov res = {result, sizeof result, false};
-		uint32_t xid;
-		mode = SERVE_RESULT;
-		res_len = 2000;
-		/* write chunk + reply chunk + read chunk: three handles */
-		CHECK_EQ(start_call(&A, 8, 9000, 9000, &res, 1, &xid), 0);
-		serve(&B, &A);
-		collect(&A);
-		CHECK_EQ(ndone, 1);
-		CHECK_EQ(done[0].status, 0);
-		CHECK_EQ(done[0].result_len[0], 2000);
-		struct rpcrdma_engine_counters ca, cb;
-		rpcrdma_engine_get_counters(A.e, &ca);
-		rpcrdma_engine_get_counters(B.e, &cb);
-		CHECK_EQ(cb.send_with_inv, allow ? 1 : 0);
-		CHECK_EQ(ca.remote_invs, allow ? 1 : 0);
-		CHECK_EQ(ca.local_invs, allow ? 2 : 3);
-		CHECK_EQ(B.last_send_op, allow ? RPCRDMA_WR_SEND_WITH_INV
-					       : RPCRDMA_WR_SEND);
-		CHECK_EQ(fake_open_rkeys(F, 0), 0);
-		CHECK_EQ(F->live_remote[0], 0);
-		teardown();
-	}
+	three_handle_call(false, true);
+	three_handle_call(true, true);
+}
+
+/* A device without LOCAL_INV (siw's userspace driver, docs/DEVICES.md):
+ * cfg.local_inv false, so the Requester posts no LOCAL_INV and releasing
+ * a chunk (deregistering it) is its invalidation, before the call
+ * completes, with or without the peer's Send With Invalidate for one of
+ * the handles. */
+static void test_invalidation_by_deregistration(void)
+{
+	three_handle_call(false, false);
+	three_handle_call(true, false);
 }
 
 /* RFC 8167: the server calls the client on the same connection; the
@@ -621,7 +653,8 @@ static void test_mr_starvation(void)
 static void test_mr_starvation_tick(void)
 {
 	setup(16, 8, true, true, 4);
-	F->again_budget = 2; /* both passes of this progress call */
+	F->again_budget = 1; /* the submit's progress pass (a slot still
+				 * starved is not retried in the same pass) */
 	uint32_t xid;
 	mode = SERVE_BIG;
 	big_len = 0;
@@ -654,6 +687,7 @@ int main(void)
 	test_write_chunk();
 	test_long_reply();
 	test_remote_invalidation();
+	test_invalidation_by_deregistration();
 	test_reverse_direction();
 	test_credit_limit();
 	test_ord();
