@@ -891,6 +891,10 @@ static int cm_to_err(const struct rpc_cm_ev *ev)
 	}
 }
 
+static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
+			uint32_t prog, uint32_t vers,
+			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out);
+
 RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 				       uint32_t vers,
 				       const struct rpcrdma_opts *opts,
@@ -899,8 +903,6 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	struct rpcrdma_opts o;
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	struct rpcrdma_cm_id *id = NULL;
-	struct rpc_cm_ev ev;
 	int rc;
 
 	if (!addr || !out)
@@ -912,6 +914,29 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	rc = rpcrdma_rpc_parse_addr(addr, &ss, &sl);
 	if (rc < 0)
 		return rc;
+	/* A connection attempt refused with the local address in use (an
+	 * RDMA CM that picks its local port apart from the TCP stack, as
+	 * iWARP devices do, can pick one a TCP socket holds: siw's
+	 * connect then fails with EADDRINUSE) is worth another attempt
+	 * with a new port; a few, as each picks at random. */
+	for (int attempt = 0;; attempt++) {
+		rc = clnt_connect(&ss, sl, prog, vers, &o, out);
+		if (rc != RPCRDMA_ERR_BUSY || attempt == 3)
+			return rc;
+		rpcrdma_rpc_trace("connect to %s: local address in use, "
+				  "trying again", addr);
+	}
+}
+
+static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
+			uint32_t prog, uint32_t vers,
+			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out)
+{
+	const struct rpcrdma_opts o = *opts;
+	struct rpcrdma_cm_id *id = NULL;
+	struct rpc_cm_ev ev;
+	int rc;
+
 	struct rpcrdma_clnt *c = clnt_alloc(prog, vers);
 	if (!c)
 		return RPCRDMA_ERR_NOMEM;
@@ -923,18 +948,18 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	rc = ops->create_id(c->rd.ch, c, &id);
 	if (rc < 0)
 		goto fail;
-	rc = ops->resolve(id, (struct sockaddr *)&ss, sl);
+	rc = ops->resolve(id, (struct sockaddr *)ss, sl);
 	if (rc < 0)
 		goto fail;
 	char key[sizeof c->x->peer_key];
-	peer_key(&ss, key, sizeof key);
+	peer_key(ss, key, sizeof key);
 	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
 				     rpcrdma_rpc_v1_server_known(key), id, &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
 	memcpy(c->x->peer_key, key, sizeof key);
-	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)&ss, sl);
+	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)ss, sl);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
 	if (pl < 0) {
