@@ -1,15 +1,27 @@
 # rpcrdma — the two commands of the README:
-#   make demo   build, then run the demo (DEMO_ARGS="--pcap F" saves a capture)
-#   make test   install what is missing, build with ASan+UBSan (gcc) and
-#               with clang -Werror + libFuzzer, run every test tier
+#   make demo   build optimized (build-opt/), then run the demo next to
+#               libtirpc/TCP (DEMO_ARGS="--pcap F" saves a capture)
+#   make test   install what is missing, build with ASan+UBSan (gcc), with
+#               clang + libFuzzer and in every build type with gcc and clang
+#               (all -Werror), run every test tier
 # Everything real lives in CMake/CTest; this file only sequences it.
 
 BUILD       ?= build
 CLANG_BUILD ?= build-clang
+OPT_BUILD   ?= build-opt
+MATRIX      ?= build-matrix
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS  ?=
+# The developer and CI builds treat warnings as errors; CMake's own default
+# (RPCRDMA_WERROR OFF) is for packagers and the optimized build of `make
+# demo` / `make install`, which must not break on a newer compiler.
+WERROR      ?= ON
+# Every CMAKE_BUILD_TYPE with both compilers (scripts/build-matrix.sh).
+MATRIX_CONFIGS ?= gcc/Debug gcc/Release gcc/RelWithDebInfo gcc/MinSizeRel \
+		  clang/Debug clang/Release clang/RelWithDebInfo clang/MinSizeRel
 
-.PHONY: all deps build build-clang build-release test test-unit test-lab fuzz demo demo-nfs install clean
+.PHONY: all deps build build-clang build-release build-opt build-matrix test test-unit \
+	test-lab test-package fuzz demo demo-nfs install clean
 
 all: build
 
@@ -18,27 +30,43 @@ deps:
 
 # The main build: gcc, -Werror, ASan+UBSan with -fno-sanitize-recover.
 build:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug -DRPCRDMA_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Debug -DRPCRDMA_SANITIZE=ON \
+		-DRPCRDMA_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-# Second compiler: clang, -Werror, libFuzzer targets.
+# Second compiler: clang -O2 (RelWithDebInfo), -Werror, libFuzzer targets.
 build-clang:
 	@CC=clang cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DRPCRDMA_FUZZ=ON -DRPCRDMA_SANITIZE=ON >/dev/null
+		-DRPCRDMA_FUZZ=ON -DRPCRDMA_SANITIZE=ON -DRPCRDMA_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(CLANG_BUILD) -j$(JOBS)
 
-# Third: gcc -O2 -Werror (what `make install` builds; -O2 finds warnings
-# -O0 does not).
+# Debug, Release, RelWithDebInfo and MinSizeRel with gcc and clang, without
+# sanitizers, -Werror: what packagers build (each full build takes seconds).
+build-matrix:
+	@JOBS=$(JOBS) sh scripts/build-matrix.sh $(MATRIX) $(MATRIX_CONFIGS)
+
+# For benchmark numbers (README, rpcrdma-perf): gcc Release, no sanitizer.
+# Not part of `make test` (build-matrix builds the same configuration).
 build-release:
-	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release \
+		-DRPCRDMA_WERROR=$(WERROR) >/dev/null
 	@cmake --build build-release -j$(JOBS)
 
-# Every tier: unit, provider, interop, bench smoke (in parallel), then the
-# Soft-RoCE lab (it takes both cores), then a bounded fuzz run per target.
-test: deps build build-clang build-release
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'lab|fuzz' $(CTEST_ARGS)
+# The optimized build users get: `make demo` runs it, `make install`
+# installs it.  gcc -O2 -g, no sanitizer, warnings not fatal.
+build-opt:
+	@cmake -S . -B $(OPT_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(OPT_BUILD) -j$(JOBS)
+
+# Every tier: unit, provider, interop, e2e, bench smoke (in parallel), then
+# the Soft-RoCE lab (it takes both cores), the Debian packages, a bounded
+# fuzz run per target, and `make demo` itself.
+test: deps build build-clang build-matrix
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'lab|fuzz|package' $(CTEST_ARGS)
 	cd $(BUILD) && ctest --output-on-failure -L lab --no-tests=ignore $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -L package $(CTEST_ARGS)
 	cd $(CLANG_BUILD) && ctest --output-on-failure -L fuzz $(CTEST_ARGS)
+	@$(MAKE) --no-print-directory demo
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L unit $(CTEST_ARGS)
@@ -46,16 +74,23 @@ test-unit: build
 test-lab: build
 	cd $(BUILD) && ctest --output-on-failure -L lab $(CTEST_ARGS)
 
+# dpkg-buildpackage + lintian + the packages' file lists (slow: a whole
+# package build).
+test-package: build
+	cd $(BUILD) && ctest --output-on-failure -L package $(CTEST_ARGS)
+
 # Longer fuzzing on demand: make fuzz FUZZ_SECONDS=600
 FUZZ_SECONDS ?= 60
 fuzz: deps build-clang
 	cmake -S . -B $(CLANG_BUILD) -DFUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	cd $(CLANG_BUILD) && ctest --output-on-failure -L fuzz
 
-demo: 
+# Only what the demo runs is built here; `make install` builds the rest.
+demo:
 	@sh scripts/deps.sh build
-	@$(MAKE) --no-print-directory build >/dev/null
-	@bash scripts/demo.sh $(BUILD) $(DEMO_ARGS)
+	@cmake -S . -B $(OPT_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(OPT_BUILD) -j$(JOBS) --target blockstore_server blockstore_client >/dev/null
+	@bash scripts/demo.sh $(OPT_BUILD) $(DEMO_ARGS)
 
 # The second demo: boots the Soft-RoCE lab (tests/lab/run.sh), where the
 # guest's Linux NFS client mounts rpcrdma-nfs3d over RDMA, runs the
@@ -68,8 +103,8 @@ demo-nfs:
 		tests/nfs3d/lab-nfs3d.sh build-release/tools/nfs3d/rpcrdma-nfs3d \
 		build-release/tests/kernel/nfs3_interop
 
-install: build-release
-	cmake --install build-release $(if $(PREFIX),--prefix $(PREFIX))
+install: build-opt
+	cmake --install $(OPT_BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) $(CLANG_BUILD) build-release
+	rm -rf $(BUILD) $(CLANG_BUILD) $(OPT_BUILD) $(MATRIX) build-release

@@ -351,7 +351,9 @@ static int run_child(const char *const *tool, const struct copts *o, int k,
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char line[256];
 		first_line(errf, line, sizeof(line));
-		snprintf(why, cap, "%s %s failed (%s %d)%s%s", tool[0],
+		/* The tool's first line of complaint, cut to fit the
+		 * one-line reason (gcc -Os warns on a possibly cut %s). */
+		snprintf(why, cap, "%s %s failed (%s %d)%s%.100s", tool[0],
 			 kname[k],
 			 WIFEXITED(st) ? "exit" : "signal",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),

@@ -423,7 +423,15 @@ struct server_arg {
 	const struct opts *o;
 	sem_t ready;
 	int rc;
+	uint16_t port;   /* where it listens */
 };
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6
+			     ? ((const struct sockaddr_in6 *)ss)->sin6_port
+			     : ((const struct sockaddr_in *)ss)->sin_port);
+}
 
 static void *p_server(void *arg)
 {
@@ -439,6 +447,10 @@ static void *p_server(void *arg)
 	if (rc == 0)
 		rc = e.ops->listen(e.listen, with_port(sa->o, sa->o->port, &ss),
 				   sa->o->sslen, 4);
+	/* Port 0 (the default) lets the kernel pick a free one: a fixed
+	 * number can be any other connection's local port. */
+	if (rc == 0)
+		sa->port = port_of(&e.listen->local_addr);
 	sa->rc = rc;
 	sem_post(&sa->ready);
 	posted_ready = true;
@@ -569,7 +581,7 @@ static int run_provider(const struct opts *o, struct results *r)
 	if (e.ops->query(e.dev, &attr) == 0)
 		snprintf(r->devname, sizeof(r->devname), "%s", attr.name);
 	if ((rc = e.ops->create_id(e.ch, NULL, &e.id)) < 0 ||
-	    (rc = e.ops->resolve(e.id, with_port(o, o->port, &ss), o->sslen)) <
+	    (rc = e.ops->resolve(e.id, with_port(o, sa.port, &ss), o->sslen)) <
 		    0 ||
 	    (rc = p_create_qp(&e)) < 0)
 		FAIL("client setup: %s", rpcrdma_strerror(rc));
@@ -769,7 +781,8 @@ out:
 static int run_tcp(const struct opts *o, struct results *r)
 {
 	struct sockaddr_storage ss;
-	const struct sockaddr *sa = with_port(o, (uint16_t)(o->port + 1), &ss);
+	const struct sockaddr *sa =
+		with_port(o, o->port ? (uint16_t)(o->port + 1) : 0, &ss);
 	struct tserver_arg ta = { .o = o, .lfd = -1 };
 	int fd = -1, one = 1;
 	uint64_t *lat = NULL;
@@ -785,6 +798,9 @@ static int run_tcp(const struct opts *o, struct results *r)
 	setsockopt(ta.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(ta.lfd, sa, o->sslen) < 0 || listen(ta.lfd, 4) < 0)
 		FAIL("tcp listen: %s", strerror(errno));
+	socklen_t bl = sizeof(ss);
+	if (getsockname(ta.lfd, (struct sockaddr *)&ss, &bl) < 0)
+		FAIL("tcp getsockname: %s", strerror(errno));
 	pthread_create(&th, NULL, t_server, &ta);
 	started = true;
 	fd = socket(ss.ss_family, SOCK_STREAM, 0);
@@ -995,9 +1011,7 @@ int perf_cmd_provider(int argc, char **argv)
 		fprintf(stderr, "rpcrdma-perf: bad address %s\n", o.addr);
 		return 2;
 	}
-	o.port = (uint16_t)(port > 0 && port < 65535
-				    ? port
-				    : 42000 + (getpid() % 5000) * 2);
+	o.port = (uint16_t)(port > 0 && port < 65535 ? port : 0);
 	if (o.pin && perf_pin_process(0) < 0) {
 		perror("rpcrdma-perf: sched_setaffinity");
 		return 1;

@@ -34,9 +34,9 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->neg_timeout_ms = 2000;
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
+	cfg->rdma_timeout_ms = 30000;
 	cfg->local_inv = true;
 }
-
 
 /* ---------------------------------------------------------------------
  * Small helpers shared by the roles
@@ -64,15 +64,39 @@ struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
 		return NULL;
 	struct rpcrdma_engine_wr *w =
 		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
-	memset(w, 0, sizeof *w);
+	/* The roles set what they use: the SGEs up to num_sge, the recv
+	 * fields whole; only the send part needs zeroing. */
+	w->is_recv = false;
+	memset(&w->send, 0, sizeof w->send);
 	return w;
+}
+
+static bool ev_grow(struct rpcrdma_engine *e)
+{
+	uint32_t cap = e->evq_cap * 2;
+	struct evq_ent *q = malloc(cap * sizeof *q);
+	if (!q)
+		return false;
+	for (uint32_t i = 0; i < e->evq_count; i++)
+		q[i] = e->evq[(e->evq_head + i) % e->evq_cap];
+	free(e->evq);
+	e->evq = q;
+	e->evq_cap = cap;
+	e->evq_head = 0;
+	return true;
 }
 
 void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 		     int reason)
 {
-	if (e->evq_count == e->evq_cap)
-		return; /* cannot happen: one event per slot + one close */
+	if (e->evq_count == e->evq_cap && !ev_grow(e)) {
+		/* One event per slot plus one CLOSE fit from the start, so
+		 * this is an engine bug meeting a failed allocation: never
+		 * lose it silently, the driver hears CLOSE (OVERFLOW) first
+		 * (poll_event). */
+		e->ev_lost = true;
+		return;
+	}
 	struct evq_ent *v = &e->evq[(e->evq_head + e->evq_count++) % e->evq_cap];
 	v->kind = kind;
 	v->idx = idx;
@@ -95,6 +119,7 @@ void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
 	else
 		e->rq[e->rq_pending.tail].next = q->idx;
 	e->rq_pending.tail = q->idx;
+	e->rq_pending.n++;
 }
 
 void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
@@ -105,6 +130,7 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
 	else
 		e->rs[e->rs_pending.tail].next = s->idx;
 	e->rs_pending.tail = s->idx;
+	e->rs_pending.n++;
 }
 
 uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e)
@@ -138,18 +164,6 @@ int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
 	return rpcrdma_v2_encode_lists(buf, cap, p, &h->chunks);
 }
 
-/* The versions we would accept now: ERR_VERS reports this range. */
-void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
-			uint32_t *hi)
-{
-	if (e->vers) {
-		*lo = *hi = e->vers; /* §7.3: never switch mid-connection */
-		return;
-	}
-	*lo = e->cfg.versions == RPCRDMA_ENGINE_V2_ONLY ? 2 : 1;
-	*hi = e->cfg.versions == RPCRDMA_ENGINE_V1_ONLY ? 1 : 2;
-}
-
 /* The one handle a reply may invalidate: the first Write chunk's, else
  * the Reply chunk's, else the first Read segment's (the registration the
  * Requester is most likely still to hold when the reply lands). */
@@ -174,7 +188,10 @@ bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 
 bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
 {
-	for (uint32_t i = 0; i < e->nrq; i++)
+	uint32_t i = e->xid_map[xid & e->xid_mask];
+	if (i < e->nrq && e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
+		return true;
+	for (i = 0; i < e->nrq; i++)
 		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
 			return true;
 	return false;
@@ -186,10 +203,6 @@ bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
  * per outstanding forward call); a Requester slot may hold one buffer
  * while it invalidates, so there are max_calls spares.
  */
-static uint8_t *rbuf(const struct rpcrdma_engine *e, uint32_t idx)
-{
-	return e->rbufs + (size_t)idx * e->rsize;
-}
 
 void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx)
 {
@@ -206,7 +219,7 @@ static void refill_recvs(struct rpcrdma_engine *e)
 		w->is_recv = true;
 		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
 		w->recv.num_sge = 1;
-		w->sge[0].addr = rpcrdma_arena_addr(e, rbuf(e, idx));
+		w->sge[0].addr = rpcrdma_arena_addr(e, rpcrdma_rbuf_ptr(e, idx));
 		w->sge[0].length = e->rsize;
 		w->sge[0].lkey = e->arena_mr.lkey;
 		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
@@ -274,11 +287,17 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->sq_avail = e->cfg.sq_depth;
 	e->next_xid = cfg->xid_seed;
 	e->peer_v1_only = cfg->peer_v1_only;
-	e->granted = 1;
+	rpcrdma_credits_reset(e);
 	e->ord = 1;
 
 	e->rq = calloc(e->nrq, sizeof *e->rq);
 	e->rs = calloc(e->nrs, sizeof *e->rs);
+	e->rq_free = calloc(e->nrq, sizeof *e->rq_free);
+	e->rs_free = calloc(e->nrs, sizeof *e->rs_free);
+	for (e->xid_mask = 1; e->xid_mask < 4 * e->nrq; e->xid_mask <<= 1)
+		;
+	e->xid_map = calloc(e->xid_mask, sizeof *e->xid_map);
+	e->xid_mask--;
 	e->rfree = calloc(e->nrbuf, sizeof *e->rfree);
 	e->rposted = calloc(e->nrbuf, sizeof *e->rposted);
 	e->wrq_cap = e->cfg.sq_depth + e->nrbuf;
@@ -290,7 +309,8 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 		       (size_t)e->nrs * e->rsize;
 	e->arena = calloc(1, e->arena_len);
 	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena) {
+	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
+	    !e->xid_map || rpcrdma_sq_create(e) < 0) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
 		return RPCRDMA_ERR_NOMEM;
@@ -317,10 +337,16 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	}
 	for (uint32_t i = 0; i < e->nrs; i++, p += e->rsize)
 		e->rs[i].small = p;
+	/* Lowest slots first, as a scan would have given them. */
+	for (uint32_t i = 0; i < e->nrq; i++)
+		e->rq_free[e->nrq_free++] = e->nrq - 1 - i;
+	for (uint32_t i = 0; i < e->nrs; i++)
+		e->rs_free[e->nrs_free++] = e->nrs - 1 - i;
 	for (uint32_t i = 0; i < e->nrbuf; i++)
 		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	e->rq_pending.n = e->rs_pending.n = 0;
 	*out = e;
 	return 0;
 }
@@ -341,6 +367,10 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
 	free(e->arena);
+	rpcrdma_sq_destroy(e);
+	free(e->xid_map);
+	free(e->rq_free);
+	free(e->rs_free);
 	free(e->evq);
 	free(e->wrq);
 	free(e->rposted);
@@ -362,9 +392,16 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
  */
 void rpcrdma_progress(struct rpcrdma_engine *e)
 {
-	/* Responder first: replies free the peer's credits.  Each pass takes
-	 * the whole list; a slot still starved puts itself back. */
-	for (int round = 0; round < 2; round++) {
+	/* Until no progress: a pass that leaves fewer slots waiting may
+	 * have freed what the others wait for (send queue entries, an ORD
+	 * slot, a credit).  Responder first: replies free the peer's
+	 * credits.  Each pass takes the whole list; a slot still starved
+	 * puts itself back.  The count falls on every pass that loops, so
+	 * this ends. */
+	for (;;) {
+		uint32_t before = e->rs_pending.n + e->rq_pending.n;
+		if (!before)
+			break;
 		uint32_t i = fifo_take(&e->rs_pending);
 		while (i != RPCRDMA_NIL) {
 			struct rs *s = &e->rs[i];
@@ -379,6 +416,8 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 			q->next = RPCRDMA_NIL;
 			rpcrdma_rq_run(e, q);
 		}
+		if (e->rs_pending.n + e->rq_pending.n >= before)
+			break;
 	}
 	refill_recvs(e);
 }
@@ -386,29 +425,6 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 /* ---------------------------------------------------------------------
  * Connection inputs
  */
-/* Inline thresholds for the connection's version: v1 from the RFC 8797
- * private data; v2 from the peer's Receive Buffer Size (§4.2.1: 4096 when
- * it sent none) and our own buffers, which our RDMA2_CONNPROP
- * advertises. */
-static void set_thresholds(struct rpcrdma_engine *e)
-{
-	rpcrdma_cm_pdata_thresholds(e->ssize, e->rsize, e->cfg.remote_inv,
-				    &e->peer_pdata, &e->thr);
-	if (e->vers != RPCRDMA_VERSION_2)
-		return;
-	e->thr.send = e->peer_rbsiz < e->ssize ? e->peer_rbsiz : e->ssize;
-	e->thr.recv = e->rsize;
-	/* §3.3: the Requester names the handle in each call; whether we
-	 * may Send With Invalidate is ours alone to know. */
-	e->thr.send_with_inv = e->cfg.remote_inv;
-}
-
-static void fix_version(struct rpcrdma_engine *e, uint32_t vers)
-{
-	e->vers = vers;
-	e->negotiating = false;
-	set_thresholds(e);
-}
 
 int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 			       size_t len, uint32_t ord, uint64_t now)
@@ -421,82 +437,26 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->ord = ord ? ord : 1;
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
-	/* RFC 8166 §3.3.3: one credit until the first reply grants more. */
-	e->granted = 1;
-	e->in_flight = 0;
+	rpcrdma_sq_reset(e);
+	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
 	e->ctr.connections++;
-	e->vers = 0;
-	e->negotiating = false;
-	e->vers_failed = false;
-	e->peer_props = false;
-	e->peer_rbsiz = RPCRDMA_V2_RBSIZ_DEFAULT;
-	e->peer_brs = RPCRDMA_V2_RVREQSUP_INLINE; /* §4.2 Table 1 */
-	set_thresholds(e);
 	refill_recvs(e);
-	if (e->cfg.versions == RPCRDMA_ENGINE_V1_ONLY) {
-		fix_version(e, RPCRDMA_VERSION_1);
-	} else if (e->cfg.client) {
-		if (e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2 &&
-		    e->peer_v1_only) {
-			/* §7.2: this server said ERR_VERS (or never answered)
-			 * before; do not loop through negotiation again. */
-			fix_version(e, RPCRDMA_VERSION_1);
-		} else {
-			/* §7: exactly one v2 message, at most 1024 bytes,
-			 * then nothing until a non-error answer.  Ours is
-			 * RDMA2_CONNPROP (§5.3.4: "the first message"). */
-			e->negotiating = true;
-			e->neg_xid = e->next_xid++;
-			e->neg_deadline = now + e->cfg.neg_timeout_ms;
-			rpcrdma_rs_connprop(e, e->neg_xid, false);
-		}
-	}
+	rpcrdma_neg_start(e, now);
 	/* A server learns the version from the client's first message. */
 	rpcrdma_progress(e);
 	return 0;
-}
-
-/* The v2 opener failed: ERR_VERS (range lo..hi) or no answer in time. */
-static void negotiation_failed(struct rpcrdma_engine *e, uint32_t lo,
-			       uint32_t hi, int status)
-{
-	e->negotiating = false;
-	if (e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2 && lo <= 1 && hi >= 1) {
-		/* §7.2: continue in v1 on this connection, remember it. */
-		e->peer_v1_only = true;
-		e->ctr.vers_fallbacks++;
-		fix_version(e, RPCRDMA_VERSION_1);
-		e->granted = 1;
-		return;
-	}
-	/* V2_ONLY, or a server that speaks neither: every call fails. */
-	e->vers_failed = true;
-	rpcrdma_rq_fail_queued(e, status);
-	/* The reason goes with CLOSE so that the driver can fail later
-	 * calls with it too, rather than with a bare "disconnected". */
-	rpcrdma_ask_close(e, status);
-}
-
-/* The opener was answered ERR_VERS, in whichever layout (§7.2). */
-static void opener_refused(struct rpcrdma_engine *e, uint32_t lo, uint32_t hi)
-{
-	e->ctr.v2_err_recv[RPCRDMA_V2_ERR_VERS]++;
-	e->ctr.err_vers_recv++;
-	negotiation_failed(e, lo, hi, RPCRDMA_ERR_PEER_ERR_VERS);
 }
 
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 {
 	if (!e->connected)
 		return;
-	if (e->negotiating && now >= e->neg_deadline) {
-		/* §7.2: "A client can assume the same situation (no server
-		 * support for RPC-over-RDMA version 2) if the initial
-		 * negotiation message is lost or dropped." */
-		negotiation_failed(e, 1, 1, RPCRDMA_ERR_TIMEOUT);
+	if (rpcrdma_neg_tick(e, now)) {
 		rpcrdma_progress(e);
 		return;
 	}
+	if (rpcrdma_rs_rdma_timed_out(e, now))
+		return;
 	/* A registration refused for now (AGAIN: memory or MRs short) is
 	 * tried again on every tick, not only when another registration of
 	 * this connection goes: there may be none, and the shortage may be
@@ -532,19 +492,14 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 		e->rp_count--;
 	}
 	e->rp_head = 0;
-	e->in_flight = 0;
-	e->granted = 1;
+	rpcrdma_credits_reset(e);
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
-	if (e->negotiating && e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2) {
-		/* §7.2: a server that drops the connection on our v2 opener
-		 * is taken for a v1 server, or we would loop. */
-		e->peer_v1_only = true;
-		e->ctr.vers_fallbacks++;
-	}
-	e->negotiating = false;
+	rpcrdma_sq_reset(e);
+	rpcrdma_neg_conn_lost(e);
 	/* Queued work waits for the next connection; the rest unwinds. */
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
+	e->rs_pending.n = 0;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		rpcrdma_rs_conn_lost(e, &e->rs[i]);
 	uint32_t keep = fifo_take(&e->rq_pending);
@@ -559,397 +514,13 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 }
 
 /* ---------------------------------------------------------------------
- * Received messages: decode, classify by direction, dispatch.
+ * Received messages (classified and dispatched in receive.c)
  */
-
-/* Is the payload an RPC CALL whose XID matches the header's? 1 call,
- * 0 reply, -1 neither/undecodable. */
-static int payload_direction(const uint8_t *p, size_t len, uint32_t xid)
-{
-	if (len < 8)
-		return -1;
-	uint32_t mtype = rpcrdma_be32_get(p + 4);
-	if (mtype == RPCRDMA_RPC_CALL)
-		return rpcrdma_be32_get(p) == xid ? 1 : -1;
-	if (mtype == RPCRDMA_RPC_REPLY)
-		return 0;
-	return -1;
-}
-
-/* An undecodable v1 message: a bad reply to one of our calls is silently
- * discarded, anything else is answered with ERR_CHUNK (RFC 8166 §4.5,
- * §4.5.2). */
-static void bad_message(struct rpcrdma_engine *e, uint32_t xid)
-{
-	if (rpcrdma_is_our_call(e, xid))
-		e->ctr.bad_replies++;
-	else
-		rpcrdma_rs_error_code(e, xid, RPCRDMA_VERSION_1, false,
-				      RPCRDMA_V2_ERR_BAD_XDR);
-}
-
-static void view_v1(struct rx_view *v, const struct rpcrdma_v1_hdr *h)
-{
-	memset(v, 0, sizeof *v);
-	v->vers = h->vers;
-	v->xid = h->xid;
-	v->credit = h->credit;
-	v->proc = h->proc;
-	v->cl = &h->chunks;
-	v->err.code = h->err;
-	v->err.vers_low = h->vers_low;
-	v->err.vers_high = h->vers_high;
-}
-
-/* A version 1 message on a v1 connection (RFC 8166). */
-static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
-		      const uint8_t *buf, size_t len,
-		      const struct rpcrdma_common *c, bool with_inv,
-		      uint32_t inv_rkey)
-{
-	struct rpcrdma_v1_hdr *h = &e->rx_hdr;
-	struct rx_view v;
-
-	/* RFC 8166 §4.5: shorter than a minimal header -> the XID cannot be
-	 * trusted; discard.  RDMA_ERROR/ERR_CHUNK is 20 bytes by §4.1.2's
-	 * XDR, so errors are let through to the decoder. */
-	if (len < RPCRDMA_V1_MIN_HDR_LEN && c->proc != RPCRDMA_V1_ERROR) {
-		e->ctr.short_dropped++;
-		return false;
-	}
-	int rc = rpcrdma_v1_decode(buf, len, &e->cfg.limits, h);
-	if (rc) {
-		if (c->proc == RPCRDMA_V1_ERROR)
-			e->ctr.bad_replies++; /* §4.5: undecodable error */
-		else
-			bad_message(e, c->xid);
-		return false;
-	}
-	view_v1(&v, h);
-	const uint8_t *payload = buf + h->hdr_len;
-	size_t plen = len - h->hdr_len;
-	switch (h->proc) {
-	case RPCRDMA_V1_DONE:
-		e->ctr.done_dropped++; /* §4.6.2 */
-		return false;
-	case RPCRDMA_V1_MSGP:
-		if (e->cfg.accept_msgp && !h->chunks.nreads) {
-			/* RFC 5666 §4.3: an RPC message with padding; the
-			 * upper layer skips it (the events say how).  The
-			 * rest is RDMA_MSG's. */
-			v.msgp = (struct rpcrdma_engine_msgp){
-				h->align, h->thresh, (uint32_t)h->hdr_len};
-			v.proc = RPCRDMA_V1_MSG;
-			goto msg;
-		}
-		/* §4.6.1: Responders SHOULD answer ERR_CHUNK, Requesters
-		 * MUST discard. */
-		if (payload_direction(payload, plen, h->xid) == 0 ||
-		    rpcrdma_is_our_call(e, h->xid))
-			e->ctr.bad_replies++;
-		else
-			rpcrdma_rs_error_code(e, h->xid, RPCRDMA_VERSION_1, false,
-					      RPCRDMA_V2_ERR_BAD_XDR);
-		return false;
-	case RPCRDMA_V1_ERROR:
-		v.response = true;
-		return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv, inv_rkey);
-	case RPCRDMA_V1_MSG:
-	msg:
-		switch (payload_direction(payload, plen, h->xid)) {
-		case 1:
-			rpcrdma_rs_call(e, &v, payload, plen);
-			return false;
-		case 0:
-			v.response = true;
-			return rpcrdma_rq_reply(e, &v, idx, payload, plen,
-						with_inv, inv_rkey);
-		default:
-			bad_message(e, h->xid);
-			return false;
-		}
-	case RPCRDMA_V1_NOMSG:
-		/* RFC 8167 §4.1: a Read list means the Payload stream is a
-		 * Call pulled from the Requester; otherwise it was pushed
-		 * into our Reply chunk. */
-		if (h->chunks.nreads) {
-			rpcrdma_rs_call(e, &v, NULL, 0);
-			return false;
-		}
-		v.response = true;
-		return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv, inv_rkey);
-	default:
-		bad_message(e, h->xid);
-		return false;
-	}
-}
-
-/* The error a v2 decode failure is reported with (draft §5.3.3). */
-static void v2_decode_error(const struct rpcrdma_engine *e, int rc,
-			    struct rpcrdma_v2_error *er)
-{
-	memset(er, 0, sizeof *er);
-	switch (rc) {
-	case RPCRDMA_ERR_BAD_PROC:
-		er->code = RPCRDMA_V2_ERR_INVAL_HTYPE;
-		break;
-	case RPCRDMA_ERR_TOO_MANY_CHUNKS:
-		er->code = RPCRDMA_V2_ERR_WRITE_CHUNKS;
-		er->max_chunks = e->cfg.limits.max_write_chunks;
-		break;
-	case RPCRDMA_ERR_TOO_MANY_SEGMENTS:
-		er->code = RPCRDMA_V2_ERR_SEGMENTS;
-		er->max_segments = e->cfg.limits.max_chunk_segments;
-		break;
-	default:
-		/* Truncated, bad optional-data word, bad property... "the
-		 * incoming transport header cannot be parsed". */
-		er->code = RPCRDMA_V2_ERR_BAD_XDR;
-		break;
-	}
-}
-
-/* Linux svcrdma (and any v1-only peer built the same way) answers a v2
- * message with a v1 RDMA_ERROR that echoes rdma_vers 2: seven words,
- * xid, 2, credit, 4, ERR_VERS, low, high, without rdma_flags.  A real
- * RDMA2_ERR_VERS is eight words long, so the length tells them apart. */
-static bool v1_layout_err_vers(const uint8_t *buf, size_t len, uint32_t *lo,
-			       uint32_t *hi)
-{
-	if (len != 28 || rpcrdma_be32_get(buf + 12) != RPCRDMA_V1_ERROR ||
-	    rpcrdma_be32_get(buf + 16) != RPCRDMA_V1_ERR_VERS)
-		return false;
-	*lo = rpcrdma_be32_get(buf + 20);
-	*hi = rpcrdma_be32_get(buf + 24);
-	return true;
-}
-
-static void apply_props(struct rpcrdma_engine *e, const struct rpcrdma_v2_hdr *h)
-{
-	e->ctr.connprop_recv++;
-	/* §5.3.4: properties "are not allowed to change subsequently":
-	 * only the first RDMA2_CONNPROP counts. */
-	if (e->peer_props)
-		return;
-	e->peer_props = true;
-	for (uint32_t i = 0; i < h->nprops; i++) {
-		const struct rpcrdma_v2_prop *p = &h->props[i];
-		/* §4.1: empty rdma_data means the default; unknown
-		 * properties are skipped. */
-		if (p->propid == RPCRDMA_V2_PROPID_RBSIZ)
-			e->peer_rbsiz = p->has_value ? p->value
-						     : RPCRDMA_V2_RBSIZ_DEFAULT;
-		else if (p->propid == RPCRDMA_V2_PROPID_BRS)
-			e->peer_brs = p->has_value ? p->value
-						   : RPCRDMA_V2_RVREQSUP_INLINE;
-	}
-	set_thresholds(e);
-}
-
-/* The client's v2 opener was answered without an error: v2 it is.  A
- * response (F_RESPONSE) carries the first credit grant (§7). */
-static void negotiated(struct rpcrdma_engine *e, const struct rpcrdma_v2_hdr *h)
-{
-	fix_version(e, RPCRDMA_VERSION_2);
-	if (h->flags & RPCRDMA_V2_F_RESPONSE && h->htype != RPCRDMA_V2_ERROR) {
-		uint32_t g = h->credit ? h->credit : 1;
-		e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
-	}
-}
-
-/* A version 2 message (draft §3, §5) on a connection that speaks v2 or
- * is negotiating it.  first: a server's first message on the connection
- * (it answers with its own RDMA2_CONNPROP). */
-static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
-		      const uint8_t *buf, size_t len,
-		      const struct rpcrdma_common *c, bool with_inv,
-		      uint32_t inv_rkey, bool first)
-{
-	struct rpcrdma_v2_hdr *h = &e->rx_hdr2;
-	struct rx_view v;
-	uint32_t lo, hi;
-
-	/* §3.2: the flag says who generated the XID, so a receiver never
-	 * answers a response with an error (§5.3.3: errors never flow from
-	 * requester to responder). */
-	bool resp = len >= 20 &&
-		    (rpcrdma_be32_get(buf + 16) & RPCRDMA_V2_F_RESPONSE);
-	int rc = rpcrdma_v2_decode(buf, len, &e->cfg.limits, h);
-	/* Open point (docs/v2.md): an RDMA2_ERROR without F_RESPONSE breaks
-	 * a §3.2 MUST, but its meaning is plain; accept it. */
-	if (rc == RPCRDMA_ERR_BAD_FLAGS && h->htype == RPCRDMA_V2_ERROR) {
-		rc = 0;
-		resp = true;
-	}
-	if (c->proc == RPCRDMA_V2_ERROR)
-		resp = true;
-	if (rc && e->negotiating && c->xid == e->neg_xid &&
-	    v1_layout_err_vers(buf, len, &lo, &hi)) {
-		opener_refused(e, lo, hi);
-		return false;
-	}
-	if (first) {
-		fix_version(e, RPCRDMA_VERSION_2);
-		/* Our properties go first (§5.3.4); an opener that is an
-		 * RDMA2_CONNPROP request gets them as its answer. */
-		bool answer = !rc && h->htype == RPCRDMA_V2_CONNPROP && !resp;
-		rpcrdma_rs_connprop(e, answer ? h->xid : e->next_xid++, answer);
-	}
-	if (rc) {
-		/* Never an error to a response; nor while our opener waits
-		 * for its answer (§7: one message until a grant). */
-		if (resp || e->negotiating) {
-			e->ctr.bad_replies++;
-			return false;
-		}
-		struct rpcrdma_v2_error er;
-		v2_decode_error(e, rc, &er);
-		rpcrdma_rs_error(e, c->xid, RPCRDMA_VERSION_2, true, &er);
-		return false;
-	}
-	if (e->negotiating) {
-		if (h->htype == RPCRDMA_V2_ERROR && h->xid == e->neg_xid &&
-		    h->error.code == RPCRDMA_V2_ERR_VERS) {
-			opener_refused(e, h->error.vers_low, h->error.vers_high);
-			return false;
-		}
-		negotiated(e, h);
-	}
-	memset(&v, 0, sizeof v);
-	v.vers = RPCRDMA_VERSION_2;
-	v.xid = h->xid;
-	v.credit = h->credit;
-	v.proc = h->htype;
-	v.response = resp;
-	v.inv_handle = h->inv_handle;
-	v.cl = &h->chunks;
-	v.err = h->error;
-	const uint8_t *payload = buf + h->hdr_len;
-	size_t plen = len - h->hdr_len;
-	switch (h->htype) {
-	case RPCRDMA_V2_CONNPROP:
-		apply_props(e, h);
-		return false;
-	case RPCRDMA_V2_ERROR:
-		if (e->cfg.client && h->xid == e->neg_xid) {
-			/* An error about our opener, not a call: v2 is
-			 * spoken (negotiated() above); nothing to fail. */
-			if (h->error.code < 10)
-				e->ctr.v2_err_recv[h->error.code]++;
-			return false;
-		}
-		return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv, inv_rkey);
-	case RPCRDMA_V2_MSG: {
-		/* §3.2 MUST: F_RESPONSE equals the RPC msg_type. */
-		int dir = payload_direction(payload, plen, h->xid);
-		if (resp && dir == 0)
-			return rpcrdma_rq_reply(e, &v, idx, payload, plen,
-						with_inv, inv_rkey);
-		if (!resp && dir == 1) {
-			rpcrdma_rs_call(e, &v, payload, plen);
-			return false;
-		}
-		if (resp)
-			e->ctr.bad_replies++;
-		else
-			rpcrdma_rs_error_code(e, h->xid, RPCRDMA_VERSION_2, true,
-					      RPCRDMA_V2_ERR_BAD_XDR);
-		return false;
-	}
-	default: /* RPCRDMA_V2_NOMSG: the flag gives the direction */
-		if (resp)
-			return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv,
-						inv_rkey);
-		rpcrdma_rs_call(e, &v, NULL, 0);
-		return false;
-	}
-}
-
-/* A message whose rdma_vers this connection does not speak (RFC 8166
- * §4.5.1, draft §7). */
-static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
-			  size_t len, const struct rpcrdma_common *c)
-{
-	uint32_t lo, hi;
-
-	if (c->proc == RPCRDMA_V1_ERROR) {
-		/* A v1-format ERR_VERS answering our v2 opener. */
-		struct rpcrdma_v1_hdr *h = &e->rx_hdr;
-		if (e->negotiating && c->xid == e->neg_xid &&
-		    c->vers == RPCRDMA_VERSION_1 &&
-		    !rpcrdma_v1_decode(buf, len, &e->cfg.limits, h) &&
-		    h->err == RPCRDMA_V1_ERR_VERS) {
-			opener_refused(e, h->vers_low, h->vers_high);
-			return;
-		}
-		e->ctr.bad_replies++; /* never answer an error */
-		return;
-	}
-	if (c->vers >= RPCRDMA_VERSION_2 && len >= 20 &&
-	    (rpcrdma_be32_get(buf + 16) & RPCRDMA_V2_F_RESPONSE)) {
-		e->ctr.bad_replies++; /* a response: never answered */
-		return;
-	}
-	if (e->negotiating) {
-		/* Nothing but the answer to the opener is expected. */
-		e->ctr.bad_replies++;
-		return;
-	}
-	if (c->vers == RPCRDMA_VERSION_1 && rpcrdma_is_our_call(e, c->xid)) {
-		e->ctr.bad_replies++;
-		return;
-	}
-	rpcrdma_vers_range(e, &lo, &hi);
-	struct rpcrdma_v2_error er = {0};
-	er.code = RPCRDMA_V2_ERR_VERS;
-	er.vers_low = lo;
-	er.vers_high = hi;
-	/* Layout: v2's when the sender spoke v2 or later and we know v2,
-	 * else v1's (the layout every RPC-over-RDMA peer can parse). */
-	bool v2 = c->vers >= RPCRDMA_VERSION_2 &&
-		  e->cfg.versions != RPCRDMA_ENGINE_V1_ONLY;
-	rpcrdma_rs_error(e, c->xid, c->vers, v2, &er);
-}
-
-/* Returns true when the receive buffer is now held by a call. */
-static bool handle_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
-			   bool with_inv, uint32_t inv_rkey)
-{
-	const uint8_t *buf = rbuf(e, idx);
-	struct rpcrdma_common c;
-
-	if (rpcrdma_common_decode(buf, len, &c)) {
-		e->ctr.short_dropped++;
-		return false;
-	}
-	bool ok, first = false;
-	if (e->vers) {
-		ok = c.vers == e->vers;
-	} else if (e->negotiating) {
-		ok = c.vers == RPCRDMA_VERSION_2;
-	} else {
-		/* A server's first message: the client chose (§7.3). */
-		ok = (c.vers == RPCRDMA_VERSION_1 &&
-		      e->cfg.versions != RPCRDMA_ENGINE_V2_ONLY) ||
-		     (c.vers == RPCRDMA_VERSION_2 &&
-		      e->cfg.versions != RPCRDMA_ENGINE_V1_ONLY);
-		first = ok;
-		if (ok && c.vers == RPCRDMA_VERSION_1)
-			fix_version(e, RPCRDMA_VERSION_1);
-	}
-	if (!ok) {
-		wrong_version(e, buf, len, &c);
-		return false;
-	}
-	if (c.vers == RPCRDMA_VERSION_1)
-		return handle_v1(e, idx, buf, len, &c, with_inv, inv_rkey);
-	return handle_v2(e, idx, buf, len, &c, with_inv, inv_rkey, first);
-}
 
 static void received(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		     bool with_inv, uint32_t inv_rkey)
 {
-	if (!handle_message(e, idx, len, with_inv, inv_rkey))
+	if (!rpcrdma_rx_message(e, idx, len, with_inv, inv_rkey))
 		rpcrdma_rbuf_release(e, idx);
 	rpcrdma_progress(e);
 }
@@ -969,7 +540,7 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 		return RPCRDMA_ERR_NOSPACE;
 	}
 	unpost(e, idx);
-	memcpy(rbuf(e, idx), buf, len);
+	memcpy(rpcrdma_rbuf_ptr(e, idx), buf, len);
 	received(e, idx, len, with_inv, inv_rkey);
 	return 0;
 }
@@ -1010,7 +581,6 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 	}
 	if ((kind == WRK_RQ && idx >= e->nrq) || (kind == WRK_RS && idx >= e->nrs))
 		return RPCRDMA_ERR_NOENT;
-	e->sq_avail++;
 	if (wc->status != RPCRDMA_WC_SUCCESS) {
 		/* RFC 8166 §4.5.3-§4.5.5: RDMA errors are fatal to the
 		 * connection; conn_lost() unwinds every RPC. */
@@ -1021,17 +591,14 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 					     : RPCRDMA_ERR_PROTOCOL);
 		return 0;
 	}
-	if (kind == WRK_RQ) {
-		struct rq *q = &e->rq[idx];
-		if (q->sq_held)
-			q->sq_held--;
-		rpcrdma_rq_wc(e, q, op, wc);
-	} else {
-		struct rs *s = &e->rs[idx];
-		if (s->sq_held)
-			s->sq_held--;
-		rpcrdma_rs_wc(e, s, op, wc);
-	}
+	/* Unsignalled requests before it are done too (send_queue.c). */
+	if (!rpcrdma_sq_complete(e, wc->wr_id))
+		return 0;
+	e->sq_avail++;
+	if (kind == WRK_RQ)
+		rpcrdma_rq_wc(e, &e->rq[idx], op, wc);
+	else
+		rpcrdma_rs_wc(e, &e->rs[idx], op, wc);
 	rpcrdma_progress(e);
 	return 0;
 }
@@ -1039,16 +606,31 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 /* ---------------------------------------------------------------------
  * Outputs
  */
-int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
-			  struct rpcrdma_engine_wr *wr)
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
 {
 	if (!e->wrq_count)
-		return 0;
-	*wr = e->wrq[e->wrq_head];
+		return NULL;
+	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
 	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
 	e->wrq_count--;
 	wr->send.next = NULL;
 	wr->recv.next = NULL;
+	if (wr->is_recv) {
+		wr->recv.sg_list = wr->sge;
+	} else {
+		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+		rpcrdma_sq_post(e, &wr->send);
+	}
+	return wr;
+}
+
+int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
+			  struct rpcrdma_engine_wr *wr)
+{
+	const struct rpcrdma_engine_wr *p = rpcrdma_engine_next_wr(e);
+	if (!p)
+		return 0;
+	*wr = *p;
 	if (wr->is_recv)
 		wr->recv.sg_list = wr->sge;
 	else
@@ -1059,12 +641,35 @@ int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev)
 {
+	if (e->ev_lost) {
+		/* An event could not be queued (ev_push): the connection's
+		 * state can no longer be trusted to the driver. */
+		e->ev_lost = false;
+		memset(ev, 0, sizeof *ev);
+		ev->type = RPCRDMA_EV_CLOSE;
+		ev->reason = RPCRDMA_ERR_OVERFLOW;
+		return 1;
+	}
 	if (!e->evq_count)
 		return 0;
 	struct evq_ent v = e->evq[e->evq_head];
 	e->evq_head = (e->evq_head + 1) % e->evq_cap;
 	e->evq_count--;
-	memset(ev, 0, sizeof *ev);
+	/* Every scalar field; the arrays only up to their counts. */
+	ev->xid = 0;
+	ev->user = NULL;
+	ev->status = 0;
+	ev->reply_len = 0;
+	ev->nresults = 0;
+	ev->peer_vers_low = ev->peer_vers_high = 0;
+	ev->peer_err = 0;
+	ev->call_id = 0;
+	ev->call = NULL;
+	ev->call_len = 0;
+	ev->write_chunks = 0;
+	ev->reply_chunk_len = 0;
+	ev->msgp = (struct rpcrdma_engine_msgp){0, 0, 0};
+	ev->reason = 0;
 	switch (v.kind) {
 	case EVK_CLOSE:
 		ev->type = RPCRDMA_EV_CLOSE;
@@ -1083,9 +688,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->peer_vers_high = q->vers_high;
 		ev->peer_err = q->peer_err;
 		ev->msgp = q->msgp;
-		q->event_pending = false;
-		if (!q->send_pending)
-			q->state = RQ_FREE;
+		rpcrdma_rq_put(e, q);
 		return 1;
 	}
 	default: {
@@ -1096,7 +699,9 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			ev->type = RPCRDMA_EV_REPLY_SENT;
 			ev->user = s->user;
 			ev->status = s->reply_status;
-			rpcrdma_rs_free(e, s);
+			s->event_pending = false;
+			if (!s->send_pending)
+				rpcrdma_rs_free(e, s);
 			return 1;
 		}
 		ev->type = RPCRDMA_EV_INCOMING_CALL;

@@ -173,11 +173,28 @@ struct rpcrdma_engine_config {
 	bool peer_v1_only;         /* client: this server already answered a
 				      v2 opener with ERR_VERS (remembered by
 				      the caller, §7.2): start in v1 */
+	bool resend_after_reply;   /* after RDMA2_ERR_WRITE_RESOURCE or
+				      _REPLY_RESOURCE, send the call again
+				      with more reply resources (draft §5.3.3
+				      allows it).  The Responder sends these
+				      once it has run the call, so a resend
+				      runs it again: only for idempotent
+				      procedures or a server with a
+				      duplicate-request cache.  Default
+				      false: the call fails
+				      RPCRDMA_ERR_PEER_ERR_RESOURCE. */
 	uint32_t v2_brs;           /* RDMA2_PROPID_BRS we advertise
 				      (enum rpcrdma_v2_rvreqsup); default
 				      GENL: we take chunked reverse calls */
 	struct rpcrdma_limits limits; /* decode limits (header size is
 					 forced <= max_inline_recv) */
+	uint32_t rdma_timeout_ms;  /* Responder: a call's RDMA Reads, or its
+				      reply's RDMA Writes and Send, not
+				      complete after this long close the
+				      connection (RFC 8166 §4.5.5 leaves
+				      recovery to reconnection), counted in
+				      rdma_timeouts.  Checked by tick().
+				      0: never.  Default 30000. */
 	bool local_inv;            /* Requester: invalidate a chunk the peer
 				      did not with a LOCAL_INV work request
 				      (default true).  false: the device has
@@ -220,9 +237,11 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
 int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 			       size_t len, uint32_t ord, uint64_t now);
 
-/* Time passes: a client's unanswered v2 opener times out here (§7.2), and
- * registrations that were short (mem->reg's AGAIN) are tried again.  Call
- * it now and then (the RPC loop does on every tick, 20 ms). */
+/* Time passes: a client's unanswered v2 opener times out here (§7.2),
+ * registrations that were short (mem->reg's AGAIN) are tried again, and
+ * the Responder's RDMA operations that outlived rdma_timeout_ms close the
+ * connection.  Call it now and then (the RPC loop does on every tick,
+ * 20 ms); a time-out is noticed at the first tick past it. */
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
 /* The connection is gone.  Every work request the engine handed out is
@@ -336,6 +355,10 @@ struct rpcrdma_engine_wr {
 /* Next work request to post: 1 and *wr filled, or 0 when none. */
 int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
 			  struct rpcrdma_engine_wr *wr);
+/* The same without the copy: the engine's own entry (sg_list pointing
+ * into it), valid until the next call into the engine; NULL when none.
+ * Post it right away. */
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e);
 
 enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_CALL_DONE,     /* one of our calls completed */
@@ -360,9 +383,13 @@ struct rpcrdma_engine_event {
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
 				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
 				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
-				(retries used up).  REPLY_SENT: 0, or _DISCONNECTED if
-				the connection died first, or
-				_PEER_ERR_CHUNK if ERR_CHUNK went instead */
+				(retries used up).  REPLY_SENT: 0 (for a
+				reply that reads none of the caller's
+				memory by RDMA Write: handed to the send
+				queue; otherwise its Send completed), or
+				_DISCONNECTED if the connection died first,
+				or _PEER_ERR_CHUNK if ERR_CHUNK went
+				instead */
 	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
 	unsigned nresults;
 	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into
@@ -386,7 +413,9 @@ struct rpcrdma_engine_event {
 };
 
 /* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay
- * valid as documented per field. */
+ * valid as documented per field; result_len and write_chunk_len are
+ * meaningful up to nresults / write_chunks (entries past them are
+ * unspecified). */
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev);
 
@@ -432,6 +461,9 @@ struct rpcrdma_engine_counters {
 				      v1 ERR_VERS/ERR_CHUNK count here too
 				      as codes 1/2 */
 	uint64_t reverse_refused;  /* reverse calls the peer's BRS forbade */
+	uint64_t rdma_timeouts;    /* connections closed because a call's
+				      RDMA Read/Write did not complete in
+				      rdma_timeout_ms */
 };
 
 void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,

@@ -50,11 +50,10 @@ enum rpcrdma_rq_state {
 	 * registrations are released and the call completes with the
 	 * reply's status. */
 	RQ_INVALIDATING,
-	/* Completion event queued.  The slot is freed once the event is
-	 * polled and the Send has completed (the send buffer is busy until
-	 * then).  Connection loss: the Send completion will never come, so
-	 * only the poll is waited for.  A call completes exactly once: only
-	 * complete_call() enters this state, and only from the states
+	/* Completion event queued; the slot is free once it is polled
+	 * (its Send is done: the reply, or the lost connection, says so).
+	 * Connection loss: nothing to do.  A call completes exactly once:
+	 * only complete_call() enters this state, and only from the states
 	 * above. */
 	RQ_COMPLETE,
 };
@@ -65,10 +64,6 @@ enum rpcrdma_rq_wait {
 	WAIT_CREDIT,
 	WAIT_MR,
 	WAIT_SQ,
-	/* A resend after an RDMA2_ERROR waits for the first Send's
-	 * completion (its buffer is reused); not on the FIFO: the Send
-	 * completion puts it back. */
-	WAIT_SEND,
 };
 
 /* A received transport header, version-neutral: what the roles need from
@@ -110,8 +105,10 @@ enum rpcrdma_rs_state {
 	/* RDMA Writes and the Send handed out; waiting for the Send
 	 * completion (then REPLY_SENT).  Connection loss: as RS_WAIT_SQ. */
 	RS_SENDING,
-	/* REPLY_SENT event queued; freed when polled.  Connection loss:
-	 * nothing to do. */
+	/* REPLY_SENT event queued (event_pending) and/or the Send not yet
+	 * known complete (send_pending: a reply that reads nothing of the
+	 * upper layer's gets REPLY_SENT at once, send_queue.c); freed when
+	 * both are over.  Connection loss: the Send will not complete. */
 	RS_DONE,
 };
 
@@ -130,8 +127,6 @@ struct rq {
 	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
 	struct rpcrdma_iov results[RPCRDMA_MAX_WRITE_CHUNKS];
 	uint8_t *sbuf;
-	bool send_pending;   /* Send handed out, completion not seen */
-	bool event_pending;  /* completion event not yet polled */
 	bool retransmit;     /* next send is a retransmission */
 	bool in_flight;      /* holds a credit */
 	bool reply_offered;  /* a Reply chunk went with the call */
@@ -141,7 +136,8 @@ struct rq {
 	bool mr_remote[RPCRDMA_RQ_MAX_MR];
 	bool mr_dead[RPCRDMA_RQ_MAX_MR];  /* rkey invalidated */
 	uint32_t inv_pending;
-	uint32_t sq_held;    /* send queue entries reserved */
+	uint32_t sq_held;    /* send queue entries reserved, not posted
+				yet (its LOCAL_INVs) */
 	uint8_t pad[4];      /* zero roundup for Long Call pieces */
 	/* Reply as decoded. */
 	int status;
@@ -176,7 +172,8 @@ struct rs {
 	uint16_t epoch;      /* connection the call came in on */
 	bool stale;
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
-	bool send_pending;
+	bool send_pending;   /* its Send not completed (send_queue.c) */
+	bool event_pending;  /* REPLY_SENT queued, not polled */
 	uint8_t *sbuf;
 	uint8_t *small;      /* preallocated call buffer (recv size) */
 	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
@@ -202,7 +199,6 @@ struct rs {
 	uint32_t nmr;
 	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
 	uint8_t *staging;    /* Long Reply's reduced stream */
-	uint32_t sq_held;
 	uint32_t err;        /* RDMA_ERROR to send: v2 code numbering
 				(1 ERR_VERS, 2 BAD_XDR = v1 ERR_CHUNK ...);
 				a v1 connection gets ERR_CHUNK for 3..9 */
@@ -214,10 +210,26 @@ struct rs {
 	struct rpcrdma_engine_msgp msgp; /* padded call */
 	bool connprop;       /* this slot sends our RDMA2_CONNPROP */
 	bool connprop_resp;  /* ... as the answer to the peer's (xid) */
+	/* RDMA time-out (rdma_timeout.c): the state the deadline was set
+	 * for; 0 when not running.  send_waited: the Send is signalled
+	 * because its Writes read the upper layer's memory (emit_send's
+	 * need); an unsignalled one completes only with a later request,
+	 * which on an idle connection may be long in coming. */
+	uint64_t rdma_deadline;
+	enum rpcrdma_rs_state rdma_timed;
+	bool send_waited;
 };
 
 struct fifo {
 	uint32_t head, tail;
+	uint32_t n;    /* entries */
+};
+
+/* A send-queue work request handed out (send_queue.c). */
+struct sq_ent {
+	uint64_t wr_id;
+	bool signaled;
+	bool done;     /* completed, not yet at the head */
 };
 
 /* Take the whole list (its head; RPCRDMA_NIL when empty), leaving it
@@ -226,6 +238,7 @@ static inline uint32_t fifo_take(struct fifo *f)
 {
 	uint32_t h = f->head;
 	f->head = f->tail = RPCRDMA_NIL;
+	f->n = 0;
 	return h;
 }
 
@@ -242,6 +255,10 @@ struct rpcrdma_engine {
 	uint32_t ord;
 	uint32_t reads_inflight;
 	uint32_t sq_avail;
+	/* Send-queue requests out, in posting order (send_queue.c). */
+	struct sq_ent *sqe;
+	uint32_t sqe_cap, sqe_head, sqe_count;
+	uint32_t unsignaled, signal_every;
 	struct rpcrdma_cm_pdata peer_pdata;
 
 	/* Version (draft §7).  vers 0: not known yet. */
@@ -261,11 +278,20 @@ struct rpcrdma_engine {
 	uint32_t nrq;
 	struct rq *rq;
 	struct fifo rq_pending;
+	uint32_t *rq_free;     /* stack of free slots */
+	uint32_t nrq_free;
+	/* XID -> slot of a call sent, direct-mapped (XIDs are sequential, so
+	 * outstanding ones rarely share an entry; a miss falls back to a
+	 * scan). */
+	uint32_t *xid_map;
+	uint32_t xid_mask;
 
 	/* Responder role. */
 	uint32_t nrs;
 	struct rs *rs;
 	struct fifo rs_pending;
+	uint32_t *rs_free;     /* stack of free slots */
+	uint32_t nrs_free;
 
 	/* Buffers: one registered arena (receive buffers, send buffers,
 	 * responder small call buffers). */
@@ -286,6 +312,7 @@ struct rpcrdma_engine {
 	uint32_t wrq_cap, wrq_head, wrq_count;
 	struct evq_ent { uint8_t kind; uint32_t idx; int reason; } *evq;
 	uint32_t evq_cap, evq_head, evq_count;
+	bool ev_lost;          /* an event could not be queued */
 
 	/* Scratch headers (large: embedded chunk lists). */
 	struct rpcrdma_v1_hdr rx_hdr;
@@ -296,6 +323,12 @@ struct rpcrdma_engine {
 };
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
+
+static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
+					uint32_t idx)
+{
+	return e->rbufs + (size_t)idx * e->rsize;
+}
 
 /* engine.c */
 uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
@@ -321,6 +354,56 @@ void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 			     uint32_t *rkey);
 
+/* receive.c */
+/* A message landed in receive buffer idx: classify and dispatch.  True
+ * when a call now holds the buffer. */
+bool rpcrdma_rx_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
+			bool with_inv, uint32_t inv_rkey);
+
+/* negotiation.c */
+/* A new connection: its version (a client may open in v2) and the v2
+ * state it starts from. */
+void rpcrdma_neg_start(struct rpcrdma_engine *e, uint64_t now);
+/* The opener's answer is overdue (§7.2): true when that was handled. */
+bool rpcrdma_neg_tick(struct rpcrdma_engine *e, uint64_t now);
+void rpcrdma_neg_conn_lost(struct rpcrdma_engine *e);
+/* The connection speaks vers from now on (§7.3: never switched). */
+void rpcrdma_neg_fix(struct rpcrdma_engine *e, uint32_t vers);
+/* The opener was answered ERR_VERS (range lo..hi). */
+void rpcrdma_neg_refused(struct rpcrdma_engine *e, uint32_t lo, uint32_t hi);
+/* The opener was answered without an error: v2 it is. */
+void rpcrdma_neg_answered(struct rpcrdma_engine *e,
+			  const struct rpcrdma_v2_hdr *h);
+/* Linux svcrdma's answer to a v2 message: a v1-layout ERR_VERS. */
+bool rpcrdma_neg_v1_err_vers(const uint8_t *buf, size_t len, uint32_t *lo,
+			     uint32_t *hi);
+/* The peer's RDMA2_CONNPROP (§5.3.4). */
+void rpcrdma_neg_apply_props(struct rpcrdma_engine *e,
+			     const struct rpcrdma_v2_hdr *h);
+
+/* credits.c */
+/* One credit, nothing in flight (a new connection, §3.3.3). */
+void rpcrdma_credits_reset(struct rpcrdma_engine *e);
+/* A reply's rdma_credit (0 counts as 1, clamped to max_calls). */
+void rpcrdma_credits_grant(struct rpcrdma_engine *e, uint32_t credit);
+/* May one more call be sent (§3.3.1)? */
+bool rpcrdma_credits_free(const struct rpcrdma_engine *e);
+/* q, being sent, holds a credit until its reply. */
+void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q);
+/* q's credit comes back (its reply arrived, or it completed). */
+void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
+
+/* send_queue.c */
+int rpcrdma_sq_create(struct rpcrdma_engine *e);
+void rpcrdma_sq_destroy(struct rpcrdma_engine *e);
+void rpcrdma_sq_reset(struct rpcrdma_engine *e);
+/* A send-queue request is handed out: record it, choose signalling. */
+void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);
+/* A successful send-queue completion: the requests before it are done
+ * too.  False (and the connection closing) when it is not the oldest
+ * signalled one. */
+bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id);
+
 /* requester.c */
 void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
@@ -332,6 +415,8 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+/* The slot is free again (its state set to RQ_FREE here). */
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* responder.c */
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
@@ -351,5 +436,10 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+
+/* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
+ * Writes and Send, have been outstanding longer than rdma_timeout_ms; the
+ * engine has then asked to close. */
+bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now);
 
 #endif

@@ -14,13 +14,28 @@ static size_t pad4(size_t n)
 	return (4 - (n & 3)) & 3;
 }
 
+static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
+		    uint32_t xid)
+{
+	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
+}
+
 struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
 {
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid &&
-		    e->rq[i].epoch == e->epoch)
+	uint32_t i = e->xid_map[xid & e->xid_mask];
+	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
+		return &e->rq[i];
+	/* A newer call took the entry (or a stray XID): look at all. */
+	for (i = 0; i < e->nrq; i++)
+		if (sent_as(e, &e->rq[i], xid))
 			return &e->rq[i];
 	return NULL;
+}
+
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
+{
+	q->state = RQ_FREE;
+	e->rq_free[e->nrq_free++] = q->idx;
 }
 
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
@@ -30,35 +45,22 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 	q->nmr = 0;
 }
 
-static void maybe_free(struct rq *q)
-{
-	if (q->state == RQ_COMPLETE && !q->event_pending && !q->send_pending)
-		q->state = RQ_FREE;
-}
-
 /* The one way a call completes; reachable once per submission. */
 static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
 {
 	if (q->state != RQ_QUEUED && q->state != RQ_SENT &&
 	    q->state != RQ_INVALIDATING)
 		return;
-	if (q->in_flight) {
-		q->in_flight = false;
-		if (e->in_flight)
-			e->in_flight--;
-	}
+	rpcrdma_credits_put(e, q);
 	rpcrdma_rq_release_mrs(e, q);
 	free(q->bounce);
 	q->bounce = NULL;
-	/* Return the reservation except the pending Send's own entry. */
-	uint32_t keep = q->send_pending ? 1 : 0;
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	/* Reservations not posted come back (posted ones come back as the
+	 * send queue completes them, send_queue.c). */
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	q->status = status;
 	q->state = RQ_COMPLETE;
-	q->event_pending = true;
 	e->ctr.calls_completed++;
 	rpcrdma_ev_push(e, EVK_RQ, q->idx, 0);
 }
@@ -88,14 +90,9 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			return RPCRDMA_ERR_INVAL;
 	if (total > UINT32_MAX)
 		return RPCRDMA_ERR_INVAL;
-	struct rq *q = NULL;
-	for (uint32_t i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_FREE) {
-			q = &e->rq[i];
-			break;
-		}
-	if (!q)
+	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
+	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
@@ -104,14 +101,13 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->req.msg = q->msg;
 	q->req.results = q->results;
 	q->xid = e->next_xid++;
+	e->xid_map[q->xid & e->xid_mask] = q->idx;
 	q->state = RQ_QUEUED;
 	q->wait = WAIT_NONE;
 	q->retransmit = false;
 	q->retries = 0;
 	q->nmr = 0;
 	q->in_flight = false;
-	q->send_pending = false;
-	q->event_pending = false;
 	q->sq_held = 0;
 	q->inv_pending = 0;
 	q->held_rbuf = RPCRDMA_NIL;
@@ -349,11 +345,6 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
-	if (q->send_pending) {
-		/* A resend: the first Send still owns sbuf. */
-		q->wait = WAIT_SEND;
-		return;
-	}
 	if (e->vers_failed) {
 		complete_call(e, q, RPCRDMA_ERR_PEER_ERR_VERS);
 		return;
@@ -383,7 +374,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		}
 	}
 	/* §3.3.1: never more unacknowledged calls than granted. */
-	if (e->in_flight >= e->granted) {
+	if (!rpcrdma_credits_free(e)) {
 		wait_on(e, q, WAIT_CREDIT);
 		return;
 	}
@@ -463,16 +454,15 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	}
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_SEND, q->idx);
 	w->send.opcode = RPCRDMA_WR_SEND;
-	w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+	/* Unsignalled: the reply says the Responder has it (send_queue.c). */
+	w->send.send_flags = 0;
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_arena_addr(e, q->sbuf);
 	w->sge[0].length = (uint32_t)(p - q->sbuf);
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
-	q->sq_held = need;
-	q->send_pending = true;
-	q->in_flight = true;
-	e->in_flight++;
+	q->sq_held = need - 1; /* the LOCAL_INVs to come */
+	rpcrdma_credits_take(e, q);
 	q->epoch = e->epoch;
 	q->state = RQ_SENT;
 	q->wait = WAIT_NONE;
@@ -494,11 +484,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 static void requeue(struct rpcrdma_engine *e, struct rq *q)
 {
 	rpcrdma_rq_release_mrs(e, q);
-	uint32_t keep = q->send_pending ? 1 : 0;
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	q->resend = false;
 	q->state = RQ_QUEUED;
 	q->wait = WAIT_NONE;
@@ -546,10 +533,16 @@ static bool check_writes(const struct rq *q, const struct rpcrdma_chunk_lists *c
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
  * a status to complete with, or 0 with q reshaped and *resend set. */
-static int error_outcome(struct rq *q, const struct rpcrdma_v2_error *er,
-			 bool *resend)
+static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
+			 const struct rpcrdma_v2_error *er, bool *resend)
 {
 	*resend = false;
+	/* These two come after the Responder ran the call: resending runs it
+	 * again ("MAY ... send the request again"), so only on request. */
+	if ((er->code == RPCRDMA_V2_ERR_WRITE_RESOURCE ||
+	     er->code == RPCRDMA_V2_ERR_REPLY_RESOURCE) &&
+	    !e->cfg.resend_after_reply)
+		return RPCRDMA_ERR_PEER_ERR_RESOURCE;
 	switch (er->code) {
 	case RPCRDMA_V2_ERR_VERS:
 		return RPCRDMA_ERR_PEER_ERR_VERS;
@@ -641,7 +634,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 					 ? RPCRDMA_ERR_PEER_ERR_VERS
 					 : RPCRDMA_ERR_PEER_ERR_CHUNK;
 		} else {
-			status = error_outcome(q, &v->err, &resend);
+			status = error_outcome(e, q, &v->err, &resend);
 		}
 		break;
 	case RPCRDMA_V1_MSG:
@@ -673,17 +666,13 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		return false;
 	}
 
-	/* §3.3.1 and Linux practice: a grant of 0 counts as 1 (0 would
-	 * deadlock); a grant above what we can use is clamped. */
-	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR) {
-		/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
-		uint32_t g = v->credit ? v->credit : 1;
-		e->granted = g > e->cfg.max_calls ? e->cfg.max_calls : g;
-	}
-	if (q->in_flight) {
-		q->in_flight = false;
-		e->in_flight--;
-	}
+	/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
+	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR)
+		rpcrdma_credits_grant(e, v->credit);
+	rpcrdma_credits_put(e, q);
+	/* The Responder answered, so it received our Send: the send buffer
+	 * may be reused (a resend, the slot's next call) whether or not the
+	 * Send's completion, unsignalled, has come (send_queue.c). */
 	q->status = status;
 	q->resend = resend;
 	q->msgp = v->msgp;
@@ -742,14 +731,14 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		w->send.invalidate_rkey = q->mr[i].rkey;
 		q->inv_pending++;
 		e->ctr.local_invs++;
+		if (q->sq_held)
+			q->sq_held--; /* reserved at the Send, posted now */
+		else if (e->sq_avail)
+			e->sq_avail--;
 	}
-	/* Give back the send queue entries reserved for invalidations not
-	 * needed (the Send's own entry stays until its completion). */
-	uint32_t keep = q->inv_pending + (q->send_pending ? 1 : 0);
-	if (q->sq_held > keep) {
-		e->sq_avail += q->sq_held - keep;
-		q->sq_held = keep;
-	}
+	/* Give back the entries reserved for invalidations not needed. */
+	e->sq_avail += q->sq_held;
+	q->sq_held = 0;
 	bool hold = false;
 	if (v->proc == RPCRDMA_V1_MSG && reply_len) {
 		q->held_rbuf = rbuf_idx;
@@ -769,14 +758,6 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 {
 	(void)wc;
 	switch (op) {
-	case WRO_SEND:
-		q->send_pending = false;
-		if (q->state == RQ_QUEUED && q->wait == WAIT_SEND) {
-			q->wait = WAIT_NONE;
-			rpcrdma_rq_enqueue(e, q);
-		}
-		maybe_free(q);
-		break;
 	case WRO_LINV:
 		if (q->inv_pending && --q->inv_pending == 0 &&
 		    q->state == RQ_INVALIDATING)
@@ -793,7 +774,6 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 	q->in_flight = false;
 	switch (q->state) {
 	case RQ_SENT:
-		q->send_pending = false;
 		rpcrdma_rq_release_mrs(e, q);
 		if (q->retries < e->cfg.max_retries) {
 			q->retries++;
@@ -807,22 +787,8 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 		break;
 	case RQ_INVALIDATING:
 		/* The reply arrived; the dead QP protects the memory now. */
-		q->send_pending = false;
 		q->inv_pending = 0;
 		finish(e, q);
-		break;
-	case RQ_COMPLETE:
-		q->send_pending = false;
-		maybe_free(q);
-		break;
-	case RQ_QUEUED:
-		if (q->wait == WAIT_SEND) {
-			/* A resend waiting for a Send that will never
-			 * complete: it goes out on the next connection. */
-			q->send_pending = false;
-			q->wait = WAIT_CONN;
-			rpcrdma_rq_enqueue(e, q);
-		}
 		break;
 	default:
 		break;
@@ -842,6 +808,6 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 		complete_call(e, q, status);
 	}
 	for (uint32_t k = 0; k < e->nrq; k++)
-		if (e->rq[k].state == RQ_QUEUED) /* WAIT_SEND: not queued */
+		if (e->rq[k].state == RQ_QUEUED) /* none should be left */
 			complete_call(e, &e->rq[k], status);
 }

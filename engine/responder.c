@@ -24,10 +24,10 @@ static uint32_t be32(const uint8_t *p)
 
 static struct rs *rs_alloc(struct rpcrdma_engine *e)
 {
-	for (uint32_t i = 0; i < e->nrs; i++) {
-		struct rs *s = &e->rs[i];
-		if (s->state != RS_FREE)
-			continue;
+	if (e->nrs_free) {
+		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		/* Taken: the caller sets its real state next. */
+		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;
 		s->ulp = false;
 		s->send_pending = false;
@@ -38,13 +38,14 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->call_len = 0;
 		s->nmr = 0;
 		s->staging = NULL;
-		s->sq_held = 0;
+		s->event_pending = false;
 		s->err = 0;
 		s->err_v2 = false;
 		memset(&s->ebody, 0, sizeof s->ebody);
 		s->vers = e->vers;
 		s->inv_handle = 0;
 		s->connprop = s->connprop_resp = false;
+		s->rdma_deadline = 0;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
 		s->next = RPCRDMA_NIL;
@@ -69,7 +70,10 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 		free(s->callbuf);
 	s->call_malloced = false;
 	s->callbuf = NULL;
-	s->state = RS_FREE;
+	if (s->state != RS_FREE) {
+		s->state = RS_FREE;
+		e->rs_free[e->nrs_free++] = s->idx;
+	}
 }
 
 /* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh
@@ -388,7 +392,6 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		w->sge[0].length = rd->target.length;
 		w->sge[0].lkey = s->callmr.lkey;
 		e->sq_avail--;
-		s->sq_held++;
 		e->reads_inflight++;
 		s->reads_inflight++;
 		e->ctr.rdma_read_bytes += rd->target.length;
@@ -430,7 +433,8 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 				return n;
 			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE, s->idx);
 			w->send.opcode = RPCRDMA_WR_RDMA_WRITE;
-			w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+			/* The Send after it says when it is done. */
+			w->send.send_flags = 0;
 			w->send.num_sge = 1;
 			w->send.rdma.remote_addr = c->segs[j].offset;
 			w->send.rdma.rkey = c->segs[j].handle;
@@ -444,8 +448,11 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 	return n;
 }
 
+/* need: the upper layer's memory is read by the Writes before it, so
+ * REPLY_SENT waits for the Send's completion; otherwise the reply is
+ * sent as far as the upper layer is concerned (send_queue.c). */
 static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
-		      bool may_inv)
+		      bool may_inv, bool need)
 {
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 	if (!w) {
@@ -471,15 +478,20 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 		w->send.invalidate_rkey = rkey;
 		e->ctr.send_with_inv++;
 	}
-	w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
+	s->send_waited = need;
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
 	w->sge[0].length = (uint32_t)len;
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail--;
-	s->sq_held++;
 	s->send_pending = true;
 	s->state = RS_SENDING;
+	if (!need && s->ulp) {
+		s->state = RS_DONE;
+		s->event_pending = true;
+		rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+	}
 }
 
 static void run_error(struct rpcrdma_engine *e, struct rs *s)
@@ -527,7 +539,7 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		e->ctr.err_chunk_sent++;
 	if (code < 10)
 		e->ctr.v2_err_sent[code]++;
-	emit_send(e, s, (size_t)n, false);
+	emit_send(e, s, (size_t)n, false, false);
 }
 
 /* Our RDMA2_CONNPROP (draft §5.3.4): Receive Buffer Size and Reverse
@@ -561,7 +573,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 		return;
 	}
 	e->ctr.connprop_sent++;
-	emit_send(e, s, (size_t)n, false);
+	emit_send(e, s, (size_t)n, false, false);
 }
 
 /* Build and emit a ULP reply.  Falls back to ERR_CHUNK when the reply
@@ -687,14 +699,16 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	 * entry left.  Emit: Writes first, the Send last (the Send's
 	 * arrival tells the Requester the data is in place). */
 	e->sq_avail -= nwr;
-	s->sq_held += nwr;
+	bool ulp_writes = false;
 	w = 0;
 	for (unsigned i = 0; i < s->nmsg; i++) {
 		const struct rpcrdma_iov *v = &s->msg[i];
 		if (v->ddp && w < cl->nwrites) {
-			if (reduce[i])
+			if (reduce[i]) {
 				write_chunk(e, s, v->base, v->len, lkey[i],
 					    &cl->writes[w], &h->chunks.writes[w], true);
+				ulp_writes = true;
+			}
 			w++;
 		}
 	}
@@ -732,7 +746,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		e->ctr.chunked_replies++;
 	else
 		e->ctr.short_replies++;
-	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true);
+	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true,
+		  ulp_writes);
 	return;
 
 err_system:
@@ -818,7 +833,20 @@ static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
 	s->state = RS_DONE;
+	s->event_pending = true;
 	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
+}
+
+/* The Send of a reply that had its REPLY_SENT at once is over: the
+ * slot's own memory (a Long Reply's staging) was in use until now; the
+ * slot is free once the event is polled too. */
+static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
+{
+	for (uint32_t i = 0; i < s->nmr; i++)
+		e->mem.release(e->mem.ctx, &s->mr[i]);
+	s->nmr = 0;
+	if (!s->event_pending)
+		rpcrdma_rs_free(e, s);
 }
 
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
@@ -836,13 +864,11 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		break;
 	case WRO_SEND:
 		s->send_pending = false;
-		/* Send completions are in order: everything before it is
-		 * done, so reserved entries never used come back. */
-		e->sq_avail += s->sq_held;
-		s->sq_held = 0;
-		if (s->state != RS_SENDING)
-			break;
-		rs_finish(e, s);
+		if (s->state == RS_SENDING) {
+			rs_finish(e, s);
+		} else if (s->state == RS_DONE) {
+			early_sent_over(e, s);
+		}
 		break;
 	default:
 		break;
@@ -851,7 +877,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 {
-	s->sq_held = 0;
+	bool sending = s->send_pending;
 	s->reads_inflight = 0;
 	s->send_pending = false;
 	switch (s->state) {
@@ -865,6 +891,12 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 		if (s->ulp)
 			s->reply_status = RPCRDMA_ERR_DISCONNECTED;
 		rs_finish(e, s);
+		break;
+	case RS_DONE:
+		/* REPLY_SENT went at once and the Send will never complete
+		 * now. */
+		if (sending)
+			early_sent_over(e, s);
 		break;
 	default:
 		break;

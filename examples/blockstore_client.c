@@ -2,11 +2,15 @@
  * blockstore_client: drives the example service and prints what happened
  * on the wire (the report of `make demo`).
  *
- *   blockstore_client [--provider iwarp|verbs] [--nulls N] HOST[:PORT]
+ *   blockstore_client [--provider iwarp|verbs] [--nulls N]
+ *                     [--tcp HOST:PORT] HOST[:PORT]
  *
  * rpcgen's client stubs, unedited; the RDMA-specific lines are
  * clnt_rdma_create(), the Upper-Layer Binding (clnt_rdma_set_ulb) and the
- * callback registration.  Exit status 0 only when every check passed.
+ * callback registration.  --tcp: the same NULL and 1 MiB WRITE / READ
+ * measurements over libtirpc's TCP transport to the server's baseline
+ * (blockstore_server --tcp-listen), printed next to the RDMA ones.  Exit
+ * status 0 only when every check passed.
  */
 #include <getopt.h>
 #include <stdatomic.h>
@@ -23,6 +27,7 @@
 
 #include "blockstore.h"
 #include "blockstore_cb.h"
+#include "tcp_baseline.h"
 
 #define MiB (1024u * 1024u)
 
@@ -62,6 +67,127 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* 1 MiB WRITE / READ pairs timed; the median is reported. */
+#define REPS 5
+
+/* What one transport measured. */
+struct measured {
+	double null_p50, null_p99; /* us */
+	double write_ms, read_ms;  /* medians of REPS */
+};
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+/* NULL round trips, then REPS times a 1 MiB WRITE (over RDMA: a Read
+ * chunk) and a READ of it back (a Write chunk), each checked.  false
+ * when a call failed. */
+static bool measure(CLIENT *c, const char *what, int nulls, char *block,
+		    struct measured *m)
+{
+	double *lat = calloc((size_t)nulls, sizeof(*lat));
+	char dummy;
+	bool ok = lat != NULL;
+	for (int i = 0; ok && i < nulls; i++) {
+		double t0 = now_us();
+		enum clnt_stat st = bs_null_1(NULL, &dummy, c);
+		lat[i] = now_us() - t0;
+		calls++;
+		if (st != RPC_SUCCESS) {
+			fprintf(stderr, "blockstore_client: %s: ", what);
+			clnt_perror(c, "BS_NULL");
+			ok = false;
+		}
+	}
+	if (ok) {
+		qsort(lat, (size_t)nulls, sizeof(*lat), cmp_double);
+		m->null_p50 = lat[nulls / 2];
+		m->null_p99 = lat[(nulls * 99) / 100];
+	}
+	free(lat);
+
+	double tw[REPS], tr[REPS];
+	for (int i = 0; ok && i < REPS; i++) {
+		bs_write_args wa = { .id = 7, .data = { MiB, block } };
+		bs_write_res wr;
+		memset(&wr, 0, sizeof(wr));
+		tw[i] = now_us();
+		enum clnt_stat st = bs_write_1(&wa, &wr, c);
+		tw[i] = now_us() - tw[i];
+		calls++;
+		if (st != RPC_SUCCESS) {
+			fprintf(stderr, "blockstore_client: %s: ", what);
+			clnt_perror(c, "BS_WRITE");
+		}
+		ok = st == RPC_SUCCESS && wr.status == 0 && wr.count == MiB &&
+		     wr.checksum == fnv1a(block, MiB);
+		check(ok, "BS_WRITE of 1 MiB arrived intact");
+		bytes_sent += MiB;
+
+		bs_read_args ra = { .id = 7, .count = MiB };
+		bs_read_res rr;
+		memset(&rr, 0, sizeof(rr));
+		tr[i] = now_us();
+		st = bs_read_1(&ra, &rr, c);
+		tr[i] = now_us() - tr[i];
+		calls++;
+		if (st != RPC_SUCCESS) {
+			fprintf(stderr, "blockstore_client: %s: ", what);
+			clnt_perror(c, "BS_READ");
+		}
+		ok = ok && st == RPC_SUCCESS && rr.status == 0 &&
+		     rr.bs_read_res_u.data.bs_data_len == MiB &&
+		     memcmp(rr.bs_read_res_u.data.bs_data_val, block, MiB) == 0;
+		check(ok, "BS_READ of 1 MiB returned the bytes written");
+		bytes_received += MiB;
+		if (st == RPC_SUCCESS)
+			clnt_freeres(c, (xdrproc_t)xdr_bs_read_res, (caddr_t)&rr);
+	}
+	if (ok) {
+		m->write_ms = median(tw, REPS) / 1e3;
+		m->read_ms = median(tr, REPS) / 1e3;
+	}
+	return ok;
+}
+
+/* The version the connection should have come out at, given what we
+ * asked (docs/v2.md): v1-only and v2-only are what they say; preferring
+ * v2 ends in v2 unless the server answered the v2 opener with ERR_VERS or
+ * not at all (then the client fell back to v1 and says so). */
+static bool version_as_asked(unsigned asked, const struct rpcrdma_stats *s)
+{
+	switch (asked) {
+	case RPCRDMA_V1_ONLY:
+		return s->version == 1;
+	case RPCRDMA_V2_ONLY:
+		return s->version == 2;
+	default:
+		return s->version == 2 || (s->version == 1 && s->peer_v1_only);
+	}
+}
+
+/* One row of the RDMA / TCP table for a 1 MiB transfer taking ms (TCP
+ * column left empty when tcp_ms is 0). */
+static void print_mib_row(const char *what, double rdma_ms, double tcp_ms)
+{
+	char col[64];
+	snprintf(col, sizeof(col), "%.2f ms (%.0f MiB/s)", rdma_ms,
+		 rdma_ms > 0 ? 1e3 / rdma_ms : 0.0);
+	printf("%-22s%-28s", what, col);
+	if (tcp_ms > 0)
+		printf("%.2f ms (%.0f MiB/s)", tcp_ms, 1e3 / tcp_ms);
+	printf("\n");
+}
+
+static const char *versions_name(unsigned v)
+{
+	return v == RPCRDMA_V1_ONLY ? "version 1 only" :
+	       v == RPCRDMA_V2_ONLY ? "version 2 only" : "version 2, else 1";
+}
+
 /* ---- the callback program, served on our own connection ---- */
 static atomic_int notified;
 static char notify_msg[256];
@@ -99,24 +225,27 @@ int main(int argc, char **argv)
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
 	int nulls = 2000;
+	const char *tcp = NULL;
 	static const struct option lo[] = {
 		{ "provider", required_argument, NULL, 'p' },
 		{ "nulls", required_argument, NULL, 'n' },
+		{ "tcp", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "p:n:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:n:t:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'p': o.provider = optarg; break;
 		case 'n': nulls = atoi(optarg); break;
+		case 't': tcp = optarg; break;
 		default:
 			goto usage;
 		}
 	}
 	if (optind != argc - 1 || nulls < 1) {
 usage:
-		fprintf(stderr, "usage: %s [--provider P] [--nulls N] HOST[:PORT]\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s [--provider P] [--nulls N] [--tcp HOST:PORT] "
+			"HOST[:PORT]\n", argv[0]);
 		return 2;
 	}
 	const char *host = argv[optind];
@@ -138,63 +267,20 @@ usage:
 	check(clnt_rdma_register_callback(c, BLOCKSTORE_CB, BS_CB_V1, blockstore_cb_1),
 	      "clnt_rdma_register_callback");
 
-	/* 1. NULL round trips. */
-	double *lat = calloc((size_t)nulls, sizeof(*lat));
-	char dummy;
-	for (int i = 0; i < nulls; i++) {
-		double t0 = now_us();
-		enum clnt_stat st = bs_null_1(NULL, &dummy, c);
-		lat[i] = now_us() - t0;
-		calls++;
-		if (st != RPC_SUCCESS) {
-			clnt_perror(c, "BS_NULL");
-			failures++;
-			break;
-		}
-	}
-	qsort(lat, (size_t)nulls, sizeof(*lat), cmp_double);
-	double p50 = lat[nulls / 2], p99 = lat[(nulls * 99) / 100];
-	free(lat);
-
-	/* 2. WRITE 1 MiB (Read chunk) and 3. READ it back (Write chunk). */
+	/* 1. NULL round trips, 2. WRITE 1 MiB (Read chunk) and 3. READ it
+	 * back (Write chunk). */
 	char *block = malloc(MiB);
 	for (u_int i = 0; i < MiB; i++)
 		block[i] = (char)((i * 2654435761u) >> 13);
-	bs_write_args wa = { .id = 7, .data = { MiB, block } };
-	bs_write_res wr;
-	memset(&wr, 0, sizeof(wr));
-	double tw = now_us();
-	enum clnt_stat st = bs_write_1(&wa, &wr, c);
-	tw = now_us() - tw;
-	calls++;
-	if (st != RPC_SUCCESS)
-		clnt_perror(c, "BS_WRITE");
-	check(st == RPC_SUCCESS && wr.status == 0 && wr.count == MiB &&
-		      wr.checksum == fnv1a(block, MiB),
-	      "BS_WRITE of 1 MiB arrived intact");
-	bytes_sent += MiB;
-
-	bs_read_args ra = { .id = 7, .count = MiB };
-	bs_read_res rr;
-	memset(&rr, 0, sizeof(rr));
-	double tr = now_us();
-	st = bs_read_1(&ra, &rr, c);
-	tr = now_us() - tr;
-	calls++;
-	if (st != RPC_SUCCESS)
-		clnt_perror(c, "BS_READ");
-	check(st == RPC_SUCCESS && rr.status == 0 &&
-		      rr.bs_read_res_u.data.bs_data_len == MiB &&
-		      memcmp(rr.bs_read_res_u.data.bs_data_val, block, MiB) == 0,
-	      "BS_READ of 1 MiB returned the bytes written");
-	bytes_received += MiB;
-	clnt_freeres(c, (xdrproc_t)xdr_bs_read_res, (caddr_t)&rr);
+	struct measured rdma = { 0 };
+	check(measure(c, "RPC-over-RDMA", nulls, block, &rdma),
+	      "NULL, WRITE and READ over RPC-over-RDMA");
 
 	/* 4. LIST: a reply larger than any inline threshold. */
 	bs_list_args la = { .count = 3000 };
 	bs_list_res lr;
 	memset(&lr, 0, sizeof(lr));
-	st = bs_list_1(&la, &lr, c);
+	enum clnt_stat st = bs_list_1(&la, &lr, c);
 	calls++;
 	unsigned n = 0;
 	bool names_ok = true;
@@ -286,16 +372,47 @@ usage:
 
 	struct rpcrdma_stats s;
 	memset(&s, 0, sizeof(s));
-	clnt_rdma_stats(c, &s);
-	printf("\n== rpcrdma demo: blockstore over RPC-over-RDMA v1 (provider %s) ==\n",
-	       o.provider ? o.provider : "iwarp");
-	printf("calls made            %u (NULL x%d, WRITE, READ, LIST, TAG, SUBSCRIBE, 4 errors)\n",
-	       calls, nulls);
-	printf("NULL latency          p50 %.1f us, p99 %.1f us\n", p50, p99);
-	printf("1 MiB WRITE / READ    %.2f ms / %.2f ms (%.0f / %.0f MiB/s)\n",
-	       tw / 1e3, tr / 1e3, 1e6 / tw, 1e6 / tr);
+	check(clnt_rdma_stats(c, &s), "clnt_rdma_stats");
+	check(version_as_asked(o.versions, &s),
+	      "the connection's RPC-over-RDMA version is the one asked for");
+	unsigned rdma_calls = calls;
+	uint64_t rdma_sent = bytes_sent, rdma_received = bytes_received;
+
+	/* The same program over libtirpc/TCP, in this run. */
+	struct measured base = { 0 };
+	bool have_base = false;
+	if (tcp) {
+		CLIENT *t = tcp_baseline_client(tcp, BLOCKSTORE, BS_V1);
+		check(t != NULL, "libtirpc/TCP client of the baseline");
+		if (t) {
+			have_base = measure(t, "libtirpc/TCP", nulls, block, &base);
+			check(have_base, "NULL, WRITE and READ over libtirpc/TCP");
+			clnt_destroy(t);
+		}
+	}
+
+	printf("\n== rpcrdma demo: blockstore over RPC-over-RDMA version %u (provider %s) ==\n",
+	       (unsigned)s.version, o.provider ? o.provider : "iwarp");
+	printf("protocol version      %u, negotiated on the connection (asked: %s)%s\n",
+	       (unsigned)s.version, versions_name(o.versions),
+	       s.version == 1 && s.peer_v1_only ? "; the server is v1-only" : "");
+	printf("calls made            %u (NULL x%d, WRITE x%d, READ x%d, LIST, TAG, SUBSCRIBE,"
+	       " 4 errors)\n", rdma_calls, nulls, REPS, REPS);
+	printf("%-22s%-28s%s\n", "", "RPC-over-RDMA", have_base ? "libtirpc/TCP" : "");
+	char col[64];
+	snprintf(col, sizeof(col), "%.1f / %.1f us", rdma.null_p50, rdma.null_p99);
+	printf("%-22s%-28s", "NULL latency p50/p99", col);
+	if (have_base)
+		printf("%.1f / %.1f us", base.null_p50, base.null_p99);
+	printf("\n");
+	print_mib_row("1 MiB WRITE", rdma.write_ms, have_base ? base.write_ms : 0);
+	print_mib_row("1 MiB READ", rdma.read_ms, have_base ? base.read_ms : 0);
+	printf("%-22s%s\n", "", have_base ?
+	       "(medians of this run, same program and server, loopback; TCP with\n"
+	       "                      256 KiB libtirpc records; a benchmark: rpcrdma-perf)" :
+	       "(no libtirpc/TCP baseline: run with --tcp)");
 	printf("bytes moved           %.2f MiB sent, %.2f MiB received in payloads\n",
-	       (double)bytes_sent / MiB, (double)bytes_received / MiB);
+	       (double)rdma_sent / MiB, (double)rdma_received / MiB);
 	printf("message shapes sent   %llu Short, %llu Chunked (Read chunk), %llu Long Call\n",
 	       (unsigned long long)s.short_calls, (unsigned long long)s.chunked_calls,
 	       (unsigned long long)s.long_calls);

@@ -2,12 +2,13 @@
  * blockstore_server: the example rpcgen service over RPC-over-RDMA.
  *
  *   blockstore_server [--listen HOST:PORT] [--provider iwarp|verbs]
- *                     [--port-file FILE]
+ *                     [--port-file FILE] [--tcp-listen HOST:PORT]
  *
  * The dispatch function and the XDR routines are rpcgen's, unedited; the
  * only RDMA-specific lines are svc_rdma_create() and the Upper-Layer
  * Binding (svc_rdma_set_ulb).  It serves with plain svc_run() until
- * killed.
+ * killed.  --tcp-listen also serves the program over libtirpc's TCP
+ * transport (the demo's baseline, tcp_baseline.h), in the same svc_run().
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 #include "blockstore.h"
 #include "blockstore_cb.h"
+#include "tcp_baseline.h"
 
 #define MAXBLOCKS 64
 
@@ -187,24 +189,26 @@ void blockstore_1(struct svc_req *rqstp, SVCXPRT *transp); /* rpcgen's */
 
 int main(int argc, char **argv)
 {
-	const char *listen = "127.0.0.1:20049", *port_file = NULL;
+	const char *listen = "127.0.0.1:20049", *port_file = NULL, *tcp = NULL;
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
 	static const struct option lo[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "port-file", required_argument, NULL, 'f' },
+		{ "tcp-listen", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "l:p:f:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "l:p:f:t:", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'l': listen = optarg; break;
 		case 'p': o.provider = optarg; break;
 		case 'f': port_file = optarg; break;
+		case 't': tcp = optarg; break;
 		default:
 			fprintf(stderr, "usage: %s [--listen HOST:PORT] [--provider P] "
-					"[--port-file F]\n", argv[0]);
+					"[--port-file F] [--tcp-listen HOST:PORT]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -224,6 +228,15 @@ int main(int argc, char **argv)
 	}
 	printf("blockstore_server: listening on %s (port %u, provider %s)\n",
 	       listen, svc_rdma_port(x), o.provider ? o.provider : "iwarp");
+	if (tcp) {
+		unsigned tport;
+		SVCXPRT *t = tcp_baseline_listen(tcp, &tport);
+		if (!t || !svc_register(t, BLOCKSTORE, BS_V1, blockstore_1, 0)) {
+			fprintf(stderr, "blockstore_server: no libtirpc/TCP transport\n");
+			return 1;
+		}
+		printf("blockstore_server: libtirpc/TCP baseline on port %u\n", tport);
+	}
 	fflush(stdout);
 	if (port_file) {
 		FILE *f = fopen(port_file, "w");

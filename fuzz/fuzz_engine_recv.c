@@ -167,6 +167,7 @@ static void record_peer_segments(const uint8_t *buf, size_t len)
 #define MAX_PEND 4096u
 struct pend {
 	uint64_t wr_id;
+	bool signaled;
 	enum rpcrdma_wr_opcode op;
 	uint64_t addr;
 	uint32_t len;
@@ -177,6 +178,9 @@ struct pend {
 
 static struct pend sq[MAX_PEND];
 static uint32_t sq_head, sq_count;
+/* Unsignalled requests done but not yet acknowledged by a signalled
+ * completion: like a real send queue, they still take an entry. */
+static uint32_t sq_unacked;
 static struct pend rq_[MAX_PEND];
 static uint32_t rq_head, rq_count;
 static uint64_t stale[64];
@@ -189,7 +193,7 @@ static void forget_queues(void)
 		stale[nstale++] = sq[(sq_head + i) % MAX_PEND].wr_id;
 	for (uint32_t i = 0; i < rq_count && nstale < 64; i++)
 		stale[nstale++] = rq_[(rq_head + i) % MAX_PEND].wr_id;
-	sq_head = sq_count = 0;
+	sq_head = sq_count = sq_unacked = 0;
 	rq_head = rq_count = 0;
 }
 
@@ -474,17 +478,21 @@ static void execute(const struct rpcrdma_engine_wr *w)
 	default:
 		FAIL("unexpected opcode %d", (int)sw->opcode);
 	}
-	if (!(sw->send_flags & RPCRDMA_SEND_SIGNALED))
-		FAIL("unsignaled work request");
+	pe.signaled = (sw->send_flags & RPCRDMA_SEND_SIGNALED) != 0;
+	/* The engine waits for these completions (send_queue.c). */
+	if (!pe.signaled && (sw->opcode == RPCRDMA_WR_RDMA_READ ||
+			     sw->opcode == RPCRDMA_WR_LOCAL_INV))
+		FAIL("unsignaled %s", sw->opcode == RPCRDMA_WR_RDMA_READ
+					      ? "RDMA Read" : "LOCAL_INV");
 	if (sq_count >= MAX_PEND)
 		FAIL("send queue overflow");
 	sq[(sq_head + sq_count++) % MAX_PEND] = pe;
 	/* The driver sized its send queue to sq_depth: never more work
 	 * requests outstanding than that. */
 	uint32_t depth = C.sq_depth ? C.sq_depth : 4 * (C.max_calls + C.credits);
-	if (sq_count > depth)
+	if (sq_count + sq_unacked > depth)
 		FAIL("%u send work requests outstanding, send queue holds %u",
-		     sq_count, depth);
+		     sq_count + sq_unacked, depth);
 }
 
 static bool handle_event(const struct rpcrdma_engine_event *ev)
@@ -602,6 +610,13 @@ static void complete_sends(uint32_t n)
 		struct pend p = sq[sq_head];
 		sq_head = (sq_head + 1) % MAX_PEND;
 		sq_count--;
+		if (!qp_err && !p.signaled) {
+			/* Done, but no completion until a signalled one. */
+			sq_unacked++;
+			continue;
+		}
+		if (!qp_err)
+			sq_unacked = 0;
 		struct rpcrdma_wc wc;
 		memset(&wc, 0, sizeof wc);
 		wc.wr_id = p.wr_id;
@@ -1059,7 +1074,7 @@ static void reset(void)
 	conn_up = connected = false;
 	npseg = 0;
 	npcall = 0;
-	sq_head = sq_count = rq_head = rq_count = 0;
+	sq_head = sq_count = sq_unacked = rq_head = rq_count = 0;
 	nstale = 0;
 	write_bytes = 0;
 	qp_err = false;

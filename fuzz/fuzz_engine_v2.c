@@ -62,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_PEND 4096u
 struct pend {
 	uint64_t wr_id;
+	bool signaled;
 	enum rpcrdma_wr_opcode op;
 	uint64_t addr;
 	uint32_t len;
@@ -70,6 +71,9 @@ struct pend {
 };
 static struct pend sq[MAX_PEND];
 static uint32_t sq_head, sq_count;
+/* Unsignalled requests done but not yet acknowledged by a signalled
+ * completion: like a real send queue, they still take an entry. */
+static uint32_t sq_unacked;
 static struct pend rq_[MAX_PEND];
 static uint32_t rq_head, rq_count;
 static bool qp_err;
@@ -389,13 +393,19 @@ static void execute(const struct rpcrdma_engine_wr *w)
 	default:
 		FAIL("unexpected opcode %d", (int)sw->opcode);
 	}
+	pe.signaled = (sw->send_flags & RPCRDMA_SEND_SIGNALED) != 0;
+	/* The engine waits for these completions (send_queue.c). */
+	if (!pe.signaled && (sw->opcode == RPCRDMA_WR_RDMA_READ ||
+			     sw->opcode == RPCRDMA_WR_LOCAL_INV))
+		FAIL("unsignaled %s", sw->opcode == RPCRDMA_WR_RDMA_READ
+					      ? "RDMA Read" : "LOCAL_INV");
 	if (sq_count >= MAX_PEND)
 		FAIL("send queue overflow");
 	sq[(sq_head + sq_count++) % MAX_PEND] = pe;
 	uint32_t depth = C.sq_depth ? C.sq_depth : 4 * (C.max_calls + C.credits);
-	if (sq_count > depth)
+	if (sq_count + sq_unacked > depth)
 		FAIL("%u send work requests outstanding, send queue holds %u",
-		     sq_count, depth);
+		     sq_count + sq_unacked, depth);
 }
 
 static bool handle_event(const struct rpcrdma_engine_event *ev)
@@ -516,6 +526,13 @@ static void complete_sends(uint32_t n)
 		struct pend p = sq[sq_head];
 		sq_head = (sq_head + 1) % MAX_PEND;
 		sq_count--;
+		if (!qp_err && !p.signaled) {
+			/* Done, but no completion until a signalled one. */
+			sq_unacked++;
+			continue;
+		}
+		if (!qp_err)
+			sq_unacked = 0;
 		struct rpcrdma_wc wc;
 		memset(&wc, 0, sizeof wc);
 		wc.wr_id = p.wr_id;
@@ -591,7 +608,7 @@ static void lose_connection(void)
 {
 	TRACE("conn_lost\n");
 	connected = false;
-	sq_head = sq_count = 0;
+	sq_head = sq_count = sq_unacked = 0;
 	rq_head = rq_count = 0;
 	npseg = 0;
 	rpcrdma_engine_conn_lost(E, now);
@@ -1113,7 +1130,7 @@ static void reset(void)
 	faults_armed = fail_remote_only = true;
 	connected = false;
 	npseg = 0;
-	sq_head = sq_count = rq_head = rq_count = 0;
+	sq_head = sq_count = sq_unacked = rq_head = rq_count = 0;
 	qp_err = false;
 	memset(calls, 0, sizeof calls);
 	ncalls = 0;
@@ -1148,6 +1165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	C.max_calls = 1u + (mc & 7u);
 	C.credits = 1u + ((mc >> 3) & 7u);
 	C.max_retries = mc >> 6;
+	/* The resend after a RESOURCE error shares that bit (the input's
+	 * layout predates it; the corpus keeps its meaning). */
+	C.resend_after_reply = (mc & 0x40) != 0;
 	/* byte 2: inline sizes */
 	uint8_t sz = u8(&in);
 	C.max_inline_recv = 1024u * (1u + (sz & 3u));

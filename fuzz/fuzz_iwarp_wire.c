@@ -24,9 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 0: {
 		struct rpcrdma_iwarp_mpa_rr rr;
 		int r = rpcrdma_iwarp_mpa_rr_parse(p, n, &rr);
-		if (r > 0) {
-			if ((size_t)r > n)
-				abort();
+		if (r > 0 && ((size_t)r > n || rr.pd_len > RPCRDMA_IWARP_MPA_MAX_PD_RECV ||
+			      (rr.ulp_pd && rr.ulp_pd + rr.ulp_pd_len > p + n)))
+			abort();
+		/* We take up to 512 bytes of private data (RFC 5044
+		 * §7.1.1) but send at most 256: only those rebuild. */
+		if (r > 0 && rr.pd_len <= RPCRDMA_IWARP_MPA_MAX_PD) {
 			int b = rpcrdma_iwarp_mpa_rr_build(&rr, rr.ulp_pd, rr.ulp_pd_len,
 							   out, sizeof(out));
 			if (b != r)

@@ -55,6 +55,15 @@ struct rpcrdma_dev_params {
 	bool mpa_require_crc;      /* iwarp: reject peers that refuse CRC */
 	unsigned max_fpdu;         /* iwarp: cap on FPDU size (0 = from path
 				      MSS) */
+	bool manual_progress;      /* the consumer polls each CQ (or waits
+				      on its fd) whenever work may be
+				      pending, as libfabric's
+				      FI_PROGRESS_MANUAL: a software provider
+				      then runs no data progress of its own
+				      (iwarp: its thread no longer wakes per
+				      message; it still notices a peer that
+				      closes, and a send queue TCP held
+				      back).  Hardware ignores it. */
 };
 
 /* What a device can do for memory registration and invalidation; the rpc
@@ -338,7 +347,8 @@ struct rpcrdma_cm_event {
 	struct rpcrdma_cm_id *listen_id;  /* CONNECT_REQUEST: the listener */
 	int status;                       /* 0 or negative rpcrdma_error */
 	const void *private_data;         /* valid until ack_cm_event */
-	uint8_t private_data_len;
+	uint16_t private_data_len;        /* iwarp: up to 512 (RFC 5044
+					     §7.1.1); verbs: up to 255 */
 	uint8_t responder_resources;      /* peer's IRD (CONNECT_REQUEST,
 					     ESTABLISHED) */
 	uint8_t initiator_depth;          /* peer's ORD */

@@ -58,6 +58,8 @@ struct rpc_call {
 	uint8_t *reply_buf;
 	size_t reply_max;
 	bool reply_inline;             /* no Reply chunk (reply_max 0) */
+	struct rpc_reply_region *region; /* reply_buf is the connection's
+					    reply region, borrowed */
 	size_t cap;                    /* bytes of mem[] */
 	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
 };
@@ -69,14 +71,18 @@ struct rpcrdma_clnt {
 	/* Owning client only. */
 	struct rpc_dev rd;
 	struct rpc_loop loop;
-	/* The call header up to the procedure number, and after it the
-	 * credential and verifier: encoded once per credential change. */
+	/* The call header after the procedure number (credential and
+	 * verifier), encoded once per credential change.  Calls read the
+	 * current one without a lock; replaced ones stay until destroy
+	 * (a caller may be copying one). */
 	pthread_mutex_t cred_lock;
-	uint32_t cred_flavor;
-	uint8_t cred_body[RPCRDMA_AUTH_MAX_BODY];
-	uint32_t cred_len;
-	uint8_t hdr_tail[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
-	size_t hdr_tail_len;
+	_Atomic(struct hdr_tail *) tail;
+};
+
+struct hdr_tail {
+	struct hdr_tail *older;
+	size_t len;
+	uint8_t bytes[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
 };
 
 /* ---------------------------------------------------------------------
@@ -189,6 +195,9 @@ static struct rpc_call *call_alloc(size_t need)
 
 static void call_free(struct rpc_call *c)
 {
+	/* A borrowed reply region goes back with the record. */
+	rpcrdma_rpc_region_put(c->region);
+	c->region = NULL;
 	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
 		struct call_cache *k = cache_self();
 		if (k && k->n < CALL_CACHE) {
@@ -504,22 +513,41 @@ static size_t round8(size_t n)
 }
 
 /* The fixed part of every call header after the procedure number:
- * credential and AUTH_NONE verifier (RFC 5531 §9). */
-static void encode_hdr_tail(struct rpcrdma_clnt *cl)
+ * credential and AUTH_NONE verifier (RFC 5531 §9).  NOMEM. */
+static int set_hdr_tail(struct rpcrdma_clnt *cl, uint32_t flavor,
+			const void *body, size_t len)
 {
-	uint8_t *p = cl->hdr_tail;
-	rpcrdma_be32_put(p, cl->cred_flavor);
-	rpcrdma_be32_put(p + 4, cl->cred_len);
+	struct hdr_tail *t = malloc(sizeof(*t));
+	if (!t)
+		return RPCRDMA_ERR_NOMEM;
+	uint8_t *p = t->bytes;
+	rpcrdma_be32_put(p, flavor);
+	rpcrdma_be32_put(p + 4, (uint32_t)len);
 	size_t o = 8;
-	if (cl->cred_len) {
-		memcpy(p + o, cl->cred_body, cl->cred_len);
-		size_t pad = (4 - (cl->cred_len & 3)) & 3;
-		memset(p + o + cl->cred_len, 0, pad);
-		o += cl->cred_len + pad;
+	if (len) {
+		memcpy(p + o, body, len);
+		size_t pad = (4 - (len & 3)) & 3;
+		memset(p + o + len, 0, pad);
+		o += len + pad;
 	}
 	rpcrdma_be32_put(p + o, RPCRDMA_AUTH_NONE);
 	rpcrdma_be32_put(p + o + 4, 0);
-	cl->hdr_tail_len = o + 8;
+	t->len = o + 8;
+	pthread_mutex_lock(&cl->cred_lock);
+	t->older = atomic_load(&cl->tail);
+	atomic_store(&cl->tail, t);
+	pthread_mutex_unlock(&cl->cred_lock);
+	return 0;
+}
+
+static void free_hdr_tails(struct rpcrdma_clnt *cl)
+{
+	struct hdr_tail *t = atomic_load(&cl->tail);
+	while (t) {
+		struct hdr_tail *o = t->older;
+		free(t);
+		t = o;
+	}
 }
 
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
@@ -540,24 +568,38 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	for (unsigned i = 0; i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
-	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us). */
+	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
+	 * unknown one may be anything up to max_msg. */
 	bool reply_inline = !call->reply_max;
-	if (call->reply_max)
+	if (call->reply_max == RPCRDMA_REPLY_ANY)
+		reply_max = cl->x->opts.max_msg & ~(size_t)7;
+	else if (call->reply_max)
 		reply_max = round8(call->reply_max + 32 + RPCRDMA_AUTH_MAX_BODY);
 	else
 		reply_max = cl->x->opts.inline_recv;
 
 	/* RFC 5531 §9: xid, CALL, rpcvers 2, prog, vers, proc, then the
 	 * credential and verifier encoded at the last credential change. */
-	size_t hl = 24 + sizeof(cl->hdr_tail);
-	size_t total = round8(hl) + args_len + reply_max + res_len;
+	const struct hdr_tail *tail = atomic_load(&cl->tail);
+	size_t hl = 24 + tail->len;
+	/* A reply that may need a Reply chunk lands in the connection's
+	 * reply region when it is free: no registration for this call
+	 * (reply_region.c). */
+	uint8_t *region = reply_max > cl->x->opts.inline_recv
+		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
+	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
+		       res_len;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
 	 * remote write only, never for remote read. */
 	struct rpc_call *c = call_alloc(total);
-	if (!c)
+	if (!c) {
+		if (region)
+			rpcrdma_rpc_region_put(cl->x->rr);
 		return RPCRDMA_ERR_NOMEM;
+	}
+	c->region = region ? cl->x->rr : NULL;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
 	c->status = 0;
@@ -571,10 +613,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	rpcrdma_be32_put(p + 12, cl->prog);
 	rpcrdma_be32_put(p + 16, cl->vers);
 	rpcrdma_be32_put(p + 20, call->proc);
-	pthread_mutex_lock(&cl->cred_lock);
-	memcpy(p + 24, cl->hdr_tail, cl->hdr_tail_len);
-	hl = 24 + cl->hdr_tail_len;
-	pthread_mutex_unlock(&cl->cred_lock);
+	memcpy(p + 24, tail->bytes, tail->len);
 	/* Consecutive non-DDP pieces are copied back to back into one
 	 * piece; each DDP item gets a piece of its own. */
 	struct rpcrdma_iov *cur = &c->iov[0];
@@ -610,10 +649,11 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	c->reply_buf = p;
+	c->reply_buf = region ? region : p;
 	c->reply_max = reply_max;
 	c->reply_inline = reply_inline;
-	p += reply_max;
+	if (!region)
+		p += reply_max;
 	c->nresults = call->nddp_results;
 	for (unsigned i = 0; i < call->nddp_results; i++) {
 		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],
@@ -788,14 +828,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c,
 {
 	if (!c || len > RPCRDMA_AUTH_MAX_BODY || (len && !body))
 		return RPCRDMA_ERR_INVAL;
-	pthread_mutex_lock(&c->cred_lock);
-	c->cred_flavor = flavor;
-	c->cred_len = (uint32_t)len;
-	if (len)
-		memcpy(c->cred_body, body, len);
-	encode_hdr_tail(c);
-	pthread_mutex_unlock(&c->cred_lock);
-	return 0;
+	return set_hdr_tail(c, flavor, body, len);
 }
 
 /* ---------------------------------------------------------------------
@@ -836,10 +869,13 @@ static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
 		return NULL;
 	c->prog = prog;
 	c->vers = vers;
-	c->cred_flavor = RPCRDMA_AUTH_NONE;
-	encode_hdr_tail(c);
 	pthread_mutex_init(&c->cred_lock, NULL);
 	c->loop.wakefd = -1;
+	if (set_hdr_tail(c, RPCRDMA_AUTH_NONE, NULL, 0) < 0) {
+		pthread_mutex_destroy(&c->cred_lock);
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -855,6 +891,10 @@ static int cm_to_err(const struct rpc_cm_ev *ev)
 	}
 }
 
+static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
+			uint32_t prog, uint32_t vers,
+			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out);
+
 RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 				       uint32_t vers,
 				       const struct rpcrdma_opts *opts,
@@ -863,17 +903,40 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	struct rpcrdma_opts o;
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	struct rpcrdma_cm_id *id = NULL;
-	struct rpc_cm_ev ev;
 	int rc;
 
 	if (!addr || !out)
 		return RPCRDMA_ERR_INVAL;
 	*out = NULL;
-	rpcrdma_rpc_opts_fill(opts, &o);
+	rc = rpcrdma_rpc_opts_fill(opts, &o);
+	if (rc < 0)
+		return rc;
 	rc = rpcrdma_rpc_parse_addr(addr, &ss, &sl);
 	if (rc < 0)
 		return rc;
+	/* A connection attempt refused with the local address in use (an
+	 * RDMA CM that picks its local port apart from the TCP stack, as
+	 * iWARP devices do, can pick one a TCP socket holds: siw's
+	 * connect then fails with EADDRINUSE) is worth another attempt
+	 * with a new port; a few, as each picks at random. */
+	for (int attempt = 0;; attempt++) {
+		rc = clnt_connect(&ss, sl, prog, vers, &o, out);
+		if (rc != RPCRDMA_ERR_BUSY || attempt == 3)
+			return rc;
+		rpcrdma_rpc_trace("connect to %s: local address in use, "
+				  "trying again", addr);
+	}
+}
+
+static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
+			uint32_t prog, uint32_t vers,
+			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out)
+{
+	const struct rpcrdma_opts o = *opts;
+	struct rpcrdma_cm_id *id = NULL;
+	struct rpc_cm_ev ev;
+	int rc;
+
 	struct rpcrdma_clnt *c = clnt_alloc(prog, vers);
 	if (!c)
 		return RPCRDMA_ERR_NOMEM;
@@ -885,18 +948,18 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	rc = ops->create_id(c->rd.ch, c, &id);
 	if (rc < 0)
 		goto fail;
-	rc = ops->resolve(id, (struct sockaddr *)&ss, sl);
+	rc = ops->resolve(id, (struct sockaddr *)ss, sl);
 	if (rc < 0)
 		goto fail;
 	char key[sizeof c->x->peer_key];
-	peer_key(&ss, key, sizeof key);
+	peer_key(ss, key, sizeof key);
 	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
 				     rpcrdma_rpc_v1_server_known(key), id, &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
 	memcpy(c->x->peer_key, key, sizeof key);
-	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)&ss, sl);
+	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)ss, sl);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
 	if (pl < 0) {
@@ -958,6 +1021,7 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 	pthread_mutex_lock(&x->lock);
 	if (x->dead) {
 		pthread_mutex_unlock(&x->lock);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return RPCRDMA_ERR_DISCONNECTED;
@@ -985,6 +1049,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (!c->owns_xprt) {
 		if (x)
 			rpcrdma_rpc_xprt_put(x);
+		free_hdr_tails(c);
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
 		return;
@@ -1025,6 +1090,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	if (c->loop.wakefd >= 0)
 		rpcrdma_rpc_loop_fini(&c->loop);
 	rpcrdma_rpc_dev_close(&c->rd);
+	free_hdr_tails(c);
 	pthread_mutex_destroy(&c->cred_lock);
 	free(c);
 }
@@ -1073,12 +1139,15 @@ RPCRDMA_EXPORT int rpcrdma_clnt_register_any(struct rpcrdma_clnt *c,
 						 RPCRDMA_RPC_REG_ANY_PROC);
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
-				      struct rpcrdma_stats *s)
+RPCRDMA_EXPORT int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c,
+					    struct rpcrdma_stats *s,
+					    size_t size)
 {
-	if (!c || !s)
+	struct rpcrdma_stats all;
+
+	if (!c)
 		return RPCRDMA_ERR_INVAL;
-	memset(s, 0, sizeof(*s));
-	rpcrdma_rpc_xprt_add_stats(c->x, s);
-	return 0;
+	memset(&all, 0, sizeof(all));
+	rpcrdma_rpc_xprt_add_stats(c->x, &all);
+	return rpcrdma_rpc_stats_out(&all, s, size);
 }

@@ -243,9 +243,6 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 	}
 	struct rpcrdma_reply_req rr = {r->iov, r->niov, r};
 	pthread_mutex_lock(&x->lock);
-	/* Once submitted, another thread may see the reply sent and drop
-	 * the request's reference: hold one of our own until done. */
-	x->refs++;
 	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
 	if (rc == RPCRDMA_ERR_INVAL) {
 		/* A bad results description from the handler: the call
@@ -259,6 +256,15 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 	if (rc < 0)
 		req_release_locked(r, &b); /* no REPLY_SENT will come */
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	/* Once the lock is dropped another thread may see the reply sent,
+	 * drop the request's reference and reap x: delivering calls or
+	 * requests of x needs a reference of our own meanwhile. */
+	bool guard = b.done || b.in_head;
+	if (!guard) {
+		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+		return;
+	}
+	x->refs++;
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 	pthread_mutex_lock(&x->lock);
 	bool wake = --x->refs == 0 && x->dead && x->loop;

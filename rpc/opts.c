@@ -1,5 +1,9 @@
-/* Options and their defaults; the engine's monotonic clock; tracing. */
+/* Options and their defaults; the size convention of the public structs
+ * that grow (rpcrdma.h, "Binary compatibility"); the engine's monotonic
+ * clock; tracing. */
+#include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +12,40 @@
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
 
-RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
+/* A decimal number from the environment; def when unset or not a
+ * number (a typo must not turn a limit off). */
+static unsigned env_uint(const char *name, unsigned def)
 {
-	if (!o)
-		return;
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return def;
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || v > UINT_MAX || *s == '-')
+		return def;
+	return (unsigned)v;
+}
+
+/* The end of a field, and the sizes of the first published layouts of the
+ * two structs that grow (rpcrdma.h, "Binary compatibility"): a smaller
+ * size is a caller's bug (an uninitialised size, a pointer's size). */
+#define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+#define OPTS_MIN_SIZE END_OF(struct rpcrdma_opts, accept_msgp)
+#define STATS_MIN_SIZE END_OF(struct rpcrdma_stats, v2_err_recv)
+/* Bytes of a caller's options past this are options we do not know. */
+#define OPTS_KNOWN_END END_OF(struct rpcrdma_opts, RPCRDMA_OPTS_LAST_FIELD)
+
+/* A field appended without updating RPCRDMA_OPTS_LAST_FIELD would be
+ * refused as unknown when set; this catches most such slips at build
+ * time (what remains after the last field can only be padding). */
+_Static_assert(sizeof(struct rpcrdma_opts) - OPTS_KNOWN_END <
+		       _Alignof(struct rpcrdma_opts),
+	       "RPCRDMA_OPTS_LAST_FIELD is not the last field of rpcrdma_opts");
+
+static void opts_defaults(struct rpcrdma_opts *o)
+{
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	o->provider = "iwarp";
 	o->inline_send = 4096;
 	o->inline_recv = 4096;
@@ -51,19 +84,47 @@ RPCRDMA_EXPORT void rpcrdma_opts_default(struct rpcrdma_opts *o)
 		o->versions = RPCRDMA_V1_ONLY;
 	else if (v && !strcmp(v, "2"))
 		o->versions = RPCRDMA_V2_ONLY;
+	o->max_connections = env_uint("RPCRDMA_MAX_CONNECTIONS", 0);
+	o->rdma_timeout_ms = env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 30000);
 }
 
-void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
-			   struct rpcrdma_opts *out)
+/* A program built against an older header passes a smaller size: it gets
+ * the defaults of the fields it knows; one built against a newer header
+ * gets ours and zeroes in the fields we do not know (it finds size > our
+ * sizeof in rpcrdma_rpc_opts_fill and does not set them, or is refused). */
+RPCRDMA_EXPORT void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size)
 {
 	struct rpcrdma_opts d;
 
-	rpcrdma_opts_default(&d);
+	if (!o || size < sizeof(o->size))
+		return;
+	opts_defaults(&d);
+	memset(o, 0, size);
+	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
+	o->size = size;
+}
+
+int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
+			  struct rpcrdma_opts *out)
+{
+	struct rpcrdma_opts d;
+
+	opts_defaults(&d);
 	if (!in) {
 		*out = d;
-		return;
+		return 0;
 	}
-	*out = *in;
+	if (in->size < OPTS_MIN_SIZE)
+		return RPCRDMA_ERR_INVAL;
+	/* A newer program's options past the ones we know: only zero (the
+	 * value rpcrdma_opts_init gave them) is honoured by ignoring it. */
+	const unsigned char *b = (const unsigned char *)in;
+	for (size_t i = OPTS_KNOWN_END; i < in->size; i++)
+		if (b[i])
+			return RPCRDMA_ERR_NOTSUP;
+	*out = d;
+	memcpy(out, in, in->size < OPTS_KNOWN_END ? in->size : OPTS_KNOWN_END);
+	out->size = sizeof(*out);
 	if (!out->provider)
 		out->provider = d.provider;
 	if (!out->inline_send)
@@ -82,6 +143,22 @@ void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->workers = d.workers;
 	if (!out->versions)
 		out->versions = d.versions;
+	if (!out->max_connections)
+		out->max_connections = d.max_connections;
+	if (!out->rdma_timeout_ms)
+		out->rdma_timeout_ms = d.rdma_timeout_ms;
+	return 0;
+}
+
+int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,
+			  struct rpcrdma_stats *s, size_t size)
+{
+	if (!s || size < STATS_MIN_SIZE)
+		return RPCRDMA_ERR_INVAL;
+	memcpy(s, all, size < sizeof(*all) ? size : sizeof(*all));
+	if (size > sizeof(*all))
+		memset((unsigned char *)s + sizeof(*all), 0, size - sizeof(*all));
+	return 0;
 }
 
 uint64_t rpcrdma_rpc_now_ms(void)

@@ -58,22 +58,22 @@ static void post_failed(struct rpc_xprt *x)
 
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 {
-	struct rpcrdma_engine_wr w;
+	struct rpcrdma_engine_wr *w;
 
-	while (rpcrdma_engine_pop_wr(x->e, &w)) {
+	while ((w = rpcrdma_engine_next_wr(x->e))) {
 		int rc;
 		if (x->dead || x->close_req)
 			continue; /* nothing may go out any more */
-		if (w.is_recv) {
+		if (w->is_recv) {
 			struct rpcrdma_recv_wr *bad = NULL;
-			rc = rpcrdma_post_recv(x->qp, &w.recv, &bad);
+			rc = rpcrdma_post_recv(x->qp, &w->recv, &bad);
 		} else {
 			struct rpcrdma_send_wr *bad = NULL;
-			rc = rpcrdma_post_send(x->qp, &w.send, &bad);
+			rc = rpcrdma_post_send(x->qp, &w->send, &bad);
 		}
 		if (rc < 0) {
 			rpcrdma_rpc_trace("conn %p: post %s failed: %s", (void *)x,
-					  w.is_recv ? "recv" : "send",
+					  w->is_recv ? "recv" : "send",
 					  rpcrdma_strerror(rc));
 			post_failed(x);
 		}
@@ -193,16 +193,11 @@ static void token_release_locked(struct rpc_xprt *x)
 		pthread_cond_signal(&x->driver->cv);
 }
 
-/* With the token and the lock held: one batch of completions polled
- * without the lock, then fed to the engine.  Returns how many. */
-static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+/* With the token and the lock held: feeds n polled completions to the
+ * engine and posts what it asks for. */
+static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
+			struct rpc_evbuf *b)
 {
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	struct rpcrdma_wc wc[POLL_BATCH];
-
-	pthread_mutex_unlock(&x->lock);
-	int n = ops->poll_cq(x->cq, POLL_BATCH, wc);
-	pthread_mutex_lock(&x->lock);
 	if (n < 0) {
 		if (!x->close_req) {
 			/* The CQ lost a completion: some call or reply would
@@ -211,10 +206,10 @@ static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 					  rpcrdma_strerror(n));
 			post_failed(x);
 		}
-		return 0;
+		return;
 	}
 	if (n == 0)
-		return 0;
+		return;
 	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
@@ -225,7 +220,19 @@ static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 		rpcrdma_engine_completion(x->e, &wc[i], now);
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, b);
-	return n;
+}
+
+/* With the token and the lock held: one batch of completions polled
+ * without the lock, then fed to the engine.  Returns how many. */
+static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+{
+	struct rpcrdma_wc wc[POLL_BATCH];
+
+	pthread_mutex_unlock(&x->lock);
+	int n = x->rd->ops->poll_cq(x->cq, POLL_BATCH, wc);
+	pthread_mutex_lock(&x->lock);
+	feed_locked(x, wc, n, b);
+	return n > 0 ? n : 0;
 }
 
 /* With the token and the lock held: arm the CQ, then drain it (rping's
@@ -233,19 +240,23 @@ static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
  * it is polled here).  woken: the fd was readable; consume its
  * notification first.  Draining stops at the first batch that left the
  * queue empty; data the provider has not turned into completions yet
- * keeps the fd readable. */
+ * keeps the fd readable.  The provider calls run without the lock. */
 static void drain_arm_locked(struct rpc_xprt *x, bool woken,
 			     struct rpc_evbuf *b)
 {
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+	struct rpcrdma_wc wc[POLL_BATCH];
 
 	pthread_mutex_unlock(&x->lock);
 	if (woken)
 		ops->ack_cq_events(x->cq);
 	ops->req_notify_cq(x->cq);
+	int n = ops->poll_cq(x->cq, POLL_BATCH, wc);
 	pthread_mutex_lock(&x->lock);
-	while (poll_batch_locked(x, b) == POLL_BATCH)
-		;
+	feed_locked(x, wc, n, b);
+	if (n == POLL_BATCH)
+		while (poll_batch_locked(x, b) == POLL_BATCH)
+			;
 }
 
 bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b)

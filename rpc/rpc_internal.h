@@ -45,9 +45,17 @@ int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
 void rpcrdma_rpc_trace(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
-/* Options with every zero field replaced by its default. */
-void rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
-			   struct rpcrdma_opts *out);
+/* Options with every zero field replaced by its default; in NULL: the
+ * defaults.  in->size is the caller's struct size (rpcrdma.h, "Binary
+ * compatibility").  Errors: RPCRDMA_ERR_INVAL (size too small),
+ * RPCRDMA_ERR_NOTSUP (an option this library does not know is set). */
+int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
+			  struct rpcrdma_opts *out);
+
+/* Copies counters to a caller's struct of size bytes: what fits, zeroes
+ * past our own.  Errors: RPCRDMA_ERR_INVAL (s NULL, size too small). */
+int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,
+			  struct rpcrdma_stats *s, size_t size);
 
 /* ---------------------------------------------------------------------
  * Device objects shared by a client's or a server's connections.
@@ -222,7 +230,34 @@ struct rpc_xprt {
 	/* Incoming calls, one per Responder slot (call_id). */
 	struct rpcrdma_svc_req *reqs;
 	uint32_t nreqs;
+	/* The reply region (reply_region.c); registrations made for calls
+	 * and replies besides it and the engine's buffers (under lock). */
+	struct rpc_reply_region *rr;
+	uint64_t registrations;
 };
+
+/* ---------------------------------------------------------------------
+ * The reply region (reply_region.c): max_msg bytes per connection,
+ * registered once on first use, lent to one call at a time as its
+ * Reply chunk (exposed through a memory window per call).
+ */
+struct rpc_reply_region;
+/* Made with the connection; no memory or registration yet.  NULL when
+ * out of memory (calls then use memory of their own). */
+struct rpc_reply_region *rpcrdma_rpc_region_new(struct rpc_dev *rd, size_t len);
+/* Borrow it for a reply of need bytes: its memory, or NULL when it is
+ * lent out, too small, gone, or cannot be set up now. */
+void *rpcrdma_rpc_region_get(struct rpc_reply_region *r, size_t need);
+/* Give it back (the borrower's reply is no longer read). */
+void rpcrdma_rpc_region_put(struct rpc_reply_region *r);
+/* For mem_reg: the region's registration when [addr, addr+len) lies in
+ * it and windows can be bound over it; NULL otherwise. */
+struct rpcrdma_mr *rpcrdma_rpc_region_mr(struct rpc_reply_region *r,
+					 const void *addr, size_t len);
+/* 1 once the region is registered (statistics). */
+unsigned rpcrdma_rpc_region_registrations(struct rpc_reply_region *r);
+/* The connection is destroyed: deregister, drop its reference. */
+void rpcrdma_rpc_region_close(struct rpc_reply_region *r);
 
 /* Servers that answered a v2 opener with ERR_VERS (or lost it): later
  * clients to them start in v1 (draft §7.2).  Keys are "addr/port". */
@@ -390,8 +425,8 @@ struct rpc_cm_ev {
 	enum rpcrdma_cm_event_type type;
 	struct rpcrdma_cm_id *id;
 	int status;
-	uint8_t pdata[256];
-	uint8_t pdata_len;
+	uint8_t pdata[512];
+	uint16_t pdata_len;
 	uint8_t ird, ord;
 };
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,

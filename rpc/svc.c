@@ -33,6 +33,23 @@ struct rpcrdma_svc {
 	struct rpcrdma_stats reaped;
 };
 
+/* opts.max_connections: are that many connections still up?  (list_lock
+ * then x->lock, as rpcrdma_svc_stats takes them.) */
+static bool svc_full(struct rpcrdma_svc *s)
+{
+	if (!s->opts.max_connections)
+		return false;
+	unsigned live = 0;
+	pthread_mutex_lock(&s->list_lock);
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
+		pthread_mutex_lock(&x->lock);
+		live += !x->dead;
+		pthread_mutex_unlock(&x->lock);
+	}
+	pthread_mutex_unlock(&s->list_lock);
+	return live >= s->opts.max_connections;
+}
+
 /* Unregisters x from the loop and frees it.  svc_run() may be attending
  * the loop's set with x's datum in hand: wait for it (attend_lock). */
 static void reap(struct rpcrdma_svc *s, struct rpc_xprt *x)
@@ -52,6 +69,20 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	struct rpc_xprt *x = NULL;
 	uint8_t pd[16];
 	int rc;
+
+	if (svc_full(s)) {
+		/* A reject, not a silent close: the client reports
+		 * RPCRDMA_ERR_CONNREFUSED at once (iwarp: an MPA Reply with
+		 * R set, RFC 5044 §7.1.2 rule 2; verbs: rdma_reject). */
+		rpcrdma_rpc_trace("svc: refusing a connection: %u open",
+				  s->opts.max_connections);
+		ops->reject(ev->id, NULL, 0);
+		ops->destroy_id(ev->id);
+		pthread_mutex_lock(&s->list_lock);
+		s->reaped.connections_refused++;
+		pthread_mutex_unlock(&s->list_lock);
+		return;
+	}
 
 	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id, &x);
 	if (rc < 0) {
@@ -172,7 +203,9 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 		return RPCRDMA_ERR_NOMEM;
 	s->loop.wakefd = -1;
 	pthread_mutex_init(&s->list_lock, NULL);
-	rpcrdma_rpc_opts_fill(opts, &s->opts);
+	rc = rpcrdma_rpc_opts_fill(opts, &s->opts);
+	if (rc < 0)
+		goto fail;
 	rc = rpcrdma_rpc_parse_addr(listen_addr, &ss, &sl);
 	if (rc < 0)
 		goto fail;
@@ -290,16 +323,19 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	free(s);
 }
 
-RPCRDMA_EXPORT int rpcrdma_svc_stats(struct rpcrdma_svc *s,
-				     struct rpcrdma_stats *st)
+RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,
+					   struct rpcrdma_stats *st,
+					   size_t size)
 {
-	if (!s || !st)
+	struct rpcrdma_stats all;
+
+	if (!s)
 		return RPCRDMA_ERR_INVAL;
 	pthread_mutex_lock(&s->list_lock);
-	*st = s->reaped;
+	all = s->reaped;
 	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		rpcrdma_rpc_xprt_add_stats(x, st);
+		rpcrdma_rpc_xprt_add_stats(x, &all);
 	pthread_mutex_unlock(&s->list_lock);
-	st->credits_granted = 0;
-	return 0;
+	all.credits_granted = 0;
+	return rpcrdma_rpc_stats_out(&all, st, size);
 }

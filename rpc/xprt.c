@@ -30,8 +30,10 @@
  * away: it precedes, in send queue order, the Send that advertises it.
  */
 struct xprt_reg {
-	struct rpcrdma_mr *mr;
+	struct rpcrdma_mr *mr;      /* ours, or NULL */
 	struct rpcrdma_mw *mw;
+	struct rpcrdma_mr *base;    /* what the window is bound over: mr,
+				       or the connection's reply region */
 };
 
 static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
@@ -51,10 +53,18 @@ static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 	unsigned acc = access | RPCRDMA_ACCESS_LOCAL_WRITE;
 	if (use_mw)
 		acc |= RPCRDMA_ACCESS_MW_BIND;
-	rc = ops->reg_mr(x->rd->pd, addr, len, acc, &r->mr);
-	if (rc < 0)
-		goto fail;
-	mr->rkey = remote ? r->mr->rkey : 0;
+	/* A Reply chunk in the connection's reply region is registered
+	 * already: only the window is per call. */
+	r->base = use_mw ? rpcrdma_rpc_region_mr(x->rr, addr, len) : NULL;
+	if (!r->base) {
+		rc = ops->reg_mr(x->rd->pd, addr, len, acc, &r->mr);
+		if (rc < 0)
+			goto fail;
+		r->base = r->mr;
+		if (remote)
+			x->registrations++;
+	}
+	mr->rkey = remote ? r->base->rkey : 0;
 	if (use_mw) {
 		rc = ops->alloc_mw(x->rd->pd, &r->mw);
 		if (rc < 0)
@@ -63,7 +73,7 @@ static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 		memset(&w, 0, sizeof(w));
 		w.opcode = RPCRDMA_WR_BIND_MW;
 		w.bind_mw.mw = r->mw;
-		w.bind_mw.mr = r->mr;
+		w.bind_mw.mr = r->base;
 		w.bind_mw.addr = (uint64_t)(uintptr_t)addr;
 		w.bind_mw.length = len;
 		w.bind_mw.access = remote;
@@ -75,7 +85,7 @@ static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 	}
 	mr->addr = addr;
 	mr->length = len;
-	mr->lkey = r->mr->lkey;
+	mr->lkey = r->base->lkey;
 	mr->remote_addr = (uint64_t)(uintptr_t)addr;
 	mr->cookie = r;
 	return 0;
@@ -152,6 +162,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.peer_v1_only = peer_v1_only;
 	cfg.max_call_size = o->max_msg;
 	cfg.max_chunk_bytes = o->max_msg;
+	cfg.rdma_timeout_ms = o->rdma_timeout_ms;
 	cfg.xid_seed = (uint32_t)rpcrdma_rpc_now_ms() * 2654435761u ^
 		       (uint32_t)(uintptr_t)x;
 	/* Engine: receives = credits + 2 * max_calls; sends bounded by
@@ -217,6 +228,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 		goto fail;
 	}
 	x->nreqs = in.call_slots;
+	x->rr = rpcrdma_rpc_region_new(rd, o->max_msg);
 	rd->ops->req_notify_cq(x->cq);
 	*out = x;
 	return 0;
@@ -237,6 +249,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 	if (x->e)
 		rpcrdma_engine_destroy(x->e);
 	rpcrdma_rpc_calls_free_all(x);
+	rpcrdma_rpc_region_close(x->rr);
 	free(x->reqs);
 	if (x->qp)
 		ops->destroy_qp(x->qp);
@@ -505,8 +518,11 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->connprop_recv += k.connprop_recv;
 	s->recoveries += k.recoveries;
 	s->retransmissions += k.retransmissions;
+	s->rdma_timeouts += k.rdma_timeouts;
 	pthread_mutex_lock(&x->lock);
 	s->reconnects += x->reconnects;
+	s->registrations += x->registrations +
+			    rpcrdma_rpc_region_registrations(x->rr);
 	pthread_mutex_unlock(&x->lock);
 	for (int i = 0; i < 10; i++) {
 		s->v2_err_sent[i] += k.v2_err_sent[i];

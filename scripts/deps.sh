@@ -10,8 +10,10 @@ what=${1:-test}
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev rpcsvc-proto
             libtirpc-dev libibverbs-dev librdmacm-dev python3 jq"
 # Interop checks: tshark dissects our captures.  `rpcrdma-perf cost`
-# counts instructions per call with valgrind's callgrind.
-PKGS_TEST="tshark valgrind"
+# counts instructions per call with valgrind's callgrind.  Manual pages:
+# mandoc and man-db lint them.  Debian packages: dpkg-buildpackage
+# (dpkg-dev, debhelper) builds them, lintian judges them.
+PKGS_TEST="tshark valgrind mandoc man-db dpkg-dev debhelper lintian"
 # Soft-RoCE lab: Debian's kernel under qemu with rdma_rxe; the guest runs
 # the host's userspace over virtio-9p, so these tools are host packages.
 # The siw kinds of the lab also build siw.ko (build-essential, xz-utils).

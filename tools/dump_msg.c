@@ -139,7 +139,7 @@ static bool loc_chunk_lists(struct loc *l, bool *any)
 		size_t at = loc_off(l);
 		if (!loc_need(l, 20, "read segment (position,handle,length,offset)"))
 			return false;
-		uint32_t pos;
+		uint32_t pos = 0; /* loc_need() made room; gcc -Os cannot see it */
 		(void)rpcrdma_xdr_get_u32(&l->d, &pos);
 		l->d.pos += 16;
 		if (pos % 4) {

@@ -85,6 +85,14 @@ int rpcrdma_chunk_lists_decode(struct rpcrdma_xdr_dec *d,
 	bool more;
 	int rc;
 
+	rpcrdma_chunk_lists_init(cl);
+	/* Every Short message: three absent lists, three zero words. */
+	if (d->len - d->pos >= 12 && !rpcrdma_be32_get(d->base + d->pos) &&
+	    !rpcrdma_be32_get(d->base + d->pos + 4) &&
+	    !rpcrdma_be32_get(d->base + d->pos + 8)) {
+		d->pos += 12;
+		return 0;
+	}
 	if (!lim) {
 		def = rpcrdma_limits_default();
 		lim = &def;
@@ -92,7 +100,6 @@ int rpcrdma_chunk_lists_decode(struct rpcrdma_xdr_dec *d,
 	max_reads = clamp_limit(lim->max_read_segments, RPCRDMA_MAX_READ_SEGMENTS);
 	max_writes = clamp_limit(lim->max_write_chunks, RPCRDMA_MAX_WRITE_CHUNKS);
 	max_segs = clamp_limit(lim->max_chunk_segments, RPCRDMA_MAX_CHUNK_SEGMENTS);
-	rpcrdma_chunk_lists_init(cl);
 
 	/* Read list: XDR optional-data list of read segments (RFC 8166
 	 * §4.3.1; RFC 4506 §4.19: discriminator MUST be 0 or 1). */
@@ -191,6 +198,14 @@ int rpcrdma_chunk_lists_encode(struct rpcrdma_xdr_enc *e,
 {
 	int rc;
 
+	if (!cl->nreads && !cl->nwrites && !cl->has_reply) {
+		/* Three absent lists (every Short message). */
+		if (e->cap - e->pos < 12)
+			return RPCRDMA_ERR_NOSPACE;
+		memset(e->base + e->pos, 0, 12);
+		e->pos += 12;
+		return 0;
+	}
 	if ((rc = validate(cl)))
 		return rc;
 	if (e->cap - e->pos < rpcrdma_chunk_lists_size(cl))

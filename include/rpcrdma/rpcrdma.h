@@ -1,6 +1,8 @@
 /*
  * rpcrdma: ONC RPC (RFC 5531) over RPC-over-RDMA version 1 (RFC 8166,
- * RFC 8797, RFC 8167) — the API applications use.
+ * RFC 8797, RFC 8167) and version 2 (draft-cel-nfsv4-rpcrdma-version-two;
+ * a client prefers version 2 and falls back to version 1, see
+ * struct rpcrdma_opts.versions) — the API applications use.
  *
  * A client (struct rpcrdma_clnt) is one RDMA connection to one server,
  * bound to one program and version.  Calls are thread-safe; many may be in
@@ -23,6 +25,27 @@
  * Errors are negative enum rpcrdma_error codes (rpcrdma/error.h); each
  * function lists the ones it returns.  Setting RPCRDMA_DEBUG in the
  * environment traces connection events and failures on stderr.
+ *
+ * Binary compatibility.  A program built against this header keeps
+ * working with every later librpcrdma.so.0:
+ *  - functions are only added, never changed or removed; the shared
+ *    library exports exactly the functions declared in the rpcrdma/ headers, each
+ *    under a symbol version (RPCRDMA_0.1 for this first set);
+ *  - the two structs that grow with the library, struct rpcrdma_opts
+ *    (options in) and struct rpcrdma_stats (counters out), only get new
+ *    fields appended at their end, and every call that takes one is told
+ *    the size the program was compiled with: rpcrdma_opts_default()
+ *    stores sizeof(struct rpcrdma_opts) in opts->size, and
+ *    rpcrdma_clnt_stats() / rpcrdma_svc_stats() are inline wrappers that
+ *    pass sizeof(struct rpcrdma_stats).  A library newer than the program
+ *    reads (options) or fills (counters) only that many bytes and uses the
+ *    defaults for options the program does not know; a library older than
+ *    the program leaves the counters it does not know at 0 and refuses
+ *    (RPCRDMA_ERR_NOTSUP) options it does not know that were set to
+ *    anything but 0;
+ *  - the other structs (rpcrdma_call, rpcrdma_reply, rpcrdma_cred,
+ *    rpcrdma_iov, rpcrdma_padding, rpcrdma_ulb_proc) and the enums' values
+ *    are fixed: changing one means a new soname.
  */
 #ifndef RPCRDMA_RPCRDMA_H
 #define RPCRDMA_RPCRDMA_H
@@ -42,11 +65,21 @@ extern "C" {
 #define RPCRDMA_DEFAULT_PORT 20049 /* RFC 8166 §9.1 (nfsrdma) */
 #define RPCRDMA_MAX_ARGS 31u       /* iovec pieces per call or reply */
 #define RPCRDMA_MAX_DDP_RESULTS 8u /* Write chunks per call */
+#define RPCRDMA_REPLY_ANY ((size_t)-1) /* struct rpcrdma_call.reply_max */
 
 /* ---------------------------------------------------------------------
- * Options
+ * Options.  Fill with rpcrdma_opts_default(), then change fields; a zero
+ * number field means its default.  New fields are appended at the end
+ * (after accept_msgp) and RPCRDMA_OPTS_LAST_FIELD below names the last
+ * one: the library treats bytes past it as options it does not know
+ * (see "Binary compatibility" above).
  */
 struct rpcrdma_opts {
+	size_t size;                /* sizeof(struct rpcrdma_opts) the program
+				       was built with; set by
+				       rpcrdma_opts_default().  Smaller than
+				       the first version of this struct (0:
+				       never initialised): RPCRDMA_ERR_INVAL */
 	const char *provider;       /* "iwarp" (default) or "verbs" */
 	const char *device;         /* verbs device name; NULL: the first */
 	uint32_t inline_send;       /* largest Send we post (default 4096) */
@@ -63,7 +96,9 @@ struct rpcrdma_opts {
 	unsigned call_timeout_ms;   /* default per-call time-out; 0: none
 				       (default 30000) */
 	unsigned workers;           /* server (and client callback) handler
-				       threads (default 4) */
+				       threads; 0 (the default): handlers
+				       run on the thread that takes the
+				       call */
 	bool remote_inv;            /* offer and use Send With Invalidate
 				       (RFC 8797 §4.1; default true) */
 	unsigned versions;          /* RPC-over-RDMA versions, enum
@@ -83,12 +118,28 @@ struct rpcrdma_opts {
 				       messages from old peers instead of
 				       answering ERR_CHUNK (RFC 8166
 				       §4.6.1); see rpcrdma_padding */
+	unsigned max_connections;   /* server: connections open at once;
+				       more are refused (the client sees
+				       RPCRDMA_ERR_CONNREFUSED).  0: no
+				       limit (default).  Each costs memory,
+				       see README "Memory per connection" */
+	unsigned rdma_timeout_ms;   /* a call's RDMA Reads (and its reply's
+				       RDMA Writes and Send) not done after
+				       this long close that connection, as
+				       a peer that never answers an RDMA
+				       Read would otherwise hold the call
+				       and its memory forever (RFC 8166
+				       §4.5.5: recovery is reconnection);
+				       counted in rdma_timeouts.  Default
+				       30000 */
 	bool mpa_crc;               /* iwarp provider: ask for MPA CRC-32c
 				       with the C bit of the MPA Request
 				       (RFC 5044 §7.1); CRC is then on if
 				       either side asks.  Default false;
 				       RPCRDMA_MPA_CRC=1 turns it on */
+	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
+#define RPCRDMA_OPTS_LAST_FIELD mpa_crc
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -111,11 +162,21 @@ enum rpcrdma_versions {
 				   version */
 };
 
-/* Fills *o with the defaults above; the environment variables
- * RPCRDMA_PROVIDER and RPCRDMA_DEVICE, when set, override provider and
- * device, RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions, and
- * RPCRDMA_MPA_CRC=1 sets mpa_crc. */
-void rpcrdma_opts_default(struct rpcrdma_opts *o);
+/* Fills the first size bytes of *o with the defaults above and sets
+ * o->size = size; the environment variables RPCRDMA_PROVIDER and
+ * RPCRDMA_DEVICE, when set, override provider and device,
+ * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
+ * RPCRDMA_WORKERS (a number up to 1024) the workers,
+ * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
+ * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc.  Options
+ * whose number fields are 0 take these defaults too, so rpcgen programs
+ * and every example honour them.  Call it through rpcrdma_opts_default(). */
+void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
+
+static inline void rpcrdma_opts_default(struct rpcrdma_opts *o)
+{
+	rpcrdma_opts_init(o, sizeof(*o));
+}
 
 /* ---------------------------------------------------------------------
  * Credentials (RFC 5531 §8.2, Appendix A)
@@ -179,7 +240,11 @@ struct rpcrdma_call {
 	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
 	/* Largest results stream expected, not counting DDP results; a Reply
 	 * chunk is offered when it may exceed the inline threshold (RFC 8166
-	 * §4.3.3).  0: what fits inline. */
+	 * §4.3.3).  0: what fits inline.  RPCRDMA_REPLY_ANY: unknown, any
+	 * size up to max_msg (the whole reply message): the Reply chunk is
+	 * the connection's reply region, registered once (README, "Memory
+	 * per connection"), or memory of the call's own when another call
+	 * has it. */
 	size_t reply_max;
 	/* One Write chunk per DDP-eligible result (§4.3.2): its largest
 	 * length (0 offers an empty chunk, forcing that result inline,
@@ -248,7 +313,8 @@ int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
 /* Transport counters (the engine's, RFC 8166 names): how calls and
  * replies went (Short / Chunked / Long), bytes moved by RDMA Read and
  * Write, invalidations.  A server's are summed over all its connections,
- * past and present. */
+ * past and present.  New counters are appended at the end (see "Binary
+ * compatibility" above). */
 struct rpcrdma_stats {
 	/* as Requester */
 	uint64_t calls, calls_completed, short_calls, chunked_calls,
@@ -257,8 +323,6 @@ struct rpcrdma_stats {
 	/* as Responder */
 	uint64_t calls_received, short_replies, chunked_replies,
 		long_replies, send_with_inv, err_chunk_sent;
-	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
-	uint64_t long_calls_received;    /* Long Calls received */
 	/* both */
 	uint64_t rdma_read_bytes, rdma_write_bytes, connections;
 	uint64_t bad_replies;     /* replies discarded (RFC 8166 §4.5) */
@@ -283,10 +347,30 @@ struct rpcrdma_stats {
 	uint64_t retransmissions; /* calls resent on a new connection */
 	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
+	uint64_t rdma_timeouts;   /* connections closed by rdma_timeout_ms */
+	uint64_t connections_refused; /* server: over max_connections */
+	uint64_t registrations;   /* memory registrations made for calls'
+				     and replies' chunks (a connection's own
+				     buffers not counted; its reply region
+				     counts once) */
+	/* as Responder, by shape (RFC 8166 §3.5) */
+	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
+	uint64_t long_calls_received;    /* Long Calls received */
+	/* Append new counters here. */
 };
 
-/* Errors: RPCRDMA_ERR_INVAL. */
-int rpcrdma_clnt_stats(struct rpcrdma_clnt *c, struct rpcrdma_stats *s);
+/* Fills the first size bytes of *s: the counters this library has, 0 in
+ * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:
+ * RPCRDMA_ERR_INVAL (size smaller than the first version of the
+ * struct). */
+int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c, struct rpcrdma_stats *s,
+			     size_t size);
+
+static inline int rpcrdma_clnt_stats(struct rpcrdma_clnt *c,
+				     struct rpcrdma_stats *s)
+{
+	return rpcrdma_clnt_stats_sized(c, s, sizeof(*s));
+}
 
 /* ---------------------------------------------------------------------
  * Server
@@ -302,6 +386,13 @@ enum rpcrdma_svc_stat {
 	RPCRDMA_SVC_SYSTEM_ERR = 5,   /* e.g. memory allocation failure */
 };
 
+/* A handler runs on the thread that took its call (workers 0) or on a
+ * worker; either may poll the device and post to it.  It must not change
+ * its thread's credentials (setfsuid, setgroups...): on devices whose
+ * posts go through the kernel's uverbs file (Soft-RoCE, siw) the kernel
+ * refuses every later post from a thread whose credentials changed since
+ * the device was opened.  Work under another identity belongs on a
+ * thread that does not call the library. */
 typedef enum rpcrdma_svc_stat (*rpcrdma_svc_handler)(
 	struct rpcrdma_svc_req *req, void *arg);
 
@@ -337,8 +428,17 @@ int rpcrdma_svc_register(struct rpcrdma_svc *s, uint32_t prog, uint32_t vers,
 			 uint32_t proc, rpcrdma_svc_handler handler, void *arg,
 			 unsigned flags);
 
-/* Counters summed over every connection.  Errors: RPCRDMA_ERR_INVAL. */
-int rpcrdma_svc_stats(struct rpcrdma_svc *s, struct rpcrdma_stats *st);
+/* Counters summed over every connection, filled as by
+ * rpcrdma_clnt_stats_sized().  Call it through rpcrdma_svc_stats().
+ * Errors: RPCRDMA_ERR_INVAL. */
+int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s, struct rpcrdma_stats *st,
+			    size_t size);
+
+static inline int rpcrdma_svc_stats(struct rpcrdma_svc *s,
+				    struct rpcrdma_stats *st)
+{
+	return rpcrdma_svc_stats_sized(s, st, sizeof(*st));
+}
 
 /* Stops accepting, disconnects every connection, waits for running
  * handlers, frees.  Client handles from rpcrdma_svc_req_clnt() must be

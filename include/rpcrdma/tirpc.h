@@ -1,10 +1,11 @@
 /*
  * rpcrdma/tirpc.h — RPC-over-RDMA for libtirpc programs.
  *
- * A CLIENT* and an SVCXPRT* that carry ONC RPC over RPC-over-RDMA version 1
- * (RFC 8166), so rpcgen-generated stubs and dispatch functions run
- * unchanged: only the line that creates the client or the transport
- * changes.
+ * A CLIENT* and an SVCXPRT* that carry ONC RPC over RPC-over-RDMA
+ * (version 1, RFC 8166, or version 2, draft-cel-nfsv4-rpcrdma-version-two,
+ * as negotiated: see rpcrdma/rpcrdma.h), so rpcgen-generated stubs and
+ * dispatch functions run unchanged: only the line that creates the client
+ * or the transport changes.
  *
  *   CLIENT *c = clnt_rdma_create("server:20049", PROG, VERS, NULL);
  *   ... rpcgen client stubs, clnt_call, clnt_control, clnt_geterr,
@@ -23,6 +24,27 @@
  * NFS WRITE's data, a READ result's data).  Everything else travels
  * inline, or in a Long Call / Reply chunk when too big for the inline
  * threshold.
+ *
+ * Without a binding, any argument and any result up to max_msg (struct
+ * rpcrdma_opts, 4 MiB + 64 KiB by default, the whole RPC message) gets
+ * through, both ways, sync calls and callbacks alike, and no call is ever
+ * sent twice to get its reply through.  An argument too large to go
+ * inline goes as a Long Call (a Position-Zero Read chunk registered for
+ * that call only).  Since the result's size is not known before the call,
+ * every call whose results routine is not xdr_void offers a Reply chunk of
+ * max_msg: the connection's reply region, max_msg bytes registered once,
+ * the first time the connection needs it, and lent to one call at a time
+ * (exposed to the server through a memory window bound for that call and
+ * invalidated before it completes).  Small calls so pay no registration.
+ * Cost in registered memory: max_msg per connection that makes such a
+ * call (a client's connection, or a server's connection on which a
+ * callback with results is made), on top of the connection's own
+ * buffers (README, "Memory per connection").  Two calls at once on one
+ * connection: the second gets max_msg of its own, registered for it;
+ * likewise on a device without memory windows.  A result larger than
+ * max_msg fails the call with RPC_CANTSEND (the server's ERR_CHUNK).
+ * Client and server should use the same max_msg: a server with a smaller
+ * one refuses the larger Reply chunk (ERR_CHUNK).
  *
  * Link with -lrpcrdma -ltirpc (pkg-config rpcrdma).
  */
@@ -48,22 +70,24 @@ struct rpcrdma_ulb_proc {
 	size_t ddp_result_max;
 	/* Largest results stream besides the DDP result; a Reply chunk is
 	 * offered when it may not fit inline (§4.3.3).  0: the client's
-	 * default: RPCRDMA_TIRPC_REPLY_MAX, or 512 bytes (inline) when the
-	 * results routine is xdr_void. */
+	 * default: any size up to max_msg (RPCRDMA_REPLY_ANY), or 512 bytes
+	 * (inline) when the results routine is xdr_void. */
 	size_t reply_max;
 	/* 0: RPCRDMA_TIRPC_DDP_MIN. */
 	size_t ddp_min;
 };
 
 #define RPCRDMA_TIRPC_DDP_MIN 1024u
-#define RPCRDMA_TIRPC_REPLY_MAX (256u * 1024u)
+/* The default reply_max (it was 256 KiB): any size up to max_msg. */
+#define RPCRDMA_TIRPC_REPLY_MAX RPCRDMA_REPLY_ANY
 
 /*
  * A CLIENT for (prog, vers) at host: "name", "name:port" or
  * "[v6addr]:port" (default port 20049).  opts NULL: defaults (provider
  * "iwarp").  On failure returns NULL with rpc_createerr set
  * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a bad address,
- * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise.
+ * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise
+ * (ECONNREFUSED when the server refused, e.g. at its max_connections).
  * The CLIENT starts with AUTH_NONE in cl_auth; replace it as with any
  * libtirpc client (authunix_create_default()); clnt_destroy does not
  * destroy it, as in libtirpc.
@@ -83,8 +107,15 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 bool_t clnt_rdma_set_ulb(CLIENT *c, const struct rpcrdma_ulb_proc *procs,
 			 unsigned n);
 
-/* The transport counters of the client's connection. */
-bool_t clnt_rdma_stats(CLIENT *c, struct rpcrdma_stats *s);
+/* The transport counters of the client's connection, filled as by
+ * rpcrdma_clnt_stats_sized() (rpcrdma.h).  Call it through
+ * clnt_rdma_stats(). */
+bool_t clnt_rdma_stats_sized(CLIENT *c, struct rpcrdma_stats *s, size_t size);
+
+static inline bool_t clnt_rdma_stats(CLIENT *c, struct rpcrdma_stats *s)
+{
+	return clnt_rdma_stats_sized(c, s, sizeof(*s));
+}
 
 /*
  * Reverse direction (RFC 8167): serve the callback program (prog, vers)
@@ -106,6 +137,15 @@ bool_t clnt_rdma_register_callback(CLIENT *c, rpcprog_t prog, rpcvers_t vers,
  * for its own transports; PROG_UNAVAIL, PROG_MISMATCH and AUTH errors come
  * from libtirpc itself.  NULL with rpc_createerr set on failure.
  * svc_destroy(xprt) stops it.
+ *
+ * Dispatch functions run on svc_run()'s thread, which also polls the
+ * device and posts to it: they must not change that thread's credentials
+ * (setfsuid, setgroups...).  On devices whose posts go through the
+ * kernel's uverbs file (Soft-RoCE, siw) the kernel refuses every later
+ * post from a thread whose credentials changed since the device was
+ * opened, even once changed back.  Work under a caller's identity
+ * belongs on a thread of its own that does not call the library (as
+ * rpcrdma-nfs3d does, docs/NFS3D.md).
  */
 SVCXPRT *svc_rdma_create(const char *listen_addr,
 			 const struct rpcrdma_opts *opts);
@@ -130,9 +170,15 @@ uint16_t svc_rdma_port(SVCXPRT *x);
 bool_t svc_rdma_set_ulb(SVCXPRT *x, rpcprog_t prog, rpcvers_t vers,
 			const struct rpcrdma_ulb_proc *procs, unsigned n);
 
-/* The transport counters of every connection the SVCXPRT has served
- * (rpcrdma_svc_stats).  FALSE for another kind of SVCXPRT. */
-bool_t svc_rdma_stats(SVCXPRT *x, struct rpcrdma_stats *s);
+/* The transport counters of every connection the SVCXPRT has served,
+ * filled as by rpcrdma_svc_stats_sized() (rpcrdma.h).  FALSE for another
+ * kind of SVCXPRT.  Call it through svc_rdma_stats(). */
+bool_t svc_rdma_stats_sized(SVCXPRT *x, struct rpcrdma_stats *s, size_t size);
+
+static inline bool_t svc_rdma_stats(SVCXPRT *x, struct rpcrdma_stats *s)
+{
+	return svc_rdma_stats_sized(x, s, sizeof(*s));
+}
 
 /*
  * Inside a dispatch function of an SVCXPRT from svc_rdma_create (or a

@@ -18,13 +18,18 @@
  *    completions produced on other threads while armed) AND the sockets of
  *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
  *    socket data and processes it inline in ack_cq_events()/poll_cq().
- *  - The progress thread watches every socket with EPOLLONESHOT.  When a
- *    socket is readable and a consumer of that QP's CQs was active within
- *    IW_ACTIVE_NS, it defers for IW_DEFER_NS (the consumer will almost
- *    surely process the data itself) and only then processes whatever is
- *    left; otherwise it processes immediately.  So remote RDMA Read/Write
+ *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
+ *    the progress thread watches every socket with EPOLLONESHOT.  When a
+ *    socket is readable and a consumer of that QP's CQs is armed and was
+ *    active within IW_ACTIVE_NS (asleep on cq_fd, which holds the socket),
+ *    it defers for IW_DEFER_NS (the consumer will almost surely process
+ *    the data itself) and only then processes whatever is left; otherwise
+ *    (nobody there, or a consumer busy elsewhere, such as one spinning
+ *    on memory an RDMA Write fills) it processes immediately.  So remote RDMA Read/Write
  *    targets complete with no help from the target application, and a
  *    ping-pong costs the progress thread about one wake-up per deferral.
+ *    With manual progress it watches only for the peer's close
+ *    (EPOLLRDHUP), so a consumer that polls pays no wake-up of it.
  *  - The progress thread also runs connection set-up (TCP connect/accept,
  *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
  *
@@ -59,6 +64,7 @@
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
 #define IW_RXBUF 16384          /* RX staging buffer */
 #define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
+#define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 
 struct iw_ep;
 struct iw_qp;
@@ -69,6 +75,7 @@ struct iw_dev {
 	bool mpa_crc;
 	bool mpa_require_crc;
 	unsigned max_fpdu;
+	bool manual_progress;  /* rpcrdma_dev_params.manual_progress */
 
 	pthread_t thread;
 	int epfd;             /* progress thread's epoll */
@@ -79,6 +86,9 @@ struct iw_dev {
 	struct iw_ep *grave;  /* destroyed endpoints awaiting free */
 
 	pthread_mutex_t mem_lock; /* STag table */
+	_Atomic uint32_t mr_gen;  /* bumped (under mem_lock) when an MR goes:
+				     a struct iw_lkey_cache of an older
+				     generation is stale */
 	struct iw_stag *stags;
 	uint32_t nstags;      /* slots in use or freed (index < nstags) */
 	uint32_t stag_cap;
@@ -112,6 +122,17 @@ struct iw_mw {
 	uint32_t index;
 };
 
+/* The region of the last lkey a queue resolved, valid while no MR of
+ * the device has gone since (dev->mr_gen): the send and receive queues
+ * resolve the same few lkeys for every message, and this spares them the
+ * STag table's lock. */
+struct iw_lkey_cache {
+	bool valid;
+	uint32_t lkey, gen;
+	uint64_t addr, len;
+	unsigned access;
+};
+
 /* Why a memory access was refused (RFC 5040 §8, RFC 5042 §5). */
 enum iw_access_err {
 	IW_MEM_OK = 0,
@@ -135,7 +156,11 @@ struct iw_cq {
 	_Atomic uint32_t count;
 	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
-	_Atomic bool efd_set;    /* efd was written since the last ack */
+	bool efd_set;            /* efd was written since the last ack
+				    (under lock) */
+	_Atomic bool sleeping;   /* armed, and no ack or fruitful poll since:
+				    the consumer is (about to be) asleep on
+				    cq_fd */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock;
@@ -273,6 +298,7 @@ struct iw_qp {
 	uint32_t ird, ord;       /* negotiated */
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
+	struct iw_lkey_cache tx_lkc; /* under tx_lock */
 	struct iw_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_count;
 	struct iw_orqe *orq;
@@ -294,6 +320,7 @@ struct iw_qp {
 
 	pthread_mutex_t rx_lock;
 	struct iw_rx rx;
+	struct iw_lkey_cache rx_lkc; /* under rx_lock */
 
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
 	bool in_armed, deferred;
@@ -321,7 +348,7 @@ struct iw_event {
 	struct iw_event *next;
 	struct iw_channel *owner;
 	int slot;                /* in owner->reserve, or -1: malloc'd */
-	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD];
+	uint8_t pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
 };
 
 /* Events set aside per channel for when malloc fails: a lost ESTABLISHED
@@ -351,8 +378,8 @@ struct iw_ep {
 	uint8_t mpa[RPCRDMA_IWARP_MPA_MAX_FRAME];
 	size_t mpa_have, mpa_need;
 	struct rpcrdma_iwarp_mpa_rr peer;   /* parsed peer frame */
-	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD];
-	uint8_t peer_pd_len;
+	uint8_t peer_pd[RPCRDMA_IWARP_MPA_MAX_PD_RECV];
+	uint16_t peer_pd_len;
 	uint8_t my_pd[RPCRDMA_IWARP_MPA_MAX_PD];
 	uint8_t my_pd_len;
 	uint8_t my_ird, my_ord;
@@ -384,7 +411,7 @@ enum iw_access_err rpcrdma_iwarp_mem_check(struct iw_dev *dev,
 int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
 			      const struct rpcrdma_sge *sge, int n,
 			      bool need_write, struct iw_place *out,
-			      uint64_t *total);
+			      uint64_t *total, struct iw_lkey_cache *cache);
 int rpcrdma_iwarp_bind_mw(struct iw_dev *dev, struct iw_pd *pd,
 			  struct iw_swqe *w);
 /* Invalidate an STag (local or remote); remote = only MWs, same PD. */

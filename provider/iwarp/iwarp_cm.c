@@ -98,7 +98,7 @@ void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 		memcpy(e->pd, pd, pd_len);
 		e->base.private_data = e->pd;
 	}
-	e->base.private_data_len = (uint8_t)pd_len;
+	e->base.private_data_len = (uint16_t)pd_len;
 	e->base.responder_resources = ird;
 	e->base.initiator_depth = ord;
 	pthread_mutex_lock(&ch->lock);
@@ -488,7 +488,7 @@ static int read_frame(struct iw_ep *ep)
 		int t = rpcrdma_iwarp_mpa_rr_parse(ep->mpa, ep->mpa_have, &ep->peer);
 		if (t < 0)
 			return t;
-		ep->peer_pd_len = (uint8_t)ep->peer.ulp_pd_len;
+		ep->peer_pd_len = ep->peer.ulp_pd_len;
 		if (ep->peer.ulp_pd_len)
 			memcpy(ep->peer_pd, ep->peer.ulp_pd, ep->peer.ulp_pd_len);
 		ep->peer.ulp_pd = NULL;
@@ -609,6 +609,19 @@ static void got_request(struct iw_ep *ep)
 				    peer_rd(rr, true), peer_rd(rr, false), l);
 }
 
+/* Out of descriptors (or memory) for accept(): the connection stays in
+ * the backlog and the listener stays readable, so watching it would wake
+ * the progress thread at once, forever (it spun at 67-101 % of a core).
+ * Stop watching it and try again after IW_ACCEPT_RETRY_NS (the timer,
+ * rpcrdma_iwarp_ep_timer), by when a descriptor may have been freed:
+ * ten attempts a second, and the backlog waits in the kernel. */
+static void accept_pause(struct iw_ep *l)
+{
+	rpcrdma_iwarp_ep_register(l, EPOLLONESHOT);
+	atomic_store(&l->deadline_ns,
+		     rpcrdma_iwarp_now_ns() + IW_ACCEPT_RETRY_NS);
+}
+
 static void accept_conns(struct iw_ep *l)
 {
 	for (;;) {
@@ -616,8 +629,12 @@ static void accept_conns(struct iw_ep *l)
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				accept_pause(l);
 			return;
+		}
 		struct iw_ep *c = ep_new(l->dev, l->base.channel, l->base.context);
 		if (!c) {
 			close(fd);
@@ -653,7 +670,8 @@ static void qp_event(struct iw_ep *ep, uint32_t events)
 			pthread_mutex_unlock(&qp->rx_lock);
 			return;
 		}
-		if (rpcrdma_iwarp_cq_active(qp, now)) {
+		if (!qp->dev->manual_progress &&
+		    rpcrdma_iwarp_cq_active(qp, now)) {
 			/* A consumer is polling: let it take the data on its
 			 * own thread; come back if it does not. */
 			pthread_mutex_lock(&qp->ep_lock);
@@ -743,6 +761,9 @@ void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now)
 		pthread_mutex_unlock(&ep->lock);
 		ep_bury(ep);
 		return;
+	} else if (ep->state == IW_EP_LISTEN) {
+		/* accept_pause() is over: watch the listener again. */
+		rpcrdma_iwarp_ep_register(ep, EPOLLIN);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -831,6 +852,17 @@ int rpcrdma_iwarp_disconnect(struct rpcrdma_cm_id *id)
 		return 0;
 	}
 	pthread_mutex_unlock(&ep->lock);
+	if (ep->qp.created) {
+		/* Let a receive step in progress finish first.  The RX engine
+		 * may have just published a receive's error completion and be
+		 * about to send the Terminate that explains it (RFC 5040
+		 * §6.9, RFC 5041 §7): a consumer that disconnects on seeing
+		 * that completion must not shut the stream under it, or the
+		 * peer gets a FIN with no Terminate.  The RX engine holds
+		 * rx_lock from the completion to the Terminate's send. */
+		pthread_mutex_lock(&ep->qp.rx_lock);
+		pthread_mutex_unlock(&ep->qp.rx_lock);
+	}
 	if (ep->qp.created && atomic_load(&ep->qp.state) == IW_QP_RTS)
 		rpcrdma_iwarp_qp_error(&ep->qp, RPCRDMA_WC_WR_FLUSH_ERR);
 	else if (st != IW_EP_ESTABLISHED && st != IW_EP_CLOSED)

@@ -71,6 +71,7 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
  * poll_cq or ack_cq_events): its completions need no wake-up, the
  * consumer polls them right after. */
 static _Thread_local struct iw_cq *consuming;
+static _Thread_local bool consuming_ack; /* ...inside ack_cq_events */
 
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
@@ -101,16 +102,23 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		cq->ring[(cq->head + count) % cq->cap] = *wc;
 		atomic_store(&cq->count, count + 1);
 	}
-	pthread_mutex_unlock(&cq->lock);
-	if (consuming == cq)
-		return;
-	/* After the store of count (see struct iw_cq). */
-	if (atomic_exchange(&cq->armed, false)) {
+	/* After the store of count (see struct iw_cq).  The CQ's own consumer
+	 * running inline progress polls what it pushes right after, so it
+	 * needs no wake-up: inside ack_cq_events such a push is the
+	 * notification being acknowledged and takes the arm (a later push
+	 * must not wake an fd nobody re-armed); inside poll_cq, after the
+	 * consumer armed, it leaves the arm for completions of other
+	 * threads (arm, drain, sleep).  Under the lock, so ack_cq_events
+	 * never reads the eventfd between the flag and the write. */
+	bool local = consuming == cq;
+	if ((!local || consuming_ack) && atomic_exchange(&cq->armed, false) &&
+	    !local) {
 		uint64_t one = 1;
-		atomic_store(&cq->efd_set, true);
 		ssize_t r = write(cq->efd, &one, sizeof(one));
 		(void)r;
+		cq->efd_set = true;
 	}
+	pthread_mutex_unlock(&cq->lock);
 }
 
 static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
@@ -132,10 +140,12 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 
 /* Runs every attached QP's engines on this thread (never blocking on a
  * lock another thread holds: that thread is already making progress). */
-static void inline_progress(struct iw_cq *cq)
+static void inline_progress(struct iw_cq *cq, bool ack)
 {
 	struct iw_cq *outer = consuming;
+	bool outer_ack = consuming_ack;
 	consuming = cq;
+	consuming_ack = ack;
 	pthread_mutex_lock(&cq->qps_lock);
 	for (size_t i = 0; i < cq->nqps; i++) {
 		struct iw_qp *qp = cq->qps[i];
@@ -147,6 +157,7 @@ static void inline_progress(struct iw_cq *cq)
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
 	consuming = outer;
+	consuming_ack = outer_ack;
 }
 
 int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
@@ -155,11 +166,13 @@ int rpcrdma_iwarp_poll_cq(struct rpcrdma_cq *c, int n, struct rpcrdma_wc *wc)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
 	int got = pop(cq, n, wc);
-	if (got)
+	if (got) {
+		atomic_store_explicit(&cq->sleeping, false, memory_order_relaxed);
 		return got;
+	}
 	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
 			      memory_order_relaxed);
-	inline_progress(cq);
+	inline_progress(cq, false);
 	got = pop(cq, n, wc);
 	if (!got && atomic_load(&cq->overflow))
 		return RPCRDMA_ERR_OVERFLOW; /* drained, one was lost */
@@ -173,6 +186,7 @@ int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)
 	struct iw_cq *cq = (struct iw_cq *)c;
 	/* Before the consumer's next read of count (see struct iw_cq). */
 	atomic_store(&cq->armed, true);
+	atomic_store_explicit(&cq->sleeping, true, memory_order_relaxed);
 	return 0;
 }
 
@@ -190,15 +204,19 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	struct iw_cq *cq = (struct iw_cq *)c;
 	atomic_store_explicit(&cq->last_active_ns, rpcrdma_iwarp_now_ns(),
 			      memory_order_relaxed);
+	atomic_store_explicit(&cq->sleeping, false, memory_order_relaxed);
 	/* Socket readability is part of cq_fd: consume it here so the fd
 	 * stops being readable, as the interface promises; then drain the
 	 * eventfd if a completion wrote it. */
-	inline_progress(cq);
-	if (atomic_exchange(&cq->efd_set, false)) {
+	inline_progress(cq, true);
+	pthread_mutex_lock(&cq->lock);
+	if (cq->efd_set) {
 		uint64_t v;
 		ssize_t r = read(cq->efd, &v, sizeof(v));
 		(void)r;
+		cq->efd_set = false;
 	}
+	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }
 
@@ -248,10 +266,16 @@ void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on)
 
 bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now)
 {
+	/* A consumer armed and asleep on cq_fd wakes on this very socket
+	 * (part of cq_fd) and takes the data itself; one that only polled
+	 * lately may be busy elsewhere (spinning on memory an RDMA Write
+	 * fills, say), so placement must not wait for it. */
 	struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
 	struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
+	bool armed = (s && atomic_load(&s->sleeping)) ||
+		     (r && atomic_load(&r->sleeping));
 	uint64_t a = s ? atomic_load(&s->last_active_ns) : 0;
 	uint64_t b = r ? atomic_load(&r->last_active_ns) : 0;
 	uint64_t last = a > b ? a : b;
-	return last && now - last < IW_ACTIVE_NS;
+	return armed && last && now - last < IW_ACTIVE_NS;
 }

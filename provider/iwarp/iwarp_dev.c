@@ -150,6 +150,7 @@ static int iw_open(const struct rpcrdma_dev_params *params,
 		dev->mpa_crc = params->mpa_crc || params->mpa_require_crc;
 		dev->mpa_require_crc = params->mpa_require_crc;
 		dev->max_fpdu = params->max_fpdu;
+		dev->manual_progress = params->manual_progress;
 	}
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->mem_lock, NULL);

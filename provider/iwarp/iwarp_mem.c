@@ -56,6 +56,8 @@ static void stag_free(struct iw_dev *dev, uint32_t i)
 {
 	struct iw_stag *s = &dev->stags[i];
 	uint8_t key = s->key;
+	if (s->type == IW_STAG_MR)
+		atomic_fetch_add(&dev->mr_gen, 1); /* lkey caches are stale */
 	memset(s, 0, sizeof(*s));
 	s->key = (uint8_t)(key + 1); /* a stale STag must not match again */
 	s->next_free = dev->free_head;
@@ -203,21 +205,43 @@ enum iw_access_err rpcrdma_iwarp_mem_check(struct iw_dev *dev,
 	return e;
 }
 
+/* Every SGE inside the cached region, with the access asked for? */
+static bool cache_hit(const struct iw_lkey_cache *c, uint32_t gen,
+		      const struct rpcrdma_sge *sge, int n, bool need_write)
+{
+	if (!c || !c->valid || c->gen != gen ||
+	    (need_write && !(c->access & RPCRDMA_ACCESS_LOCAL_WRITE)))
+		return false;
+	for (int i = 0; i < n; i++) {
+		if (!sge[i].length)
+			continue;
+		if (sge[i].lkey != c->lkey || sge[i].addr < c->addr)
+			return false;
+		uint64_t off = sge[i].addr - c->addr;
+		if (off > c->len || sge[i].length > c->len - off)
+			return false;
+	}
+	return true;
+}
+
 int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
 			      const struct rpcrdma_sge *sge, int n,
 			      bool need_write, struct iw_place *out,
-			      uint64_t *total)
+			      uint64_t *total, struct iw_lkey_cache *cache)
 {
 	uint64_t sum = 0;
 	out->nseg = 0;
 	out->off = 0;
-	pthread_mutex_lock(&dev->mem_lock);
+	bool hit = cache_hit(cache, atomic_load(&dev->mr_gen), sge, n, need_write);
+	if (!hit)
+		pthread_mutex_lock(&dev->mem_lock);
 	for (int i = 0; i < n; i++) {
 		if (!sge[i].length)
 			continue;
-		if (check_locked(dev, pd, sge[i].lkey, sge[i].addr, sge[i].length,
-				 need_write ? RPCRDMA_ACCESS_LOCAL_WRITE : 0,
-				 true) != IW_MEM_OK) {
+		if (!hit && check_locked(dev, pd, sge[i].lkey, sge[i].addr,
+					 sge[i].length,
+					 need_write ? RPCRDMA_ACCESS_LOCAL_WRITE : 0,
+					 true) != IW_MEM_OK) {
 			pthread_mutex_unlock(&dev->mem_lock);
 			return RPCRDMA_ERR_PROTECTION;
 		}
@@ -226,7 +250,23 @@ int rpcrdma_iwarp_sge_resolve(struct iw_dev *dev, struct iw_pd *pd,
 		out->nseg++;
 		sum += sge[i].length;
 	}
-	pthread_mutex_unlock(&dev->mem_lock);
+	if (!hit) {
+		if (cache && out->nseg) {
+			/* Remember the first SGE's region (checked above,
+			 * so its entry is a valid MR of this PD). */
+			int k = 0;
+			while (!sge[k].length)
+				k++;
+			const struct iw_stag *s = &dev->stags[sge[k].lkey >> 8];
+			*cache = (struct iw_lkey_cache){
+				.valid = true,
+				.lkey = sge[k].lkey,
+				.gen = atomic_load(&dev->mr_gen),
+				.addr = s->addr, .len = s->length,
+				.access = s->access};
+		}
+		pthread_mutex_unlock(&dev->mem_lock);
+	}
 	if (total)
 		*total = sum;
 	return 0;

@@ -74,6 +74,8 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->orq_head = qp->orq_count = 0;
 	qp->irq_head = qp->irq_count = 0;
 	memset(&qp->tx, 0, sizeof(qp->tx));
+	qp->tx_lkc.valid = false;
+	qp->rx_lkc.valid = false;
 	memset(&qp->term, 0, sizeof(qp->term));
 	qp->hist_n = 0;
 	rpcrdma_iwarp_rx_init(&qp->rx);
@@ -202,11 +204,20 @@ int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *b,
 void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
 {
 	pthread_mutex_lock(&qp->ep_lock);
-	if (qp->fd >= 0) {
+	if (qp->fd >= 0 && atomic_load(&qp->state) == IW_QP_ERROR) {
+		/* A dead socket reports EPOLLHUP whatever the mask, so a
+		 * re-armed registration would wake this thread for ever
+		 * (until the endpoint is destroyed): take it out. */
+		epoll_ctl(qp->dev->epfd, EPOLL_CTL_DEL, qp->fd, NULL);
+	} else if (qp->fd >= 0) {
 		uint32_t ev = EPOLLONESHOT;
 		if (atomic_load(&qp->state) == IW_QP_RTS) {
+			/* Manual progress: the consumer reads the data; we
+			 * only notice the peer closing. */
 			if (qp->in_armed)
-				ev |= EPOLLIN | EPOLLRDHUP;
+				ev |= qp->dev->manual_progress
+					      ? EPOLLRDHUP
+					      : EPOLLIN | EPOLLRDHUP;
 			if (qp->want_out)
 				ev |= EPOLLOUT;
 		}

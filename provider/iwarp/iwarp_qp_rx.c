@@ -182,7 +182,12 @@ static bool start_segment(struct iw_qp *qp)
 			pthread_mutex_lock(&qp->rq_lock);
 			bool have = qp->rq_count > 0;
 			if (have) {
-				rx->recv = qp->rq[qp->rq_head];
+				/* The SGEs in use only (the WQE holds 16). */
+				const struct iw_rwqe *q = &qp->rq[qp->rq_head];
+				rx->recv.wr_id = q->wr_id;
+				rx->recv.num_sge = q->num_sge;
+				memcpy(rx->recv.sge, q->sge,
+				       (size_t)q->num_sge * sizeof(q->sge[0]));
 				qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
 				qp->rq_count--;
 			}
@@ -198,7 +203,8 @@ static bool start_segment(struct iw_qp *qp)
 			rx->recv_got = 0;
 			if (rpcrdma_iwarp_sge_resolve(qp->dev, pd, rx->recv.sge,
 						      rx->recv.num_sge, true,
-						      &rx->place, &rx->recv_cap) != 0) {
+						      &rx->place, &rx->recv_cap,
+						      &qp->rx_lkc) != 0) {
 				rx->recv_active = false;
 				rpcrdma_iwarp_complete(qp, false, rx->recv.wr_id,
 						       RPCRDMA_WC_RECV,

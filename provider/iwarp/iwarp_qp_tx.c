@@ -243,7 +243,7 @@ static bool pick(struct iw_qp *qp)
 			struct iw_place pl;
 			uint64_t tot;
 			if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, true,
-						      &pl, &tot) != 0) {
+						      &pl, &tot, NULL) != 0) {
 				local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
 				return false;
 			}
@@ -289,7 +289,7 @@ static bool pick(struct iw_qp *qp)
 				tx->src.nseg = 1;
 			}
 		} else if (rpcrdma_iwarp_sge_resolve(dev, pd, w->sge, w->num_sge, false,
-						     &tx->src, NULL) != 0) {
+						     &tx->src, NULL, &qp->tx_lkc) != 0) {
 			tx->kind = IW_TX_NONE;
 			local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
 			return false;

@@ -123,8 +123,10 @@ int rpcrdma_iwarp_mpa_rr_parse_hdr(const uint8_t *buf, size_t len,
 	 * was reserved, not checked, in revision 1). */
 	rr->enhanced = rr->rev >= 2 && (flags & RPCRDMA_IWARP_MPA_FLAG_S) != 0;
 	rr->pd_len = get16(buf + 18);
-	if (rr->pd_len > RPCRDMA_IWARP_MPA_MAX_PD)
-		return RPCRDMA_ERR_PROTOCOL; /* RFC 5044 §7.1.2 rule 9 */
+	/* RFC 5044 §7.1.1: more than 512 bytes of private data MUST close
+	 * the connection; up to 512 is a properly formatted frame. */
+	if (rr->pd_len > RPCRDMA_IWARP_MPA_MAX_PD_RECV)
+		return RPCRDMA_ERR_PROTOCOL;
 	if (rr->enhanced && rr->pd_len < RPCRDMA_IWARP_MPA_IRDORD_LEN)
 		return RPCRDMA_ERR_PROTOCOL;
 	return RPCRDMA_IWARP_MPA_HDR_LEN + rr->pd_len;

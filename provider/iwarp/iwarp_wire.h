@@ -30,12 +30,15 @@
 #define RPCRDMA_IWARP_MPA_KEY_REQ "MPA ID Req Frame"
 #define RPCRDMA_IWARP_MPA_KEY_REP "MPA ID Rep Frame"
 #define RPCRDMA_IWARP_MPA_HDR_LEN 20  /* key + flags/rev/PD_Length */
-/* RFC 5044 §7.1 allows PD_Length up to 512; Linux siw accepts at most 256
- * including the RFC 6581 IRD/ORD block, so that is what we send and take. */
+/* RFC 5044 §7.1.1 allows PD_Length up to 512, and so we take up to 512;
+ * Linux siw accepts at most 256 including the RFC 6581 IRD/ORD block, so
+ * that is the most we send. */
 #define RPCRDMA_IWARP_MPA_MAX_PD 256
+#define RPCRDMA_IWARP_MPA_MAX_PD_RECV 512
 #define RPCRDMA_IWARP_MPA_IRDORD_LEN 4
+/* The largest frame we parse (and so the buffer a frame is read into). */
 #define RPCRDMA_IWARP_MPA_MAX_FRAME \
-	(RPCRDMA_IWARP_MPA_HDR_LEN + RPCRDMA_IWARP_MPA_MAX_PD)
+	(RPCRDMA_IWARP_MPA_HDR_LEN + RPCRDMA_IWARP_MPA_MAX_PD_RECV)
 
 /* Byte 16 of the frame (RFC 5044 §7.1, RFC 6581 §6). */
 #define RPCRDMA_IWARP_MPA_FLAG_M 0x80u  /* markers */
@@ -69,12 +72,13 @@ struct rpcrdma_iwarp_mpa_rr {
 };
 
 /* Builds a frame: header, IRD/ORD block when rr->enhanced, then
- * ulp_pd_len bytes of ulp_pd.  rr->pd_len/ulp_pd are ignored (computed). */
+ * ulp_pd_len bytes of ulp_pd (all of it at most RPCRDMA_IWARP_MPA_MAX_PD).
+ * rr->pd_len/ulp_pd are ignored (computed). */
 int rpcrdma_iwarp_mpa_rr_build(const struct rpcrdma_iwarp_mpa_rr *rr,
 			       const void *ulp_pd, size_t ulp_pd_len,
 			       uint8_t *out, size_t cap);
 /* Parses the 20-byte header only: checks the key (RFC 5044 §7.1.2 rule 5)
- * and that PD_Length <= RPCRDMA_IWARP_MPA_MAX_PD (rule 9).  Returns
+ * and that PD_Length <= RPCRDMA_IWARP_MPA_MAX_PD_RECV (§7.1.1).  Returns
  * RPCRDMA_IWARP_MPA_HDR_LEN + pd_len (the full frame size). */
 int rpcrdma_iwarp_mpa_rr_parse_hdr(const uint8_t *buf, size_t len,
 				   struct rpcrdma_iwarp_mpa_rr *rr);

@@ -139,18 +139,15 @@ static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 	bool recv = seq & RPCRDMA_VERBS_SLOT_RECV;
 	seq &= ~RPCRDMA_VERBS_SLOT_RECV;
 	struct rpcrdma_verbs_ring *r = recv ? &q->rq : &q->sq;
-	const struct rpcrdma_verbs_slot *s = &r->slot[seq & r->mask];
-	/* Only a WR in [tail, head) is outstanding.  siw completes a Read
-	 * that was taken off the send queue but not yet sent twice when
-	 * the stream fails: from the ORQ and as the WQE in progress
-	 * (siw_activate_tx() queues it in the ORQ, siw_qp.c:892, 943-952;
-	 * siw_sq_flush() completes both, siw_qp.c:1197-1225).  A WR
-	 * completes once: drop the second. */
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-	if (((seq - tail) & ~RPCRDMA_VERBS_SLOT_RECV) >=
-	    ((head - tail) & ~RPCRDMA_VERBS_SLOT_RECV))
+	struct rpcrdma_verbs_slot *s = &r->slot[seq & r->mask];
+	/* siw completes a Read that was taken off the send queue but not
+	 * yet sent twice when the stream fails: from the ORQ and as the
+	 * WQE in progress (siw_activate_tx() queues it in the ORQ,
+	 * siw_qp.c:892, 943-952; siw_sq_flush() completes both,
+	 * siw_qp.c:1197-1225).  A WR completes once: drop the second. */
+	if (s->done)
 		return false;
+	s->done = true;
 
 	out->wr_id = s->wr_id;
 	out->status = wc_status(in->status);
@@ -171,10 +168,14 @@ static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 	if (in->status != IBV_WC_SUCCESS && !atomic_load_explicit(
 		    &q->flushing, memory_order_relaxed))
 		atomic_store(&q->flushing, true);
-	/* RC work queues complete in order, so this slot and every earlier
-	 * (unsignalled) one are done. */
-	atomic_store_explicit(&r->tail, (seq + 1) & ~RPCRDMA_VERBS_SLOT_RECV,
-			      memory_order_release);
+	/* This slot and every earlier (unsignalled) one are done; never
+	 * back: on siw an older Read may complete after newer WRs. */
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint32_t next = (seq + 1) & ~RPCRDMA_VERBS_SLOT_RECV;
+	if (((next - tail) & ~RPCRDMA_VERBS_SLOT_RECV) <=
+	    ((head - tail) & ~RPCRDMA_VERBS_SLOT_RECV))
+		atomic_store_explicit(&r->tail, next, memory_order_release);
 	return true;
 }
 

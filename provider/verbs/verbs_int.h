@@ -24,11 +24,14 @@
 struct rpcrdma_verbs_slot {
 	uint64_t wr_id;                 /* the consumer's */
 	enum rpcrdma_wc_opcode opcode;
+	bool done;                      /* its completion was delivered */
 };
 
 /* One work queue's shadow ring.  head is advanced by the poster, tail by
- * the poller of the CQ the queue completes to (RC queues complete in
- * order, so a completion for slot i retires every slot before it). */
+ * the poller of the CQ the queue completes to: a completion for slot i
+ * retires every slot before it (RC queues complete in order, except on
+ * siw, whose RDMA Read completes when its response is in, after later
+ * Writes and Sends: tail only ever moves forward). */
 struct rpcrdma_verbs_ring {
 	struct rpcrdma_verbs_slot *slot;
 	uint32_t mask;

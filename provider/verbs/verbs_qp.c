@@ -363,7 +363,7 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			if (err)
 				break;
 			q->sq.slot[seq & q->sq.mask] =
-				(struct rpcrdma_verbs_slot){ wr->wr_id, op };
+				(struct rpcrdma_verbs_slot){ wr->wr_id, op, false };
 			iw[n].wr_id = (uint64_t)q->uid << 32 | seq;
 			if (n)
 				iw[n - 1].next = &iw[n];
@@ -436,7 +436,8 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 				break;
 			}
 			q->rq.slot[seq & q->rq.mask] =
-				(struct rpcrdma_verbs_slot){ wr->wr_id, RPCRDMA_WC_RECV };
+				(struct rpcrdma_verbs_slot){ wr->wr_id, RPCRDMA_WC_RECV,
+							     false };
 			iw[n] = (struct ibv_recv_wr){
 				.wr_id = (uint64_t)q->uid << 32 | RPCRDMA_VERBS_SLOT_RECV | seq,
 				.sg_list = (struct ibv_sge *)wr->sg_list,

@@ -146,6 +146,7 @@ static void map_status(const struct rpcrdma_reply *rep, struct rpc_err *e)
 		e->re_vers.high = rep->high;
 		break;
 	case RPCRDMA_ERR_PEER_ERR_CHUNK:
+	case RPCRDMA_ERR_PEER_ERR_RESOURCE:
 	case RPCRDMA_ERR_PEER_ERROR:
 		/* The server could not parse our transport header or
 		 * deliver the reply (§4.5.2, §4.5.3). */
@@ -196,14 +197,16 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	struct rpcrdma_iov iov[3];
 	unsigned niov = xdr_gather_iov(&g, iov);
 	size_t ddp_max = b.ddp_result_max;
-	/* Without a binding the reply's size is unknown, so a Reply chunk
-	 * of RPCRDMA_TIRPC_REPLY_MAX goes with the call (RFC 8166 §4.3.3),
-	 * a registration per call.  A procedure with void results (NULL
-	 * pings above all) has a reply of one RPC reply header at most:
-	 * 24 bytes plus a verifier of up to 400 (RFC 5531 §8.2), inline. */
+	/* Without a binding the reply's size is unknown: it may be anything
+	 * up to max_msg, so a Reply chunk that large goes with the call (RFC
+	 * 8166 §4.3.3): the connection's reply region, registered once
+	 * (rpc/reply_region.c).  Nothing is ever resent to get a reply
+	 * through.  A procedure with void results (NULL pings above all)
+	 * has a reply of one RPC reply header at most: 24 bytes plus a
+	 * verifier of up to 400 (RFC 5531 §8.2), inline. */
 	size_t reply_max = b.reply_max ? b.reply_max
 		: xres == (xdrproc_t)xdr_void || !xres ? 512
-		: RPCRDMA_TIRPC_REPLY_MAX;
+		: RPCRDMA_REPLY_ANY;
 	struct rpcrdma_call call = {
 		.proc = (uint32_t)proc,
 		.args = iov,
@@ -390,8 +393,10 @@ RPCRDMA_EXPORT CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog,
 	int rc = rpcrdma_clnt_create(host, (uint32_t)prog, (uint32_t)vers, opts,
 				     &nc);
 	if (rc < 0) {
+		/* A refused connection reads as it does over TCP:
+		 * "Remote system error - Connection refused". */
 		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNHOST : RPC_SYSTEMERROR,
-			     rc);
+			     rc == RPCRDMA_ERR_CONNREFUSED ? ECONNREFUSED : rc);
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, &addr, addrlen);
@@ -407,11 +412,12 @@ RPCRDMA_EXPORT bool_t clnt_rdma_set_ulb(CLIENT *cl,
 	return ulb_set_procs(&cr->ulb, &cr->lock, cr->prog, cr->vers, procs, n);
 }
 
-RPCRDMA_EXPORT bool_t clnt_rdma_stats(CLIENT *cl, struct rpcrdma_stats *s)
+RPCRDMA_EXPORT bool_t clnt_rdma_stats_sized(CLIENT *cl, struct rpcrdma_stats *s,
+					    size_t size)
 {
 	if (!is_rdma(cl) || !s)
 		return FALSE;
-	return rpcrdma_clnt_stats(CR(cl)->c, s) == 0;
+	return rpcrdma_clnt_stats_sized(CR(cl)->c, s, size) == 0;
 }
 
 /* Reverse direction: every call for a registered callback program runs

@@ -519,11 +519,14 @@ RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, NULL, 0);
 }
 
-RPCRDMA_EXPORT bool_t svc_rdma_stats(SVCXPRT *x, struct rpcrdma_stats *st)
+RPCRDMA_EXPORT bool_t svc_rdma_stats_sized(SVCXPRT *x,
+					   struct rpcrdma_stats *st,
+					   size_t size)
 {
 	if (!x || x->xp_ops != &listen_ops || !st)
 		return FALSE;
-	return rpcrdma_svc_stats(((struct svc_rdma *)x->xp_p1)->svc, st) == 0;
+	return rpcrdma_svc_stats_sized(((struct svc_rdma *)x->xp_p1)->svc, st,
+				       size) == 0;
 }
 
 RPCRDMA_EXPORT bool_t svc_rdma_drop(struct svc_req *rq)

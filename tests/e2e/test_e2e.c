@@ -263,6 +263,15 @@ static uint32_t expected_version(void)
 	return v && strcmp(v, "1") == 0 ? 1 : 2;
 }
 
+/* Handler threads of the servers: the library's default (handlers run
+ * on the thread that takes the call), or a pool when the run says so
+ * (E2E_WORKERS=N: e2e_ipv4_pool). */
+static unsigned test_workers(void)
+{
+	const char *w = getenv("E2E_WORKERS");
+	return w ? (unsigned)atoi(w) : 0;
+}
+
 /* opts NULL: the defaults (the environment's versions). */
 static struct rpcrdma_svc *start_server_opts(const char *listen,
 					     const struct rpcrdma_opts *opts)
@@ -273,7 +282,7 @@ static struct rpcrdma_svc *start_server_opts(const char *listen,
 		o = *opts;
 	else
 		rpcrdma_opts_default(&o);
-	o.workers = 4;
+	o.workers = test_workers();
 	/* The server on another provider than the clients (which take
 	 * RPCRDMA_PROVIDER): the siw lab runs the suite with the verbs
 	 * provider on one side and the iwarp provider on the other. */
@@ -744,6 +753,132 @@ static void case_async_chain(struct rpcrdma_clnt *c)
 	printf("sync calls refused on the loop thread: %d\n", busy);
 }
 
+/* Run to completion under contention: on one connection at once, four
+ * threads make synchronous calls (each drives the connection itself or
+ * sleeps while another caller drives it and delivers its call), an
+ * asynchronous chain runs (the loop attends it, racing the drivers for
+ * the CQ), and some calls go to a server handler that calls back into
+ * this client (a reverse call served by whichever thread polls, run
+ * inline there; with the default server the handler itself runs inline
+ * on the server's loop thread).  Every call completes once, with its own
+ * bytes. */
+struct racer {
+	struct rpcrdma_clnt *c;
+	int id;
+	atomic_int bad, calls;
+};
+
+static void *race_sync(void *arg)
+{
+	struct racer *r = arg;
+	uint8_t buf[64];
+	for (int i = 0; i < 150; i++) {
+		struct rpcrdma_reply rep;
+		if (i % 15 == 7) {
+			uint32_t v = (uint32_t)(r->id * 1000 + i);
+			uint8_t a[4];
+			rpcrdma_be32_put(a, v);
+			struct rpcrdma_iov iov = {a, 4, false};
+			struct rpcrdma_call call = {.proc = P_CALLBACK,
+						    .args = &iov, .nargs = 1};
+			int rc = rpcrdma_clnt_call(r->c, &call, &rep);
+			if (rc || rep.len != 8 ||
+			    rpcrdma_be32_get(rep.data) != (v + 1) * 2)
+				atomic_fetch_add(&r->bad, 1);
+		} else {
+			for (size_t j = 0; j < sizeof(buf); j++)
+				buf[j] = pat((uint32_t)(r->id * 1000 + i), j);
+			struct rpcrdma_iov iov = {buf, sizeof(buf), false};
+			struct rpcrdma_call call = {.proc = P_ECHO, .args = &iov,
+						    .nargs = 1};
+			int rc = rpcrdma_clnt_call(r->c, &call, &rep);
+			if (rc || rep.len != sizeof(buf) ||
+			    memcmp(rep.data, buf, sizeof(buf)))
+				atomic_fetch_add(&r->bad, 1);
+		}
+		rpcrdma_reply_free(&rep);
+		atomic_fetch_add(&r->calls, 1);
+	}
+	return NULL;
+}
+
+static void case_drive_race(struct rpcrdma_clnt *c)
+{
+	static struct chain ch;
+	ch.c = c;
+	atomic_init(&ch.left, 400);
+	atomic_init(&ch.done, 0);
+	atomic_init(&ch.busy, 0);
+	atomic_init(&ch.errors, 0);
+	int cb0 = atomic_load(&cb_calls);
+	struct rpcrdma_call null = {.proc = 0};
+	CHECK_EQ(rpcrdma_clnt_call_async(c, &null, chain_cb, &ch), 0);
+	pthread_t t[4];
+	struct racer r[4];
+	for (int i = 0; i < 4; i++) {
+		r[i].c = c;
+		r[i].id = i;
+		atomic_init(&r[i].bad, 0);
+		atomic_init(&r[i].calls, 0);
+		pthread_create(&t[i], NULL, race_sync, &r[i]);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ(atomic_load(&r[i].bad), 0);
+		CHECK_EQ(atomic_load(&r[i].calls), 150);
+	}
+	for (int k = 0; k < 1000 && !atomic_load(&ch.done); k++)
+		usleep(10000);
+	CHECK_EQ(atomic_load(&ch.done), 1);
+	CHECK_EQ(atomic_load(&ch.errors), 0);
+	CHECK_EQ(atomic_load(&cb_calls) - cb0, 4 * 10);
+}
+
+/* A client destroyed while a synchronous caller of it is asleep on its
+ * CQ, driving it: the caller returns CANCELLED, once, and nothing of the
+ * connection is touched after it is freed (ASan). */
+struct poller {
+	struct rpcrdma_clnt *c;
+	atomic_int status, done;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	uint8_t args[4];
+	rpcrdma_be32_put(args, 300);
+	struct rpcrdma_iov iov = {args, 4, false};
+	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1};
+	struct rpcrdma_reply rep;
+	atomic_store(&p->status, rpcrdma_clnt_call(p->c, &call, &rep));
+	rpcrdma_reply_free(&rep);
+	atomic_fetch_add(&p->done, 1);
+	return NULL;
+}
+
+static void case_destroy_while_polling(void)
+{
+	struct rpcrdma_clnt *c = connect_client(PROG, 1);
+	if (!c)
+		return;
+	struct poller p;
+	p.c = c;
+	atomic_init(&p.status, 1);
+	atomic_init(&p.done, 0);
+	int before = atomic_load(&sleepers);
+	pthread_t t;
+	pthread_create(&t, NULL, poller_main, &p);
+	for (int i = 0; i < 5000 && atomic_load(&sleepers) == before; i++)
+		usleep(1000);
+	CHECK(atomic_load(&sleepers) > before);
+	usleep(20000); /* the caller is asleep on the CQ by now */
+	rpcrdma_clnt_destroy(c);
+	pthread_join(t, NULL);
+	CHECK_EQ(atomic_load(&p.done), 1);
+	CHECK_EQ(atomic_load(&p.status), RPCRDMA_ERR_CANCELLED);
+	usleep(350000); /* the handler ends; its reply meets no connection */
+}
+
 static void case_errors(struct rpcrdma_clnt *c)
 {
 	struct rpcrdma_reply rep;
@@ -926,7 +1061,8 @@ static void case_destroy_outstanding(void)
 }
 
 /* A second server destroyed while a handler runs: the client's call
- * fails once with DISCONNECTED; destroy waits for the handler. */
+ * completes once (DISCONNECTED with a worker pool, its reply with the
+ * handler on the loop thread); destroy waits for the handler. */
 static void case_svc_destroy_midcall(void)
 {
 	char listen[96];
@@ -958,7 +1094,11 @@ static void case_svc_destroy_midcall(void)
 		for (int i = 0; i < 200 && !atomic_load(&cancel_cbs); i++)
 			usleep(10000);
 		CHECK_EQ(atomic_load(&cancel_cbs), 1);
-		CHECK_EQ(atomic_load(&cancel_status), RPCRDMA_ERR_DISCONNECTED);
+		/* A pool's handler outlives the disconnect, so its reply
+		 * finds the connection gone; a handler on the loop thread
+		 * holds destroy up until its reply is out. */
+		CHECK_EQ(atomic_load(&cancel_status),
+			 test_workers() ? RPCRDMA_ERR_DISCONNECTED : 0);
 		rpcrdma_clnt_destroy(c);
 		CHECK_EQ(atomic_load(&cancel_cbs), 1);
 	}
@@ -1535,7 +1675,9 @@ static int run_all(void)
 	RUN("auth_sys", case_auth(c));
 	RUN("reverse_direction", case_reverse(c));
 	RUN("timeout", case_timeout(c));
+	RUN("drive_race", case_drive_race(c));
 	RUN("destroy_outstanding", case_destroy_outstanding());
+	RUN("destroy_while_polling", case_destroy_while_polling());
 	RUN("svc_destroy_midcall", case_svc_destroy_midcall());
 	RUN("versions", case_versions());
 	RUN("null_rate", null_rate(c));

@@ -9,7 +9,10 @@
 #    tests/interop/v2_capture_check.py checks the v2 rules on the wire:
 #    CONNPROP exchange (§5.3.4, §7), F_RESPONSE = msg_type (§3.2),
 #    rdma_inv_handle names one of the call's handles (§3.3), Read list,
-#    Write list, Reply chunk and RDMA2_NOMSG all present, a reverse call.
+#    Write list, Reply chunk and RDMA2_NOMSG all present, a reverse call;
+#  - tshark again, with the v2 dissector we ship (rpcrdma2.lua), must
+#    decode every message of the capture to rpcrdma-dump's values, with
+#    no malformed frame (wireshark_v2_check.py).
 # Exit 77 (skip) without tshark or python3.
 set -u
 unset RPCRDMA_VERSIONS
@@ -31,5 +34,7 @@ echo "v2 capture: tshark: $frames frames, $ddp DDP/RDMAP, malformed $malformed, 
 "$build/tools/rpcrdma-dump" --json "$pcap" >"$work/dump.json" ||
 	bad "rpcrdma-dump reported errors"
 python3 "$here/tests/interop/v2_capture_check.py" "$work/dump.json" || fail=1
+python3 "$here/tests/interop/wireshark_v2_check.py" --lua "$here/tools/wireshark/rpcrdma2.lua" \
+	--dump "$build/tools/rpcrdma-dump" "$pcap" || fail=1
 [ $fail -eq 0 ] && echo "v2 capture: PASS"
 exit $fail

@@ -4,7 +4,8 @@
  * against an independent decoder (tshark) and for rpcrdma-dump's capture
  * reader.
  *
- *   mkpcap [--rev 1|2] [--stress] [--reorder] [--pcapng] OUT.pcap EXPECTED.json
+ *   mkpcap [--rev 1|2] [--stress] [--reorder] [--split] [--pcapng]
+ *          [--v2 | --v2-violations] OUT.pcap EXPECTED.json
  *
  * The conversation (client 127.0.0.1:40001, server 127.0.0.1:20049):
  *   TCP three-way handshake;
@@ -23,10 +24,21 @@
  * several FPDUs share one TCP segment and one FPDU straddles two.
  * --reorder (implies --stress) also sends TCP segments out of order and
  * retransmits one, as a capture of a lossy link shows them.
+ * --split sends only the last Send as three DDP segments, each FPDU in a
+ * TCP segment of its own (every other message as without options).
  *
  * EXPECTED.json records, for each message, the values we asked the
  * encoders to write (not what any decoder says), the frame number that
  * carries it (the frame with its last byte) and its bytes in hex.
+ *
+ * --v2: the messages are RPC-over-RDMA version 2 instead
+ * (draft-cel-nfsv4-rpcrdma-version-two-09, rpcrdma_v2_encode), one of
+ * every header type: RDMA2_CONNPROP both ways (known, defaulted and
+ * unknown properties), RDMA2_MSG and RDMA2_NOMSG with every chunk list
+ * and rdma_inv_handle, calls and replies in both directions, and
+ * RDMA2_ERROR with each error code's body and an unknown code.  For these
+ * EXPECTED.json holds the prefix values only; the Wireshark dissector
+ * test (wireshark_v2_check.py) compares against rpcrdma-dump.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -39,6 +51,7 @@
 #include "wire/cm_private_data.h"
 #include "wire/rpc_msg.h"
 #include "wire/rpcrdma_v1.h"
+#include "wire/rpcrdma_v2.h"
 
 /* The RPC program in the calls.  tshark's RPC dissector, reached from
  * rpcordma, turns a call to a program it has no dissector for into
@@ -249,6 +262,8 @@ struct msg {
 	uint8_t bytes[2048];
 	size_t len;
 	struct rpcrdma_v1_hdr h;
+	bool v2;                   /* encoded from h2 instead of h */
+	struct rpcrdma_v2_hdr h2;
 	bool has_rpc;
 	struct rpcrdma_rpc_msg rpc;
 	struct rpcrdma_authsys_parms sys;
@@ -312,9 +327,10 @@ static void set_reply(struct msg *m, uint32_t xid)
 /* Encode transport header + RPC header + args_len bytes of arguments. */
 static void encode(struct msg *m)
 {
-	int n = rpcrdma_v1_encode(m->bytes, sizeof m->bytes, &m->h);
+	int n = m->v2 ? rpcrdma_v2_encode(m->bytes, sizeof m->bytes, &m->h2)
+		      : rpcrdma_v1_encode(m->bytes, sizeof m->bytes, &m->h);
 	if (n < 0)
-		die("rpcrdma_v1_encode", n);
+		die(m->v2 ? "rpcrdma_v2_encode" : "rpcrdma_v1_encode", n);
 	m->len = (size_t)n;
 	if (!m->has_rpc)
 		return;
@@ -460,6 +476,229 @@ static size_t build_messages(struct msg *ms)
 	return k;
 }
 
+/* A v2 header with the prefix filled in (§3.2). */
+static struct rpcrdma_v2_hdr *v2_msg(struct msg *m, bool from_client,
+				     uint32_t xid, uint32_t htype, bool response)
+{
+	m->v2 = true;
+	m->from_client = from_client;
+	rpcrdma_v2_hdr_init(&m->h2);
+	m->h2.xid = xid;
+	m->h2.vers = 2;
+	m->h2.credit = from_client ? 32 : 31;
+	m->h2.htype = htype;
+	m->h2.flags = response ? RPCRDMA_V2_F_RESPONSE : 0;
+	return &m->h2;
+}
+
+static void v2_prop(struct rpcrdma_v2_hdr *h, uint32_t id, bool has_value,
+		    uint32_t value, const uint8_t *data, uint32_t len)
+{
+	struct rpcrdma_v2_prop *p = &h->props[h->nprops++];
+	p->propid = id;
+	p->has_value = has_value;
+	p->value = value;
+	p->data = data;
+	p->len = len;
+}
+
+/* One RDMA2_ERROR from the server per error code, with its body (§5.3.3),
+ * then one with a code the draft does not define (void body). */
+static size_t v2_errors(struct msg *ms, size_t k)
+{
+	static const struct rpcrdma_v2_error errs[] = {
+		{ .code = RPCRDMA_V2_ERR_VERS, .vers_low = 2, .vers_high = 2 },
+		{ .code = RPCRDMA_V2_ERR_BAD_XDR },
+		{ .code = RPCRDMA_V2_ERR_INVAL_HTYPE },
+		{ .code = RPCRDMA_V2_ERR_READ_CHUNKS, .max_chunks = 4 },
+		{ .code = RPCRDMA_V2_ERR_WRITE_CHUNKS, .max_chunks = 2 },
+		{ .code = RPCRDMA_V2_ERR_SEGMENTS, .max_segments = 8 },
+		{ .code = RPCRDMA_V2_ERR_WRITE_RESOURCE, .chunk_index = 1,
+		  .length_needed = 65536 },
+		{ .code = RPCRDMA_V2_ERR_REPLY_RESOURCE, .length_needed = 300000 },
+		{ .code = RPCRDMA_V2_ERR_SYSTEM },
+		{ .code = 77 },
+	};
+	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+		struct msg *m = &ms[k++];
+		struct rpcrdma_v2_hdr *h = v2_msg(m, false, 0x2b3c4d10 + (uint32_t)i,
+						  RPCRDMA_V2_ERROR, true);
+		h->error = errs[i];
+		encode(m);
+	}
+	return k;
+}
+
+static size_t build_messages_v2(struct msg *ms)
+{
+	static const uint8_t unknown_prop[6] = { 'r', 'p', 'c', 'v', '2', '!' };
+	size_t k = 0;
+	struct msg *m;
+	struct rpcrdma_v2_hdr *h;
+	int rpc_hdr;
+
+	/* 1. The client's RDMA2_CONNPROP (§5.3.4, §7): RBSIZ and BRS with
+	 * values and a property the draft does not define. */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x2b3c4d01, RPCRDMA_V2_CONNPROP, false);
+	v2_prop(h, RPCRDMA_V2_PROPID_RBSIZ, true, 8192, NULL, 0);
+	v2_prop(h, RPCRDMA_V2_PROPID_BRS, true, RPCRDMA_V2_RVREQSUP_GENL, NULL, 0);
+	v2_prop(h, 0x4242, false, 0, unknown_prop, sizeof unknown_prop);
+	encode(m);
+
+	/* 2. The server's answer: RBSIZ with empty rdma_data (the default,
+	 * §4.1) and BRS INLINE. */
+	m = &ms[k++];
+	h = v2_msg(m, false, 0x2b3c4d01, RPCRDMA_V2_CONNPROP, true);
+	v2_prop(h, RPCRDMA_V2_PROPID_RBSIZ, false, 0, NULL, 0);
+	v2_prop(h, RPCRDMA_V2_PROPID_BRS, true, RPCRDMA_V2_RVREQSUP_INLINE, NULL, 0);
+	encode(m);
+
+	/* 3. A call with all three lists: a Read chunk of two segments, a
+	 * Write chunk of two, a Reply chunk, rdma_inv_handle naming the
+	 * Write chunk's first handle (§3.3). */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x2b3c4d02, RPCRDMA_V2_MSG, false);
+	set_call(m, h->xid, TEST_PROC_BASE + 1);
+	m->args_len = 16;
+	rpc_hdr = rpcrdma_rpc_msg_size(&m->rpc);
+	if (rpc_hdr < 0)
+		die("rpcrdma_rpc_msg_size", rpc_hdr);
+	h->chunks.nreads = 2;
+	h->chunks.reads[0].position = (uint32_t)rpc_hdr + 8;
+	h->chunks.reads[0].target = seg(0x00040001, 8192, 0x00007f1500001000ull);
+	h->chunks.reads[1].position = (uint32_t)rpc_hdr + 8;
+	h->chunks.reads[1].target = seg(0x00040002, 100, 0x00007f1500003000ull);
+	h->chunks.nwrites = 1;
+	h->chunks.writes[0].nsegs = 2;
+	h->chunks.writes[0].segs[0] = seg(0x00040101, 65536, 0x00007f1600000000ull);
+	h->chunks.writes[0].segs[1] = seg(0x00040102, 4096, 0x00007f1600010000ull);
+	h->chunks.has_reply = true;
+	h->chunks.reply.nsegs = 1;
+	h->chunks.reply.segs[0] = seg(0x00040201, 2048, 0x00007f1700000000ull);
+	h->inv_handle = 0x00040101;
+	encode(m);
+
+	/* 4. Its reply: F_RESPONSE, the Write chunk with the length written. */
+	m = &ms[k++];
+	h = v2_msg(m, false, 0x2b3c4d02, RPCRDMA_V2_MSG, true);
+	set_reply(m, h->xid);
+	m->args_len = 8;
+	h->chunks.nwrites = 1;
+	h->chunks.writes[0].nsegs = 1;
+	h->chunks.writes[0].segs[0] = seg(0x00040101, 30000, 0x00007f1600000000ull);
+	encode(m);
+
+	/* 5. A Long Call: RDMA2_NOMSG, position-zero Read chunk of two
+	 * segments, a Reply chunk of two (§5.3.2). */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x2b3c4d03, RPCRDMA_V2_NOMSG, false);
+	h->chunks.nreads = 2;
+	h->chunks.reads[0].position = 0;
+	h->chunks.reads[0].target = seg(0x00050001, 4096, 0x00007f1800000000ull);
+	h->chunks.reads[1].position = 0;
+	h->chunks.reads[1].target = seg(0x00050002, 904, 0x00007f1800001000ull);
+	h->chunks.has_reply = true;
+	h->chunks.reply.nsegs = 2;
+	h->chunks.reply.segs[0] = seg(0x00050101, 8192, 0x00007f1900000000ull);
+	h->chunks.reply.segs[1] = seg(0x00050102, 8192, 0x00007f1900002000ull);
+	h->inv_handle = 0x00050101;
+	encode(m);
+
+	/* 6. The Long Reply: RDMA2_NOMSG, F_RESPONSE, Reply chunk used. */
+	m = &ms[k++];
+	h = v2_msg(m, false, 0x2b3c4d03, RPCRDMA_V2_NOMSG, true);
+	h->chunks.has_reply = true;
+	h->chunks.reply.nsegs = 1;
+	h->chunks.reply.segs[0] = seg(0x00050101, 6000, 0x00007f1900000000ull);
+	encode(m);
+
+	/* 7-16. RDMA2_ERROR, every code. */
+	k = v2_errors(ms, k);
+
+	/* 17. A reverse-direction call from the server (RFC 8167 in v2:
+	 * F_RESPONSE clear, §3.2) and 18. the client's reply. */
+	m = &ms[k++];
+	h = v2_msg(m, false, 0x7a000001, RPCRDMA_V2_MSG, false);
+	set_call(m, h->xid, TEST_PROC_BASE + 7);
+	m->args_len = 12;
+	encode(m);
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x7a000001, RPCRDMA_V2_MSG, true);
+	set_reply(m, h->xid);
+	m->args_len = 4;
+	encode(m);
+
+	/* 19. A larger call, no chunks: the one split into three DDP
+	 * segments under --stress. */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x2b3c4d04, RPCRDMA_V2_MSG, false);
+	set_call(m, h->xid, TEST_PROC_BASE + 4);
+	m->args_len = 600;
+	encode(m);
+	return k;
+}
+
+/* --v2-violations: v2 headers that break one rule each, for the
+ * Wireshark dissector's checks (wireshark_v2_synthetic.sh names the
+ * expert info each must raise).  Encoded right, then patched. */
+static size_t build_violations_v2(struct msg *ms)
+{
+	size_t k = 0;
+	struct msg *m;
+	struct rpcrdma_v2_hdr *h;
+
+	/* 1. A reserved flag bit set (§3.2). */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x3c000001, RPCRDMA_V2_MSG, false);
+	set_call(m, h->xid, TEST_PROC_BASE + 1);
+	encode(m);
+	put32be(m->bytes + 16, 0x00000002);
+
+	/* 2. RDMA2_ERROR without F_RESPONSE (§3.2). */
+	m = &ms[k++];
+	h = v2_msg(m, false, 0x3c000002, RPCRDMA_V2_ERROR, true);
+	h->error.code = RPCRDMA_V2_ERR_SYSTEM;
+	encode(m);
+	put32be(m->bytes + 16, 0);
+
+	/* 3. RDMA2_NOMSG with no chunk at all (§5.3.2): an RDMA2_MSG header
+	 * without RPC message, retyped. */
+	m = &ms[k++];
+	v2_msg(m, true, 0x3c000003, RPCRDMA_V2_MSG, false);
+	encode(m);
+	put32be(m->bytes + 12, RPCRDMA_V2_NOMSG);
+
+	/* 4. A call whose rdma_inv_handle is none of its handles (§3.3). */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x3c000004, RPCRDMA_V2_NOMSG, false);
+	h->chunks.has_reply = true;
+	h->chunks.reply.nsegs = 1;
+	h->chunks.reply.segs[0] = seg(0x00060001, 4096, 0x00007f2000000000ull);
+	h->inv_handle = 0x00069999;
+	encode(m);
+
+	/* 5. RDMA2_PROPID_RBSIZ with two bytes of data (§4.1): an unknown
+	 * property of two bytes, renumbered. */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x3c000005, RPCRDMA_V2_CONNPROP, false);
+	static const uint8_t two[2] = { 0x10, 0x00 };
+	v2_prop(h, 0x4242, false, 0, two, sizeof two);
+	encode(m);
+	put32be(m->bytes + 24, RPCRDMA_V2_PROPID_RBSIZ);
+
+	/* 6. A header cut inside its Write list, in a last DDP segment. */
+	m = &ms[k++];
+	h = v2_msg(m, true, 0x3c000006, RPCRDMA_V2_NOMSG, false);
+	h->chunks.nwrites = 1;
+	h->chunks.writes[0].nsegs = 2;
+	h->chunks.writes[0].segs[0] = seg(0x00070001, 4096, 0x00007f2100000000ull);
+	h->chunks.writes[0].segs[1] = seg(0x00070002, 4096, 0x00007f2100001000ull);
+	encode(m);
+	m->len -= 20;
+	return k;
+}
+
 /* ------------------------------------------------------------------ */
 /* Expected values                                                     */
 
@@ -493,6 +732,13 @@ static void json_msg(FILE *f, const struct msg *m)
 		fprintf(f, "%s{\"mo\":%" PRIu32 ",\"len\":%zu,\"last\":%s}",
 			i ? "," : "", m->ddp[i].mo, m->ddp[i].len,
 			m->ddp[i].last ? "true" : "false");
+	if (m->v2) {
+		fprintf(f, "],\"expect\":{\"rdma_xid\":%" PRIu32 ",\"rdma_vers\":%"
+			   PRIu32 ",\"rdma_credit\":%" PRIu32 ",\"rdma_htype\":%" PRIu32
+			   ",\"rdma_flags\":%" PRIu32 "}}", m->h2.xid, m->h2.vers,
+			m->h2.credit, m->h2.htype, m->h2.flags);
+		return;
+	}
 	fprintf(f, "],\"expect\":{\"rdma_xid\":%" PRIu32 ",\"rdma_vers\":%" PRIu32
 		   ",\"rdma_credit\":%" PRIu32 ",\"rdma_proc\":%" PRIu32,
 		h->xid, h->vers, h->credit, h->proc);
@@ -612,7 +858,8 @@ static size_t send_fpdu(uint32_t msn, uint32_t mo, bool last,
 int main(int argc, char **argv)
 {
 	int rev = 1;
-	bool stress = false, ng = false, reorder = false;
+	bool stress = false, ng = false, reorder = false, v2 = false, split = false;
+	bool violations = false;
 	const char *out_path = NULL, *exp_path = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--rev") == 0 && i + 1 < argc)
@@ -623,6 +870,12 @@ int main(int argc, char **argv)
 			stress = reorder = true;
 		else if (strcmp(argv[i], "--pcapng") == 0)
 			ng = true;
+		else if (strcmp(argv[i], "--v2") == 0)
+			v2 = true;
+		else if (strcmp(argv[i], "--split") == 0)
+			split = true;
+		else if (strcmp(argv[i], "--v2-violations") == 0)
+			violations = true;
 		else if (!out_path)
 			out_path = argv[i];
 		else if (!exp_path)
@@ -631,7 +884,8 @@ int main(int argc, char **argv)
 			out_path = NULL, i = argc;
 	}
 	if (!out_path || !exp_path || (rev != 1 && rev != 2)) {
-		fprintf(stderr, "usage: mkpcap [--rev 1|2] [--stress] [--reorder] [--pcapng] OUT.pcap EXPECTED.json\n");
+		fprintf(stderr, "usage: mkpcap [--rev 1|2] [--stress] [--reorder] [--split] "
+			"[--pcapng] [--v2 | --v2-violations] OUT.pcap EXPECTED.json\n");
 		return 2;
 	}
 	FILE *f = fopen(out_path, "wb");
@@ -640,8 +894,9 @@ int main(int argc, char **argv)
 		perror("mkpcap: fopen");
 		return 2;
 	}
-	static struct msg ms[16];
-	size_t nmsg = build_messages(ms);
+	static struct msg ms[24];
+	size_t nmsg = violations ? build_violations_v2(ms) :
+		      v2 ? build_messages_v2(ms) : build_messages(ms);
 
 	struct cap cap;
 	cap_open(&cap, f, ng);
@@ -671,6 +926,22 @@ int main(int argc, char **argv)
 		struct msg *m = &ms[i];
 		int dir = m->from_client ? 0 : 1;
 		m->msn = m->from_client ? msn_c++ : msn_s++;
+		if (split && !stress && i == nmsg - 1) {
+			size_t third = (m->len / 3) & ~(size_t)3;
+			size_t cuts[4] = {0, third, 2 * third, m->len};
+			for (int s = 0; s < 3; s++) {
+				n = send_fpdu(m->msn, (uint32_t)cuts[s], s == 2,
+					      m->bytes + cuts[s], cuts[s + 1] - cuts[s],
+					      buf, sizeof buf);
+				m->ddp[s].mo = (uint32_t)cuts[s];
+				m->ddp[s].len = cuts[s + 1] - cuts[s];
+				m->ddp[s].last = s == 2;
+				tcp_send(&k, m->from_client, TCP_PSH | TCP_ACK, buf, n);
+			}
+			m->nddp = 3;
+			m->frame = cap.frames;
+			continue;
+		}
 		if (!stress) {
 			n = send_fpdu(m->msn, 0, true, m->bytes, m->len, buf,
 				      sizeof buf);

@@ -86,8 +86,8 @@ struct tp_cm_ev {
 	struct rpcrdma_cm_id *id;
 	struct rpcrdma_cm_id *listen_id;
 	int status;
-	uint8_t private_data[256];
-	uint8_t private_data_len;
+	uint8_t private_data[512];
+	uint16_t private_data_len;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 };

@@ -228,7 +228,8 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 		s->last_send_len = n;
 		s->last_send_op = sw->opcode;
 		s->last_inv_rkey = sw->invalidate_rkey;
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_SEND, 0, 0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_SEND, 0, 0, 0);
 		if (f->drop_sends)
 			return;
 		if (!o->pc) {
@@ -276,8 +277,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			return;
 		}
 		memcpy(dst, src, len);
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_WRITE, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_WRITE, 0,
+			       0, 0);
 		return;
 	}
 	case RPCRDMA_WR_RDMA_READ: {
@@ -294,8 +296,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			return;
 		}
 		memcpy(dst, src, len);
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_READ, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_READ, 0,
+			       0, 0);
 		return;
 	}
 	case RPCRDMA_WR_LOCAL_INV: {
@@ -307,8 +310,9 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 			f->violations++;
 		else
 			r->rvalid = false;
-		cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_LOCAL_INV, 0,
-		       0, 0);
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_LOCAL_INV, 0,
+			       0, 0);
 		return;
 	}
 	default:
@@ -404,6 +408,23 @@ static inline int side_create(struct side *s, const struct rpcrdma_engine_config
 		.release = fake_release,
 	};
 	return rpcrdma_engine_create(cfg, &ops, &s->e);
+}
+
+/* One engine alone on a fresh fake (*f allocated on first use), created
+ * with cfg and connected with the peer's private data pd[0..len) (NULL:
+ * none) and an ORD of 4.  Returns what create / established returned. */
+static inline int fake_single(struct fake **f, struct side *s,
+			      const struct rpcrdma_engine_config *cfg,
+			      const void *pd, size_t len, uint64_t now)
+{
+	if (!*f)
+		*f = calloc(1, sizeof **f);
+	if (!*f)
+		return RPCRDMA_ERR_NOMEM;
+	memset(*f, 0, sizeof **f);
+	side_init(s, *f, 0);
+	int rc = side_create(s, cfg);
+	return rc ? rc : rpcrdma_engine_established(s->e, pd, len, 4, now);
 }
 
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,

@@ -40,7 +40,9 @@ static void drain(void)
 			       w.send.sg_list[i].length);
 			s->len += w.send.sg_list[i].length;
 		}
-		/* complete it at once */
+		/* complete it at once (a provider reports signalled ones) */
+		if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
+			continue;
 		struct rpcrdma_wc wc = {0};
 		wc.wr_id = w.send.wr_id;
 		wc.status = RPCRDMA_WC_SUCCESS;

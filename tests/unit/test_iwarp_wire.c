@@ -178,13 +178,19 @@ static void test_mpa_malformed(void)
 	f[3] = 'X';
 	CHECK_EQ(rpcrdma_iwarp_mpa_rr_parse(f, 20, &p), RPCRDMA_ERR_PROTOCOL);
 	f[3] = ' ';
-	/* PD_Length over our 256-byte limit (rule 9). */
+	/* PD_Length over RFC 5044's 512 (§7.1.1: MUST close). */
 	f[17] = 2;
-	f[18] = 0x01;
+	f[18] = 0x02;
 	f[19] = 0x01;
 	CHECK_EQ(rpcrdma_iwarp_mpa_rr_parse(f, sizeof(f), &p), RPCRDMA_ERR_PROTOCOL);
-	/* Exactly 256 is fine. */
+	/* Exactly 512 is fine, and 257 (over what we send). */
+	f[18] = 0x02;
+	f[19] = 0x00;
+	CHECK_EQ(rpcrdma_iwarp_mpa_rr_parse(f, sizeof(f), &p), 532);
+	CHECK_EQ(p.ulp_pd_len, 512);
 	f[18] = 0x01;
+	f[19] = 0x01;
+	CHECK_EQ(rpcrdma_iwarp_mpa_rr_parse(f, sizeof(f), &p), 277);
 	f[19] = 0x00;
 	CHECK_EQ(rpcrdma_iwarp_mpa_rr_parse(f, sizeof(f), &p), 276);
 	/* Enhanced but shorter than the IRD/ORD block. */

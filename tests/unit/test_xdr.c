@@ -19,8 +19,9 @@ static void test_u32_u64(void)
 	CHECK_MEM(buf, want, 12);
 
 	struct rpcrdma_xdr_dec d;
-	uint32_t a;
-	uint64_t b;
+	/* Initialised: a failed CHECK_EQ goes on to read them. */
+	uint32_t a = 0;
+	uint64_t b = 0;
 	rpcrdma_xdr_dec_init(&d, buf, sizeof buf);
 	CHECK_EQ(rpcrdma_xdr_get_u32(&d, &a), 0);
 	CHECK_EQ(a, 0x01020304);

@@ -1,0 +1,51 @@
+/*
+ * The Responder's time-out on its RDMA operations.
+ *
+ * A Requester that never answers our RDMA Read (or whose end stops taking
+ * our RDMA Writes and Send) would hold the call, its credit, its receive
+ * buffer and its registrations for as long as the connection lives.  RFC
+ * 8166 gives the Responder no message to abandon one call (§4.5.3: RDMA
+ * errors are connection errors; §4.5.5: recovery is by reconnection), so
+ * a call whose RDMA operations outlive rdma_timeout_ms closes the
+ * connection; conn_lost() then frees everything.  Other connections are
+ * other engines and see nothing of it.
+ *
+ * Time comes only from tick(): a slot's deadline is set at the first tick
+ * that sees it reading or sending, and set again whenever it moves from
+ * one of those states to the other.
+ */
+#include "engine/engine_internal.h"
+
+/* RDMA Reads outstanding, or a reply's RDMA Writes and the signalled
+ * Send behind them (send_queue.c): operations the peer's end must take
+ * part in.  A Send left unsignalled completes only with a later request,
+ * so its slot waiting says nothing about the peer. */
+static bool timed(const struct rs *s)
+{
+	return s->state == RS_READING ||
+	       (s->state == RS_SENDING && s->send_waited);
+}
+
+bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
+{
+	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked)
+		return false;
+	for (uint32_t i = 0; i < e->nrs; i++) {
+		struct rs *s = &e->rs[i];
+		if (!timed(s) || s->epoch != e->epoch) {
+			s->rdma_deadline = 0;
+			continue;
+		}
+		if (!s->rdma_deadline || s->rdma_timed != s->state) {
+			s->rdma_timed = s->state;
+			s->rdma_deadline = now + e->cfg.rdma_timeout_ms;
+			continue;
+		}
+		if (now >= s->rdma_deadline) {
+			e->ctr.rdma_timeouts++;
+			rpcrdma_ask_close(e, RPCRDMA_ERR_TIMEOUT);
+			return true;
+		}
+	}
+	return false;
+}

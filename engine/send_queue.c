@@ -1,0 +1,115 @@
+/*
+ * The send queue: which work requests are signalled, and what a
+ * completion says about the ones that were not.
+ *
+ * A completion costs the consumer a poll and, when it sleeps, a wake-up,
+ * so only the work requests whose completion the engine waits for are
+ * signalled: RDMA Reads (their data), LOCAL_INVs (the memory they fence,
+ * RFC 8166 §4.4.1), and a reply's Send when the upper layer's memory is
+ * read by its RDMA Writes (REPLY_SENT must wait for it).  A call's Send is
+ * not: the reply to it proves the Responder received it (xprtrdma signals
+ * one Send in a batch the same way).  One work request in every
+ * `signal_every` is signalled anyway, so that entries come back.
+ *
+ * A reliable connection executes its send queue in posting order, so a
+ * signalled completion also completes every unsignalled request before
+ * it: the engine records every send-queue request it hands out, in
+ * order, and returns their send-queue entries (and a responder Send's
+ * slot) when a signalled one after them completes.  Hardware reports
+ * completions in posting order too; the iwarp provider reports an RDMA
+ * Read when its response has arrived, after Sends posted behind it, so a
+ * signalled request still outstanding before the one completing stays
+ * recorded until its own completion.
+ */
+#include <stdlib.h>
+
+#include "engine/engine_internal.h"
+
+int rpcrdma_sq_create(struct rpcrdma_engine *e)
+{
+	e->sqe_cap = e->cfg.sq_depth + 1;
+	e->sqe = calloc(e->sqe_cap, sizeof *e->sqe);
+	if (!e->sqe)
+		return RPCRDMA_ERR_NOMEM;
+	/* At most signal_every - 1 unsignalled requests wait behind the last
+	 * signalled one: well inside the send queue, and inside the spare
+	 * responder slots (twice the grant, engine.c) that unsignalled reply
+	 * Sends keep busy until then. */
+	uint32_t n = e->cfg.sq_depth / 4;
+	if (n > e->cfg.credits / 2)
+		n = e->cfg.credits / 2;
+	if (n > 16)
+		n = 16;
+	e->signal_every = n ? n : 1;
+	return 0;
+}
+
+void rpcrdma_sq_destroy(struct rpcrdma_engine *e)
+{
+	free(e->sqe);
+	e->sqe = NULL;
+}
+
+void rpcrdma_sq_reset(struct rpcrdma_engine *e)
+{
+	e->sqe_head = e->sqe_count = 0;
+	e->unsignaled = 0;
+}
+
+void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w)
+{
+	bool need = (w->send_flags & RPCRDMA_SEND_SIGNALED) != 0;
+	if (!need && ++e->unsignaled >= e->signal_every)
+		w->send_flags |= RPCRDMA_SEND_SIGNALED;
+	if (w->send_flags & RPCRDMA_SEND_SIGNALED)
+		e->unsignaled = 0;
+	if (e->sqe_count == e->sqe_cap) {
+		/* More outstanding than sq_avail allows: cannot happen. */
+		rpcrdma_ask_close(e, RPCRDMA_ERR_OVERFLOW);
+		return;
+	}
+	struct sq_ent *s = &e->sqe[(e->sqe_head + e->sqe_count++) % e->sqe_cap];
+	s->wr_id = w->wr_id;
+	s->signaled = (w->send_flags & RPCRDMA_SEND_SIGNALED) != 0;
+	s->done = false;
+}
+
+/* An unsignalled request is done: its entry comes back, and a reply's
+ * Send frees its slot. */
+static void implicit(struct rpcrdma_engine *e, uint64_t wr_id)
+{
+	enum wr_kind kind = (enum wr_kind)((wr_id >> 40) & 0xff);
+	enum wr_op op = (enum wr_op)((wr_id >> 32) & 0xff);
+	uint32_t idx = (uint32_t)wr_id;
+
+	e->sq_avail++;
+	if (kind == WRK_RS && op == WRO_SEND && idx < e->nrs)
+		rpcrdma_rs_wc(e, &e->rs[idx], op, NULL);
+}
+
+bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id)
+{
+	bool found = false;
+	for (uint32_t i = 0; i < e->sqe_count && !found; i++) {
+		struct sq_ent *s = &e->sqe[(e->sqe_head + i) % e->sqe_cap];
+		if (s->done)
+			continue;
+		if (!s->signaled)
+			implicit(e, s->wr_id);
+		else if (s->wr_id == wr_id)
+			found = true;
+		else
+			continue; /* an earlier RDMA Read, still outstanding */
+		s->done = true;
+	}
+	while (e->sqe_count && e->sqe[e->sqe_head].done) {
+		e->sqe_head = (e->sqe_head + 1) % e->sqe_cap;
+		e->sqe_count--;
+	}
+	if (!found) {
+		/* A completion of nothing outstanding: the provider broke
+		 * the reliable connection's semantics. */
+		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
+	}
+	return found;
+}

@@ -1,0 +1,94 @@
+/*
+ * A hand-made iWARP peer for tests: plain blocking TCP plus the MPA
+ * (RFC 5044, RFC 6581), DDP (RFC 5041) and RDMAP (RFC 5040) framing of
+ * provider/iwarp/iwarp_wire.h, and nothing else: no queue pair, no
+ * memory registration, no progress engine.  A test drives it message by
+ * message, so it can do what our provider never does: send any
+ * RPC-over-RDMA version, send a malformed or oversized frame, or leave an
+ * RDMA Read Request unanswered.
+ *
+ * Every function returns 0 or a negative enum rpcrdma_error; waits are
+ * bounded by timeout_ms (failure detection only, never a measurement).
+ */
+#ifndef RPCRDMA_TESTS_IWPEER_H
+#define RPCRDMA_TESTS_IWPEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "provider/iwarp/iwarp_wire.h"
+
+struct iwpeer {
+	int fd;
+	bool crc;              /* MPA CRC in use (RFC 5044 §7.1: either
+				  side asked) */
+	uint32_t msn[3];       /* next MSN we send, per untagged queue */
+	size_t max_ulpdu;      /* payload bytes we put in one FPDU */
+	struct rpcrdma_iwarp_mpa_rr peer; /* the peer's Request or Reply */
+	uint8_t peer_pd[512];
+	size_t peer_pd_len;
+};
+
+/* TCP connect to addr (numeric "host:port" or "[v6]:port"); no MPA yet. */
+int iwpeer_tcp_connect(struct iwpeer *p, const char *addr, int timeout_ms);
+
+/* As initiator: TCP connect, MPA Request revision 1 with C set and
+ * ulp_pd, then the Reply.  0: accepted; RPCRDMA_ERR_CONNREFUSED: the
+ * Reply had R set (its private data in peer_pd). */
+int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
+		   size_t pd_len, int timeout_ms);
+
+/* Reads one MPA Request or Reply frame whatever its PD_Length (up to
+ * 0xFFFF bytes of private data are read and the first 512 kept). */
+int iwpeer_read_mpa(struct iwpeer *p, int timeout_ms);
+
+/* As responder: listen on 127.0.0.1 (port 0: ephemeral; *port gets it),
+ * then accept one connection, read its Request and answer a Reply with
+ * ulp_pd (enhanced with a zero-length-Write RTR when the Request asked
+ * for peer-to-peer set-up, RFC 6581 §9.2), then read the RTR. */
+int iwpeer_listen(int *lfd, uint16_t *port);
+int iwpeer_accept(struct iwpeer *p, int lfd, const void *pd, size_t pd_len,
+		  int timeout_ms);
+
+void iwpeer_close(struct iwpeer *p);
+
+/* Raw bytes, written whole. */
+int iwpeer_write(struct iwpeer *p, const void *buf, size_t len);
+
+/* One FPDU around ulpdu (length, pad, CRC). */
+int iwpeer_send_fpdu(struct iwpeer *p, const void *ulpdu, size_t len);
+
+/* An untagged Send (RDMAP Send, QN 0, next MSN), segmented into FPDUs
+ * of max_ulpdu payload bytes with their message offsets. */
+int iwpeer_send(struct iwpeer *p, const void *msg, size_t len);
+
+enum iwpeer_kind {
+	IWPEER_SEND = 1,     /* a whole untagged Send: msg, len, inv_stag */
+	IWPEER_READ_REQ,     /* an RDMA Read Request: rr */
+	IWPEER_WRITE,        /* an RDMA Write segment (len bytes, ignored) */
+	IWPEER_READ_RESP,    /* a Read Response segment (ignored) */
+	IWPEER_TERMINATE,    /* term */
+	IWPEER_EOF,          /* the peer closed (FIN) */
+	IWPEER_RESET,        /* the connection was reset (RST) */
+};
+
+struct iwpeer_msg {
+	enum iwpeer_kind kind;
+	uint8_t opcode;
+	uint8_t msg[65536];
+	size_t len;
+	uint32_t inv_stag;
+	struct rpcrdma_iwarp_read_req rr;
+	struct rpcrdma_iwarp_term term;
+};
+
+/* The next message.  RPCRDMA_ERR_TIMEOUT when nothing complete came;
+ * RPCRDMA_ERR_PROTOCOL for a frame we cannot parse (bad CRC included). */
+int iwpeer_recv(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms);
+
+/* The next Send, skipping zero-length RDMA Writes (RTRs). */
+int iwpeer_recv_send(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms);
+
+#endif
