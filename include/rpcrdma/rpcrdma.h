@@ -289,16 +289,18 @@ void rpcrdma_reply_free(struct rpcrdma_reply *rep);
  * the connection.  Returns rep->status.  rep is always filled in; free it
  * with rpcrdma_reply_free().  Errors, besides the outcomes listed at
  * struct rpcrdma_reply: RPCRDMA_ERR_INVAL (bad description: a non-DDP
- * piece not a multiple of 4, too many pieces), RPCRDMA_ERR_NOMEM,
- * RPCRDMA_ERR_BUSY (called from the event-loop thread, i.e. from a
- * completion callback, where waiting would deadlock).
+ * piece not a multiple of 4, too many pieces), RPCRDMA_ERR_NOMEM.
+ * It may be made from any thread, a completion callback or a handler
+ * included: a caller that waits polls the connection itself (and
+ * delivers what else it finds) whenever no other thread is polling it.
  */
 int rpcrdma_clnt_call(struct rpcrdma_clnt *c, const struct rpcrdma_call *call,
 		      struct rpcrdma_reply *rep);
 
 /* Completion of an asynchronous call: runs exactly once, on a library
- * thread (often the client's event loop: start only asynchronous calls
- * from here, a synchronous one would wait for the loop it blocks).  *rep
+ * thread (the client's event loop, or a caller of the same connection
+ * that was polling it: keep it short, as the connection's other replies
+ * wait while it runs; a synchronous call made here is allowed).  *rep
  * is valid during the callback; to keep its data, copy the struct and
  * call rpcrdma_reply_free() on the copy later, else free it before
  * returning. */
