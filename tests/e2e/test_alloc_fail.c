@@ -22,7 +22,9 @@
  * The numbers printed say how many rounds injected a failure and which
  * outcomes the calls had.  Debugging: ALLOC_FAIL_TRACE=1 prints a
  * backtrace of each injected failure and each round's outcomes;
- * ALLOC_FAIL_ONLY=N runs one round with the Nth allocation failing.
+ * ALLOC_FAIL_ONLY=N runs one round with the Nth allocation failing;
+ * ALLOC_FAIL_WORKERS=N gives the server a pool of N handler threads
+ * (default 0: handlers run inline).
  */
 #include <execinfo.h>
 #include <stdatomic.h>
@@ -408,7 +410,11 @@ static bool round_run(const char *host, unsigned long at, bool from,
 		 host);
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
-	o.workers = 1;
+	/* Handlers run where the call is taken (the default: the loop,
+	 * or a caller driving the connection), or on a pool of
+	 * ALLOC_FAIL_WORKERS threads (e2e_alloc_fail_pool). */
+	const char *nw = getenv("ALLOC_FAIL_WORKERS");
+	o.workers = nw ? (unsigned)strtoul(nw, NULL, 0) : 0;
 	o.connect_timeout_ms = 3000;
 	struct rpcrdma_svc *s = NULL;
 	int rc = rpcrdma_svc_create(addr, &o, &s);

@@ -114,6 +114,19 @@ for round in $(seq "$rounds"); do
 	best p_rbw "$v" higher
 done
 
+# The RPC layer on the same device: a synchronous NULL call, native API
+# and libtirpc adapters (rpcgen stubs), server and client in one process;
+# the caller polls the CQ itself and sleeps on its fd (no spin), so each
+# round trip pays the device's completion-channel wake-ups.
+say "rpcrdma-perf rpc --provider verbs --only null"
+rpc_json=$("$perf" rpc --provider verbs --addr "$addr" --only null \
+	--with rpcrdma,rdma-tirpc --iters "$iters" --json 2>&1)
+rc=$?
+[ $rc = 0 ] || bad "rpcrdma-perf rpc failed (status $rc)"
+echo "$rpc_json" | sed 's/^/    /'
+o_null=$(js "$rpc_json" '"rpcrdma": {"null_p50_us": ')
+o_tnull=$(js "$rpc_json" '"rdma-tirpc": {"null_p50_us": ')
+
 # --- the table ---------------------------------------------------------------
 half() { is_num "$1" && awk -v v="$1" 'BEGIN { printf "%.2f", v / 2 }'; }
 ratio() { is_num "$1" && is_num "$2" &&
@@ -136,6 +149,9 @@ row "Send/Recv 64 B one-way p50 us (ib_send_lat)" "$o_send_h" "$p_send"
 row "RDMA Write 64 B one-way p50 us (ib_write_lat)" "$o_wlat_h" "$p_wlat"
 row "RDMA Write $size B MiB/s (ib_write_bw)" "$o_wbw" "$p_wbw"
 row "RDMA Read $size B MiB/s (ib_read_bw)" "$o_rbw" "$p_rbw"
+p_send_rt=$(is_num "$p_send" && awk -v v="$p_send" 'BEGIN { printf "%.2f", v * 2 }')
+row "RPC NULL round trip p50 us (2 x ib_send_lat)" "$o_null" "$p_send_rt"
+row "rpcgen NULL round trip p50 us (2 x ib_send_lat)" "$o_tnull" "$p_send_rt"
 [ -n "$pt_clock_warn" ] &&
 	echo "(perftest's CPU clock calibration failed in:$pt_clock_warn; a 0 or" \
 		"odd perftest number there is that, not a measurement)"
