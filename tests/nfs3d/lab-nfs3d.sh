@@ -242,8 +242,18 @@ rsync -a "$W/doc/" "$MNT/doc/" || fail "rsync -a"
 remount || fail remount
 listing() { (cd "$1" && find . -printf '%p %y %m %u %g %s %T@ %l\n' | sort); }
 check "diff -r of the rsync'd tree" diff -r --no-dereference "$W/doc" "$MNT/doc"
-check "rsync -a kept types, modes, owners, sizes, times, targets" \
-	cmp -s <(listing "$W/doc") <(listing "$MNT/doc")
+# The top directory's own mtime is left out: rsync sets it last, racing
+# its receiver's rename of the last file into it, and the mtime ends up
+# that of the rename now and then with the kernel's nfsd too (seen in
+# this guest: 0.87 s later than the source's on nfsd; ours matched).
+listing "$W/doc" | sed '/^\. d /s/ [0-9.]* $/ -/' >"$W/listing.src"
+listing "$MNT/doc" | sed '/^\. d /s/ [0-9.]* $/ -/' >"$W/listing.nfs"
+if cmp -s "$W/listing.src" "$W/listing.nfs"; then
+	ok "rsync -a kept types, modes, owners, sizes, times, targets"
+else
+	fail "rsync -a kept types, modes, owners, sizes, times, targets"
+	diff "$W/listing.src" "$W/listing.nfs" | head -20 | sed 's/^/    /'
+fi
 check "the same tree on the server's disk" diff -r --no-dereference "$W/doc" "$EXP/doc"
 t4=$(now)
 check "umount" umount "$MNT"

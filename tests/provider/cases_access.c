@@ -206,6 +206,15 @@ static bool illegal_access(struct tp_pair *p, bool write, uint64_t raddr,
 			 "completed", got, nposted);
 	struct rpcrdma_wc extra[4];
 	int nextra = tp_drain_wc(p->cli.scq, 100, extra, 4);
+	if (lost && nextra == 1 && extra[0].wr_id == 0xA2) {
+		/* The probe was late, not lost: 3 s of quiet after
+		 * DISCONNECTED is a guess, and a loaded host under TCG can
+		 * outlast it.  It is the probe's one completion. */
+		tp_note("probe completed after the wait gave up on it");
+		wc[got++] = extra[0];
+		nextra = 0;
+		lost = false;
+	}
 	for (int i = 0; i < nextra && i < 4; i++)
 		tp_note("extra requester wc %#llx %s %s",
 			(unsigned long long)extra[i].wr_id,
