@@ -991,6 +991,7 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 				   c);
 	if (rc < 0)
 		goto fail;
+	c->loop.busy_poll_us = o.busy_poll_us;
 	c->x->loop = &c->loop;
 	c->loop.xprts = c->x;
 	rc = rpcrdma_rpc_loop_add(&c->loop, c->x);

@@ -200,10 +200,22 @@ static void *loop_main(void *arg)
 	struct epoll_event evs[64];
 	uint64_t next_tick = rpcrdma_rpc_now_ms() + LOOP_TICK_MS;
 
+	bool worked = false;
 	while (!atomic_load(&l->stop)) {
 		uint64_t now = rpcrdma_rpc_now_ms();
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
-		int n = epoll_wait(l->epfd, evs, 64, timeout);
+		int n = 0;
+		struct rpc_busy busy;
+		/* After work, more is likely soon (the next call of a
+		 * client, the reply to one just sent): poll a while first
+		 * (busy_poll.c). */
+		if (worked && rpcrdma_rpc_busy_start(l->busy_poll_us, &busy))
+			do
+				n = epoll_wait(l->epfd, evs, 64, 0);
+			while (n == 0 && rpcrdma_rpc_busy_more(&busy));
+		if (n == 0)
+			n = epoll_wait(l->epfd, evs, 64, timeout);
+		worked = n > 0;
 		if (n < 0 && errno != EINTR) {
 			/* Cannot wait: keep the time-outs going by ticking
 			 * (a client's calls would otherwise hang). */

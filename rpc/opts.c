@@ -3,6 +3,7 @@
  * clock; tracing. */
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,10 @@ static void opts_defaults(struct rpcrdma_opts *o)
 		o->versions = RPCRDMA_V2_ONLY;
 	o->max_connections = env_uint("RPCRDMA_MAX_CONNECTIONS", 0);
 	o->rdma_timeout_ms = env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 30000);
+	/* Linux's recommended busy-poll time (net.core.busy_read); from
+	 * the environment, 0 turns it off. */
+	unsigned bp = env_uint("RPCRDMA_BUSY_POLL_US", 50);
+	o->busy_poll_us = bp ? (bp > 1000000 ? 1000000 : (int)bp) : -1;
 }
 
 /* A program built against an older header passes a smaller size: it gets
@@ -147,6 +152,10 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->max_connections = d.max_connections;
 	if (!out->rdma_timeout_ms)
 		out->rdma_timeout_ms = d.rdma_timeout_ms;
+	if (!out->busy_poll_us)
+		out->busy_poll_us = d.busy_poll_us;
+	if (out->busy_poll_us > 1000000)
+		out->busy_poll_us = 1000000;
 	return 0;
 }
 
@@ -171,12 +180,16 @@ uint64_t rpcrdma_rpc_now_ms(void)
 
 void rpcrdma_rpc_trace(const char *fmt, ...)
 {
-	static int on = -1;
+	/* Looked up once; threads may race to do it, to the same value. */
+	static atomic_int on = -1;
 	va_list ap;
 
-	if (on < 0)
-		on = getenv("RPCRDMA_DEBUG") != NULL;
-	if (!on)
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+	if (v < 0) {
+		v = getenv("RPCRDMA_DEBUG") != NULL;
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	if (!v)
 		return;
 	va_start(ap, fmt);
 	fprintf(stderr, "[rpcrdma] ");

@@ -376,20 +376,29 @@ static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
 	pthread_cond_timedwait(&w->cv, m, &ts);
 }
 
-/* Sleeps on the CQ fd and the kick fd until deadline; true when the CQ
- * fd was readable.  Called without the lock. */
+/* Sleeps on the CQ fd and the kick fd until deadline (after polling them
+ * for busy_poll_us); true when the CQ fd was readable.  Called without
+ * the lock. */
 static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 {
 	struct pollfd p[2] = {
 		{.fd = x->rd->ops->cq_fd(x->cq), .events = POLLIN},
 		{.fd = x->kickfd, .events = POLLIN},
 	};
-	int timeout = -1;
-	if (deadline) {
-		uint64_t now = rpcrdma_rpc_now_ms();
-		timeout = deadline > now ? (int)(deadline - now) : 0;
+	int rc = 0;
+	struct rpc_busy busy;
+	if (rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &busy))
+		do
+			rc = poll(p, 2, 0);
+		while (rc == 0 && rpcrdma_rpc_busy_more(&busy));
+	if (rc == 0) {
+		int timeout = -1;
+		if (deadline) {
+			uint64_t now = rpcrdma_rpc_now_ms();
+			timeout = deadline > now ? (int)(deadline - now) : 0;
+		}
+		rc = poll(p, 2, timeout);
 	}
-	int rc = poll(p, 2, timeout);
 	if (rc > 0 && p[1].revents) {
 		uint64_t v;
 		ssize_t r = read(x->kickfd, &v, sizeof(v));

@@ -36,6 +36,15 @@
 /* Milliseconds on CLOCK_MONOTONIC (the engine's "now"). */
 uint64_t rpcrdma_rpc_now_ms(void);
 
+/* Busy polling before sleeping for a completion (busy_poll.c): start
+ * says whether to poll at all (us > 0 and more than one CPU), more
+ * yields and says whether the time is not over yet. */
+struct rpc_busy {
+	uint64_t end_ns;
+};
+bool rpcrdma_rpc_busy_start(int us, struct rpc_busy *b);
+bool rpcrdma_rpc_busy_more(struct rpc_busy *b);
+
 /* "host", "host:port", "[v6]:port" -> sockaddr.  RPCRDMA_ERR_ADDR. */
 int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
 			   socklen_t *len);
@@ -395,6 +404,7 @@ struct rpc_loop {
 	/* Called each tick: reap dead connections etc. */
 	void (*on_round)(void *owner);
 	void *owner;
+	int busy_poll_us;            /* the owner's opts.busy_poll_us */
 };
 
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,

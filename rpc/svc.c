@@ -231,6 +231,7 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	rc = rpcrdma_rpc_loop_init(&s->loop, &s->rd, svc_on_cm, svc_round, s);
 	if (rc < 0)
 		goto fail;
+	s->loop.busy_poll_us = s->opts.busy_poll_us;
 	if (external && (rc = rpcrdma_rpc_loop_external(&s->loop)) < 0)
 		goto fail;
 	rc = rpcrdma_rpc_loop_start(&s->loop);

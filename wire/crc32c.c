@@ -5,6 +5,7 @@
 #include "wire/crc32c.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define CRC32C_POLY 0x82F63B78u
@@ -83,12 +84,15 @@ static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 uint32_t rpcrdma_crc32c_update(uint32_t crc, const void *buf, size_t len)
 {
 #if defined(__x86_64__)
-	static int have_hw = -1;
-	if (have_hw < 0) {
+	/* Probed once; threads may race to do it, to the same value. */
+	static atomic_int have_hw = -1;
+	int hw = atomic_load_explicit(&have_hw, memory_order_relaxed);
+	if (hw < 0) {
 		__builtin_cpu_init();
-		have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		atomic_store_explicit(&have_hw, hw, memory_order_relaxed);
 	}
-	if (have_hw)
+	if (hw)
 		return crc_hw(crc, (const uint8_t *)buf, len);
 #endif
 	return crc_soft(crc, (const uint8_t *)buf, len);

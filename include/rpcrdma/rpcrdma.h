@@ -137,9 +137,17 @@ struct rpcrdma_opts {
 				       (RFC 5044 §7.1); CRC is then on if
 				       either side asks.  Default false;
 				       RPCRDMA_MPA_CRC=1 turns it on */
+	int busy_poll_us;           /* a thread about to sleep until a
+				       completion (a caller waiting for its
+				       reply, the event loop after work,
+				       svc_run() after a call) polls for
+				       this long first, when it may run on
+				       more than one CPU: a peer's answer
+				       within it costs no wake-up.  0: the
+				       default, 50; negative: never */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD mpa_crc
+#define RPCRDMA_OPTS_LAST_FIELD busy_poll_us
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -168,7 +176,8 @@ enum rpcrdma_versions {
  * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
  * RPCRDMA_WORKERS (a number up to 1024) the workers,
  * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
- * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc.  Options
+ * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc,
+ * RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.  Options
  * whose number fields are 0 take these defaults too, so rpcgen programs
  * and every example honour them.  Call it through rpcrdma_opts_default(). */
 void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);

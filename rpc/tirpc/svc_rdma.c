@@ -273,6 +273,22 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	if (r)
 		rpcrdma_rpc_req_done(r, replied ? RPCRDMA_SVC_OK
 						: RPCRDMA_SVC_SYSTEM_ERR);
+	/* A call was just served: its client's next one is likely soon.
+	 * Poll for it a while before svc_run() sleeps (busy_poll.c);
+	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
+	struct rpc_busy busy;
+	if (r && st == XPRT_IDLE &&
+	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &busy)) {
+		attending = s;
+		do {
+			rpcrdma_rpc_loop_attend_external(s->loop);
+			pthread_mutex_lock(&s->lock);
+			if (s->head)
+				st = XPRT_MOREREQS;
+			pthread_mutex_unlock(&s->lock);
+		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy));
+		attending = NULL;
+	}
 	return st;
 }
 

@@ -57,6 +57,24 @@ static void test_opts_init(void)
 	CHECK(u.o.remote_inv);
 	CHECK(all_eq(u.b, sizeof(u.o), sizeof(u.b), CANARY));
 
+	/* busy_poll_us: 50 by default; RPCRDMA_BUSY_POLL_US sets it, 0
+	 * turns it off (negative), too large is capped at one second, not
+	 * a number is ignored. */
+	static const struct {
+		const char *env;
+		int want;
+	} bp[] = {{NULL, 50}, {"0", -1}, {"70", 70}, {"5000000", 1000000},
+		  {"abc", 50}};
+	for (size_t i = 0; i < sizeof(bp) / sizeof(bp[0]); i++) {
+		if (bp[i].env)
+			setenv("RPCRDMA_BUSY_POLL_US", bp[i].env, 1);
+		else
+			unsetenv("RPCRDMA_BUSY_POLL_US");
+		rpcrdma_opts_default(&u.o);
+		CHECK_EQ(u.o.busy_poll_us, bp[i].want);
+	}
+	unsetenv("RPCRDMA_BUSY_POLL_US");
+
 	/* An older header: nothing written past its size. */
 	size_t old = offsetof(struct rpcrdma_opts, credits) + sizeof(uint32_t);
 	memset(u.b, CANARY, sizeof(u.b));
