@@ -18,7 +18,7 @@ tag="demo capture"
 . "$(dirname "$0")/demo_capture.sh"
 
 # Wireshark decodes calls of programs it does not know only when asked.
-ts() { tshark -n -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }
+ts() { tshark -o tcp.reassemble_out_of_order:TRUE -n -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }
 count() { ts -Y "$1" | wc -l; }
 frames=$(ts | wc -l)
 rpcordma=$(count rpcordma)

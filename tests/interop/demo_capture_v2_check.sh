@@ -21,7 +21,7 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skip"; exit
 tag="v2 capture"
 . "$(dirname "$0")/demo_capture.sh"
 
-ts() { tshark -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
+ts() { tshark -o tcp.reassemble_out_of_order:TRUE -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
 frames=$(ts | wc -l)
 ddp=$(ts -Y iwarp_ddp_rdmap | wc -l)
 malformed=$(ts -Y _ws.malformed | wc -l)

@@ -76,7 +76,7 @@ fi
 # The suite's Send payloads are test patterns, not RPC-over-RDMA: keep
 # tshark's rpcordma dissector from parsing them (a 4-byte pattern makes it
 # throw "Malformed Packet: RPCoRDMA").  The iWARP layers are what we judge.
-ts() { tshark -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
+ts() { tshark -o tcp.reassemble_out_of_order:TRUE -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
 count() { ts -Y "$1" | wc -l; }
 
 frames=$(ts | wc -l)
