@@ -18,16 +18,8 @@
  * change it: rpcrdma-perf does between its passes).
  */
 #include <sched.h>
-#include <time.h>
 
 #include "rpc/rpc_internal.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* May this thread poll: more than one CPU in its mask.  Cached per
  * thread, refreshed every 100 ms. */
@@ -48,7 +40,7 @@ bool rpcrdma_rpc_busy_start(int us, struct rpc_busy *b)
 {
 	if (us <= 0)
 		return false;
-	uint64_t now = mono_ns();
+	uint64_t now = rpcrdma_rpc_now_ns();
 	if (!several_cpus(now))
 		return false;
 	b->end_ns = now + (uint64_t)us * 1000u;
@@ -58,5 +50,5 @@ bool rpcrdma_rpc_busy_start(int us, struct rpc_busy *b)
 bool rpcrdma_rpc_busy_more(struct rpc_busy *b)
 {
 	sched_yield();
-	return mono_ns() < b->end_ns;
+	return rpcrdma_rpc_now_ns() < b->end_ns;
 }

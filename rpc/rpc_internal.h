@@ -33,8 +33,9 @@
 #include "rpcrdma/rpcrdma.h"
 #include "wire/auth.h"
 
-/* Milliseconds on CLOCK_MONOTONIC (the engine's "now"). */
+/* Milliseconds on CLOCK_MONOTONIC (the engine's "now"), and nanoseconds. */
 uint64_t rpcrdma_rpc_now_ms(void);
+uint64_t rpcrdma_rpc_now_ns(void);
 
 /* Busy polling before sleeping for a completion (busy_poll.c): start
  * says whether to poll at all (us > 0 and more than one CPU), more

@@ -427,6 +427,33 @@ static inline int fake_single(struct fake **f, struct side *s,
 	return rc ? rc : rpcrdma_engine_established(s->e, pd, len, 4, now);
 }
 
+/* For tests driving one engine (fake_single) by hand: the bytes of a
+ * Send's SGEs, gathered into dst (which holds them), and their length. */
+static inline size_t fake_send_gather(const struct rpcrdma_send_wr *sw,
+				      uint8_t *dst)
+{
+	size_t len = 0;
+	for (int i = 0; i < sw->num_sge; i++) {
+		memcpy(dst + len, (void *)(uintptr_t)sw->sg_list[i].addr,
+		       sw->sg_list[i].length);
+		len += sw->sg_list[i].length;
+	}
+	return len;
+}
+
+/* Complete a send-queue request at once, successfully, if it is
+ * signalled (a provider reports only those). */
+static inline void fake_send_done(struct rpcrdma_engine *e,
+				  const struct rpcrdma_send_wr *sw, uint64_t now)
+{
+	if (!(sw->send_flags & RPCRDMA_SEND_SIGNALED))
+		return;
+	struct rpcrdma_wc wc = {0};
+	wc.wr_id = sw->wr_id;
+	wc.status = RPCRDMA_WC_SUCCESS;
+	rpcrdma_engine_completion(e, &wc, now);
+}
+
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,
  * and an accepted SUCCESS REPLY header, 24 bytes. */
 static inline void rpc_call_hdr(uint8_t *p, uint32_t prog, uint32_t vers,

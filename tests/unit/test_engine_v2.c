@@ -61,13 +61,7 @@ static void drain(void)
 					struct sent *s = &sent[nsent++];
 					s->op = w.send.opcode;
 					s->inv_rkey = w.send.invalidate_rkey;
-					s->len = 0;
-					for (int i = 0; i < w.send.num_sge; i++) {
-						memcpy(s->bytes + s->len,
-						       (void *)(uintptr_t)w.send.sg_list[i].addr,
-						       w.send.sg_list[i].length);
-						s->len += w.send.sg_list[i].length;
-					}
+					s->len = fake_send_gather(&w.send, s->bytes);
 				}
 			} else if (w.send.opcode == RPCRDMA_WR_RDMA_READ) {
 				nreads++;
@@ -78,13 +72,7 @@ static void drain(void)
 				struct fake_mr *r = &F->mr[w.send.invalidate_rkey];
 				r->rvalid = false;
 			}
-			/* A provider reports only signalled ones. */
-			if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
-				continue;
-			struct rpcrdma_wc wc = {0};
-			wc.wr_id = w.send.wr_id;
-			wc.status = RPCRDMA_WC_SUCCESS;
-			rpcrdma_engine_completion(S.e, &wc, NOW);
+			fake_send_done(S.e, &w.send, NOW);
 		}
 		while (nev < 64 && rpcrdma_engine_poll_event(S.e, &evs[nev])) {
 			moved = true;

@@ -43,22 +43,10 @@ static void drain(void)
 			if ((w.send.opcode == RPCRDMA_WR_SEND ||
 			     w.send.opcode == RPCRDMA_WR_SEND_WITH_INV) &&
 			    nsent < 8) {
-				size_t len = 0;
-				for (int i = 0; i < w.send.num_sge; i++) {
-					memcpy(sent[nsent] + len,
-					       (void *)(uintptr_t)w.send.sg_list[i].addr,
-					       w.send.sg_list[i].length);
-					len += w.send.sg_list[i].length;
-				}
-				sent_len[nsent++] = len;
+				sent_len[nsent] = fake_send_gather(&w.send, sent[nsent]);
+				nsent++;
 			}
-			/* A provider reports only signalled ones. */
-			if (!(w.send.send_flags & RPCRDMA_SEND_SIGNALED))
-				continue;
-			struct rpcrdma_wc wc = {0};
-			wc.wr_id = w.send.wr_id;
-			wc.status = RPCRDMA_WC_SUCCESS;
-			rpcrdma_engine_completion(S.e, &wc, NOW);
+			fake_send_done(S.e, &w.send, NOW);
 		}
 		while (rpcrdma_engine_poll_event(S.e, &ev)) {
 			moved = true;
