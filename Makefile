@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # rpcrdma — the two commands of the README:
 #   make demo   build optimized (build-opt/), then run the demo next to
 #               libtirpc/TCP (DEMO_ARGS="--pcap F" saves a capture)

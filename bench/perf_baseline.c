@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf baselines: the RPC workloads over libtirpc/TCP and their
  * raw-TCP equivalents, so every rpcrdma number has a neighbour measured in

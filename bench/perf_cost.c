@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf cost: what one synchronous NULL call costs the machine,
  * client and server in one process, for rpcrdma (native API), rdma-tirpc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf provider: a provider against raw TCP on the same address.
  *

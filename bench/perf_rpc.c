@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf rpc | server | client: ONC RPC over rpcrdma against
  * libtirpc/TCP and raw TCP, measured in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf rpc / server / client / cost: the RPC benchmarks and the
  * baselines they are measured against in the same run (libtirpc over TCP,

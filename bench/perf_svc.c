@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf: the libtirpc service side shared by the libtirpc/TCP and
  * rdma-tirpc servers: the benchmark program's dispatch function and one

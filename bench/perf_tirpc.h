@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf: the two contenders that are libtirpc programs, and what
  * they share.  Private to bench/.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf: the RPC workloads through a libtirpc CLIENT, whatever its
  * transport (libtirpc/TCP, rdma-tirpc): the same loops, so the two differ

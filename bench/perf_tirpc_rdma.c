@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-perf: the rdma-tirpc contender, rpcrdma as an rpcgen program
  * meets it: a client made with clnt_rdma_create() calling the rpcgen

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs the provider benchmark unpinned and pinned to CPU 0 (both ends and
 # the provider's threads), as the wake-up cost on these machines differs
 # a lot between the two.  Extra arguments go to rpcrdma-perf.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # bench_cost_smoke: `rpcrdma-perf cost` with tiny counts, both pinnings.
 #   smoke_cost.sh RPCRDMA_PERF asan|plain
 # Checks that every contender was measured in both pinnings, that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # rpcrdma_rpcgen(<out-var> <name> [SERVER])
 # Runs rpcgen on <name>.x of the current source directory into
 # ${CMAKE_CURRENT_BINARY_DIR}/gen and appends the generated C files to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* rpcrdma_strerror(): text for every code in include/rpcrdma/error.h. */
 #include "rpcrdma/error.h"
 #include "rpcrdma/export.h"

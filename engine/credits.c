@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Credits (RFC 8166 §3.3): the Requester's side of flow control.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The connection engine: buffers, output queues, connection inputs and
  * the dispatch of received messages by direction (see engine.h).  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The RPC-over-RDMA connection engine (RFC 8166 v1, RFC 8797, RFC 8167),
  * sans-I/O.

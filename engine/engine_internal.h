@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Engine internals shared by engine.c (connection, buffers, queues,
  * dispatch), requester.c and responder.c.  Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Version negotiation (draft-cel-nfsv4-rpcrdma-version-two-09 §7) and the
  * connection properties it carries (§5.3.4), in one place: what a new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Received messages: decode the transport header (v1 or v2), classify the
  * message by direction (RFC 8167 §4.1) and hand it to the role it is for,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Requester role: marshal calls into Short / Chunked / Long messages
  * (RFC 8166 §3.5), offer Write and Reply chunks, match replies, account

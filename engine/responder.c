@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Responder role: validate the Requester's chunks against our limits,
  * pull Read chunks with RDMA Read within the ORD and rebuild the call

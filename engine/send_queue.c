@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The send queue: which work requests are signalled, and what a
  * completion says about the ones that were not.

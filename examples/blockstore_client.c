@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * blockstore_client: drives the example service and prints what happened
  * on the wire (the report of `make demo`).

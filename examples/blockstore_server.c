@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * blockstore_server: the example rpcgen service over RPC-over-RDMA.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* The demo's libtirpc/TCP baseline transports (tcp_baseline.h). */
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The demo's baseline: the same rpcgen program over libtirpc's own TCP
  * transport (clnt_vc / svc_vc), so `make demo` prints RPC-over-RDMA next

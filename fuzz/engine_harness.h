@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * What fuzz_engine_recv.c (v1) and fuzz_engine_v2.c share around one
  * engine: the input reader, fake memory registrations that check every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Fuzz the RFC 8797 CM private data decoders: decode() and find() on
  * arbitrary bytes must never fail hard, must give the §5.1 defaults when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * libFuzzer target: the RPC-over-RDMA v1 connection engine (engine/)
  * against a hostile peer.

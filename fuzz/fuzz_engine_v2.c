@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * libFuzzer target: the connection engine (engine/) speaking RPC-over-RDMA
  * version 2 (draft-cel-nfsv4-rpcrdma-version-two-09) and negotiating the

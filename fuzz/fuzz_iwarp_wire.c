@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Fuzz target for the iWARP wire parsers (provider/iwarp/iwarp_wire.h):
  * the first byte picks a parser, the rest is its input.  Every successful

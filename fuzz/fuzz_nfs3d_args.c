@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Fuzz what rpcrdma-nfs3d decodes from a client before touching a file:
  * the arguments of every NFSv3 procedure (rpcgen's routines from our

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Fuzz the ONC RPC header decoder (RFC 5531 §9) and the AUTH_SYS decoder
  * (Appendix A).  On success the header must re-encode to exactly the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * libFuzzer target: RPC-over-RDMA v1 transport header (RFC 8166 §4.1.2,
  * RFC 5666 §4.3).  Decodes arbitrary bytes; on success re-encodes, checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * libFuzzer target: RPC-over-RDMA v2 transport header
  * (draft-cel-nfsv4-rpcrdma-version-two-09 §3, §5, §6).  Decodes arbitrary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Replay driver for fuzz targets when libFuzzer is not available (gcc
  * builds): runs LLVMFuzzerTestOneInput on every file of the given

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # run-fuzz.sh BINARY CORPUS_DIR SECONDS — bounded libFuzzer run for CI.
 # New inputs go to a scratch copy so the checked-in corpus only changes when
 # a developer copies findings back on purpose.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Provider registry: the built-in providers, looked up by name. */
 #include <string.h>
 

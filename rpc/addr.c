@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Address strings: "host", "host:port", "[v6addr]:port", "v6addr". */
 #include <netdb.h>
 #include <netinet/in.h>

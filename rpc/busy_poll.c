@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Busy polling: a thread about to sleep until a completion first polls
  * for a while (opts.busy_poll_us).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The RPC client (RFC 5531 §9 call side): call records, the RPC call
  * header, reply header decoding, synchronous and asynchronous calls.

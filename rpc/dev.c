@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* The provider objects a client or server shares among its connections:
  * device, protection domain and CM event channel.
  *

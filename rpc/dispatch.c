@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Incoming calls (RFC 5531 §9 reply side): decode the call header, check
  * the credential, find the handler, run it, send the reply.  Used by the

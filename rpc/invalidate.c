@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Invalidation strategy: how memory exposed to the peer is registered and
  * invalidated on this device, chosen once per device from what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The event loop: one thread per client or server, sleeping in epoll_wait
  * on a wake-up eventfd, the CM channel fd and the CQ fd of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Options and their defaults; the size convention of the public structs
  * that grow (rpcrdma.h, "Binary compatibility"); the engine's monotonic
  * clock; tracing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Progress of a connection: who polls its CQ, and what is done with what
  * comes out (DESIGN.md, "run to completion").

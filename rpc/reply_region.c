@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The reply region: one Reply chunk's worth of memory per connection,
  * registered once and lent to one call at a time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Internal types of the rpc/ layer: the transport driver that runs one
  * engine over one provider connection (xprt.c), the progress of a

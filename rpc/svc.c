@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The RPC server: a listener, any number of connections (one engine
  * each) and one event-loop thread for all of them; handlers run on the

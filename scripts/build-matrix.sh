@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # build-matrix.sh DIR CC/TYPE... — configure and build everything (library,
 # tools, tests, examples) once per compiler and CMAKE_BUILD_TYPE, with
 # -Werror and no sanitizer, each in DIR/CC-TYPE.  Optimisation levels find

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # demo.sh BUILD_DIR [--pcap FILE] — what `make demo` runs.
 #
 # Starts the example blockstore server (examples/, an ordinary rpcgen

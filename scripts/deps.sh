@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # deps.sh [build|test|lab|all] — install, with apt-get, only the Debian
 # packages this project needs that are missing.  Safe to run repeatedly;
 # does nothing when everything is present.  Needs root (or sudo) only when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* A hand-made iWARP peer for tests (see iwpeer.h). */
 #include "iwpeer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * A hand-made iWARP peer for tests: plain blocking TCP plus the MPA
  * (RFC 5044, RFC 6581), DDP (RFC 5041) and RDMAP (RFC 5040) framing of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Minimal test harness: CHECK() records a failure with file:line and goes
  * on; TEST_MAIN_END prints "N passed, N failed" and sets the exit code.

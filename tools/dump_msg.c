@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* rpcrdma-dump: decode and emit one message (see dump_msg.h). */
 #include "dump_msg.h"
 

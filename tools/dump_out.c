@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Text / JSON emitter for rpcrdma-dump (see dump_out.h). */
 #include "dump_out.h"
 

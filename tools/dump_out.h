@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Output for rpcrdma-dump: one tree-shaped emitter that writes either
  * indented text for people or JSON for programs.

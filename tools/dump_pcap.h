@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-dump: captures.  A minimal pcap and pcapng reader (no libpcap),
  * a TCP stream follower (per 4-tuple, in sequence order, segments that

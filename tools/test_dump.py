@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """CTest driver for rpcrdma-dump.
 
   test_dump.py samples DUMP SAMPLES_DIR   (test dump_samples)

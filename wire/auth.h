@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ONC RPC authentication fields (RFC 5531 §8.2, §10.1, Appendix A).
  *

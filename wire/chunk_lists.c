@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Chunk list codec shared by RPC-over-RDMA v1 and v2 (see chunk_lists.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Chunk lists: the Read list, Write list and Reply chunk of an
  * RPC-over-RDMA transport header.  One codec for both versions: the XDR

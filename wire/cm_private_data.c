@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RPC-over-RDMA version 1 CM Private Data (RFC 8797).  See the header for
  * the layout.  Compared with draft-cel-nfsv4-rpcrdma-cm-pvt-msg-00, which

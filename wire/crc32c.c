@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * CRC-32C: SSE4.2 crc32 instruction when the CPU has it (checked once at
  * run time), otherwise slicing-by-8 tables built on first use.

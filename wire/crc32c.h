@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * CRC-32C (Castagnoli), as MPA uses for its FPDU CRC (RFC 5044 §4.4 and
  * Appendix B; the polynomial is the one iSCSI uses, RFC 3385).

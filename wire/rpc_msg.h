@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ONC RPC version 2 message headers (RFC 5531 §9).
  *

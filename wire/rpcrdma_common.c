@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RPC-over-RDMA common prefix and decode limits (see rpcrdma_common.h).
  */

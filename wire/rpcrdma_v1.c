@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RPC-over-RDMA version 1 transport header codec (see rpcrdma_v1.h).
  */

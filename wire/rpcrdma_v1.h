@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RPC-over-RDMA version 1 transport header codec (RFC 8166 §4.1.2, §4.2;
  * RDMA_MSGP and RDMA_DONE from RFC 5666 §4.3).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 #ifndef RPCRDMA_EXPORT_H
 #define RPCRDMA_EXPORT_H
 /* The library builds with -fvisibility=hidden; public API is marked.

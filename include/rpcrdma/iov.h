@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * struct rpcrdma_iov: one piece of an XDR stream, shared by the public RPC
  * API (rpcrdma.h) and the engine (engine/engine.h), so a caller's argument

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma: ONC RPC (RFC 5531) over RPC-over-RDMA version 1 (RFC 8166,
  * RFC 8797, RFC 8167) and version 2 (draft-cel-nfsv4-rpcrdma-version-two;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Internal types of the userspace soft-iWARP provider ("iwarp").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Connection manager: event channels, ids, TCP connect/accept and the MPA
  * Request/Reply exchange (RFC 5044 §7.1, RFC 6581).

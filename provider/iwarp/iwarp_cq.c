@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Completion queues.  poll_cq/ack_cq_events run the RX (and a blocked TX)
  * of every attached QP inline: see the threading model in iwarp.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Device, protection domains, the ops table and the progress thread.
  * The threading model is described at the top of iwarp.h.

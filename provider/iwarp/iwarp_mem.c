@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Memory registration and STag checks (RFC 5040 §8, RFC 5042 §5).
  *

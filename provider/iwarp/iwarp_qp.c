@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Queue pair life cycle: creation, the receive queue, moving to RTS after
  * the MPA handshake, and the error path (Terminate, flush, DISCONNECTED).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RX engine: MPA FPDUs -> DDP segments -> RDMAP messages, with direct
  * placement.

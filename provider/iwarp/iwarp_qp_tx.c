@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * TX engine: send queue -> RDMAP messages -> DDP segments -> MPA FPDUs.
  *

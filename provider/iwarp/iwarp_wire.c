@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* iWARP wire codecs: see iwarp_wire.h.  Pure functions, no state. */
 #include <string.h>
 

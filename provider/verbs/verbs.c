@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* The "verbs" provider's ops table (rdma-core: libibverbs + librdmacm) and
  * its errno translation. */
 #include <errno.h>

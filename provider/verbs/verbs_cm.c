@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Connection management over librdmacm: one rdma_event_channel per
  * rpcrdma_cm_channel (its fd is the channel's fd), one rdma_cm_id per
  * rpcrdma_cm_id, events translated one for one. */

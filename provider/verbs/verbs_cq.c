@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Completion queues: an ibv_cq with its own completion channel, whose fd is
  * the pollable fd of provider.h (arm with req_notify, drain, ack). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Device: open/close/query over librdmacm's device list. */
 #include <errno.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The "verbs" provider's private types: each wraps one rdma-core object and
  * embeds the provider.h base struct first so the generic pointer can be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Protection domains, memory regions and type-2 memory windows. */
 #include <errno.h>
 #include <stdlib.h>

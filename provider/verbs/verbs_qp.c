@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Reliable-connected queue pairs: creation on a cm_id, posting, and the
  * shadow rings that give completions back their consumer wr_id/opcode. */
 #include <assert.h>

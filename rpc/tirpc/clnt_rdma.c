@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * clnt_rdma_create: a libtirpc CLIENT over the native rpcrdma client, so
  * rpcgen client stubs run unchanged over RPC-over-RDMA.

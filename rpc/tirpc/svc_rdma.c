@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * svc_rdma_create: a libtirpc SVCXPRT over the native rpcrdma server, so
  * rpcgen dispatch functions registered with svc_register() are served by

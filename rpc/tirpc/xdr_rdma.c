@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * libtirpc XDR streams that know about direct data placement: see
  * tirpc_internal.h for what they do and why.

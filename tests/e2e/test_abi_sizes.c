@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The size convention of the public structs that grow (rpcrdma.h,
  * "Binary compatibility"), through the shared library as a program sees

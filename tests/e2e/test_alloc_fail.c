@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Failing allocations, end to end (../shared/DESIGN.md: "failing-allocation
  * tests").  The library's malloc, calloc, realloc, strdup and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * End to end: an rpcrdma server and client in one process (a forked child
  * for the server-killed case) over the soft-iWARP provider on loopback.

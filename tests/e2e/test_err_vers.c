@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ERR_VERS over real iwarp connections (RFC 8166 §4.5.1, §7; draft v2
  * §7.2, §7.3): a hand-made peer (tests/iwpeer.h) sends RPC-over-RDMA

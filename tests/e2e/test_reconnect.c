@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Client reconnection (RFC 8166 §4.5.5; opts.max_retries): the server
  * goes away in the middle of a call and comes back on the same port; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* rpc/ address strings: "host", "host:port", "[v6]:port", bare v6, with
  * the RPC-over-RDMA default port 20049 (RFC 8166 §9.1). */
 #include <arpa/inet.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """abi_exports.py LIB MAP INCLUDE_DIR CC [CFLAGS...]
 
 The shared library's dynamic symbols are exactly the functions the public

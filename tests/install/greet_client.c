@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Out-of-tree client: rpcgen's stub over clnt_rdma_create. */
 #include <stdio.h>
 #include <stdlib.h>

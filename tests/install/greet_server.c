@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Out-of-tree server: rpcgen's dispatch, svc_rdma_create, svc_run. */
 #include <stdio.h>
 #include <stdlib.h>

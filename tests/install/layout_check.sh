@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/install/layout_check.sh BUILD_DIR — what `cmake --install` puts
 # where: both tools, the shared and static library with the soname link,
 # the public headers (each compiles on its own; the internal export.h is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/install/man_check.sh BUILD_DIR MAP — the installed manual pages:
 # each page passes `mandoc -T lint` (warnings and worse) and renders with
 # man-db's `man --warnings -l` without a groff warning (what lintian runs);

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/install/run.sh BUILD_DIR [pkgconfig|cmake] — install the library
 # into a scratch prefix, build an rpcgen program the library has never seen
 # (greet.x and its two mains) out of tree, and run its server and client

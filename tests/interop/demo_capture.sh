@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Sourced by demo_capture_check.sh and demo_capture_v2_check.sh: runs
 # `make demo`'s client and server under a loopback capture (scripts/
 # demo.sh --pcap).  Needs $build and $tag (the report prefix) set; leaves

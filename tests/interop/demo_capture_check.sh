@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # demo_capture_check.sh BUILD_DIR — run `make demo`'s client and server
 # with a loopback capture (scripts/demo.sh --pcap) and let tshark, a
 # dissector we did not write, judge the wire: MPA/DDP/RDMAP framing with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # demo_capture_v2_check.sh BUILD_DIR — `make demo` in RPC-over-RDMA
 # version 2 (the default) under capture.  Wireshark's rpcordma dissector
 # knows only RFC 8166, so the judges are split:

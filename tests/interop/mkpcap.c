@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * mkpcap: write a synthetic capture of one loopback TCP connection that
  * carries RPC-over-RDMA version 1 over iWARP, for checking our encoders

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """interop_tshark_v1: an independent decoder (tshark) reads our bytes.
 
 mkpcap writes captures of a loopback iWARP connection whose MPA, DDP/RDMAP,

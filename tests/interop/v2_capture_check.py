@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """Check the RPC-over-RDMA version 2 rules on a decoded capture.
 
 Input: `rpcrdma-dump --json CAPTURE` of the v2 demo.  Each rule names the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """wireshark_v2_check.py --lua rpcrdma2.lua --dump rpcrdma-dump
                          [--no-send-reassembly] CAPTURE...
 

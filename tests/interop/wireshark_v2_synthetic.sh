@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # wireshark_v2_synthetic.sh MKPCAP DUMP LUA — the v2 Wireshark dissector
 # (tools/wireshark/rpcrdma2.lua) on synthetic captures holding every v2
 # header type, every RDMA2_ERROR body and every kind of property

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * What nfs3_interop and nfs41_interop share: their report lines and the
  * reading of nfsd's own counters.  Define REPORT_NAME before including.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * nfs3_interop: drive the Linux kernel's NFSv3 server (RFC 1813) with
  * rpcgen-generated stubs, over plain TCP (libtirpc) or over RPC-over-RDMA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * nfs41_interop: open an NFSv4.1 session on the Linux kernel's nfsd and
  * close it again (RFC 8881 §18.35, §18.36, §18.37, §18.50), with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/kernel/nfsd-up.sh CMD [ARG...] — runs INSIDE the lab guest
 # (tests/lab/run.sh tests/kernel/nfsd-up.sh CMD ...).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/perf-compare.sh — inside the Soft-RoCE guest (tests/lab/run.sh):
 # our `rpcrdma-perf provider --provider verbs` and perftest's own tools on
 # the same rxe device in the same boot, then one table with both numbers

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/perftest-lib.sh — sourced by the lab's perf scripts
 # (perf-compare.sh, siw/perf.sh) inside the guest: runs perftest pairs over
 # rdma_cm and reads numbers out of perftest's and rpcrdma-perf's output.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/run.sh — run one command inside a Soft-RoCE guest and return its
 # exit status.
 #

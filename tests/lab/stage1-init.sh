@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Stage 1 of the lab guest: /init inside the initramfs built by run.sh.
 # Runs under busybox-static (no libc, no host files yet).  Its one job is to
 # build the root the real test runs in:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Stage 2 of the lab guest: PID 1 on the overlay of the host's root.
 # Prepares the RDMA device run.sh asked for (labrdma= on the kernel
 # command line: rxe, siw or siw-crc) and runs /run/lab/cmd.sh (written by run.sh),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * verbs_smoke: end-to-end check of the "verbs" provider on a real device
  * (Soft-RoCE in the lab guest).  One process plays client and server over

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/nfs3d/e2e-nfs3d.sh NFS3D NFS3D_CHECK [PROVIDER] — rpcrdma-nfs3d
 # against nfs3d_check (RFC 1813 procedure by procedure) on one machine:
 #   1. every procedure and its errors, MOUNT's six; a handle saved, the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/nfs3d/lab-nfs3d.sh NFS3D NFS3_INTEROP — runs INSIDE the lab guest;
 # for the numbers, under tests/kernel/nfsd-up.sh (so the kernel's own nfsd
 # serves /export on "rdma 20049" in the same boot):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * nfs3d_check: rpcrdma-nfs3d against RFC 1813, procedure by procedure,
  * through rpcgen stubs over clnt_rdma_create (run by e2e-nfs3d.sh on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The duplicate-request cache of rpcrdma-nfs3d (tools/nfs3d/drc.c): a hit
  * needs every part of the key (XID, client address without port,

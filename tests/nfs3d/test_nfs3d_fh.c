@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-nfs3d's file handles (tools/nfs3d/fh.c): the codec refuses
  * every handle it did not make (NFS3ERR_BADHANDLE, RFC 1813 §2.6), and

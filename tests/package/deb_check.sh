@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/package/deb_check.sh SOURCE_DIR — the Debian packages, as CI
 # builds them: a copy of the source tree goes through
 # `dpkg-buildpackage -us -uc -b` (Debian's compiler flags: -O2,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Loopback capture check (CTest provider_capture_tshark, label interop).
 #
 #   capture_check.sh PROVIDER_CONFORMANCE [WORKDIR]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Protection cases: memory windows and invalidation, every access
  * violation class for RDMA Write and RDMA Read, a Send with no posted

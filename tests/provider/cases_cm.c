@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Connection manager cases: private data in connect/accept/reject, refused
  * connections, disconnect flushing outstanding work, 64 connections at

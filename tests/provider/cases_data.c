@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Data movement cases: Send/Receive sizes and scatter/gather, RDMA Write and
  * Read with data verification, outstanding Reads up to the negotiated ORD,

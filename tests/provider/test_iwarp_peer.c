@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The soft-iWARP provider against a hand-made peer (tests/iwpeer.h), for
  * what our own provider never sends:

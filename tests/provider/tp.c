@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Provider test helpers: waits with time-outs, buffers, connected pairs. */
 #include "tp.h"
 

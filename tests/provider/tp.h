@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Provider test helpers ("tp"): the small layer the provider conformance
  * suite is written on.  Everything here uses provider.h only, so the suite

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * An unchanged rpcgen program (bigres.x) with results of 0 .. 4 MiB -- an
  * opaque, an int array and a linked list (READDIR-like) -- arguments as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* opaque_auth, AUTH_NONE and AUTH_SYS (RFC 5531 §8.2, §10.1, App. A). */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* Chunk list codec (RFC 8166 §3.4, §4.3, §4.7; v2 draft §3.3): known
  * answers written by hand from the XDR, malformed input, limits, and a
  * seeded random round trip. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* RFC 8797 CM private data: known answers, receiver fallback rules,
  * format identifier search and inline threshold derivation. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * A fake RDMA "wire" for engine tests: two engines back to back in memory.
  * It executes the work requests the engines hand out: Sends land in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The Responder's RDMA time-out (engine/rdma_timeout.c): a call whose
  * RDMA Read is never answered, or whose reply's Send never completes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Engine driven by scripted, byte-exact inputs: error replies, reserved
  * procedures, credits, thresholds, peer errors.  Each test names the RFC

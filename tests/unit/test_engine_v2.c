@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * RPC-over-RDMA version 2 in the engine (draft-cel-nfsv4-rpcrdma-version-
  * two-09), from scripted inputs: version negotiation (§7), RDMA2_CONNPROP

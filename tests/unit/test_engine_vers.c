@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * ERR_VERS for every RPC-over-RDMA version a connection does not speak
  * (RFC 8166 §4.5, §4.5.1, §7; draft-cel-nfsv4-rpcrdma-version-two-09

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Engine back to back: two engines joined by the fake wire of
  * test_engine_fake.h, every message shape with its data checked.

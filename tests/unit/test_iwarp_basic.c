@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Loopback smoke test of the iwarp provider through its ops table:
  * connect/accept with private data (IPv4 and IPv6), Send/Recv, RDMA Write

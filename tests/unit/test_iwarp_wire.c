@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Known-answer tests for the iWARP wire codecs (provider/iwarp/iwarp_wire.h).
  * Expected bytes are written by hand from the RFC figures, not produced by

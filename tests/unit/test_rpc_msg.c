@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* ONC RPC v2 call/reply headers (RFC 5531 §9): known answers written
  * from the XDR, every truncation, malformed values and round trips. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* RPC-over-RDMA version 1 header codec (RFC 8166 §4.1.2, §4.2, §4.5;
  * RFC 5666 §4.3 for RDMA_MSGP/RDMA_DONE): hand-written known answers for
  * every procedure and error code, every truncation, malformed input,

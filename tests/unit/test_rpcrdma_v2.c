@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* RPC-over-RDMA version 2 header codec (draft-cel-nfsv4-rpcrdma-version-
  * two-09 §3, §4, §5, §6): hand-written known answers for every header
  * type, all nine error codes, an unknown one, CONNPROP with RBSIZ, BRS

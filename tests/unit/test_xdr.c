@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* XDR cursor (RFC 4506) and CRC-32C known answers. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The libtirpc scatter stream's RFC 5666 RDMA_MSGP padding (§3.7): an
  * opaque at or above rdma_thresh has its data at the next multiple of

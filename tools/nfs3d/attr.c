@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Attributes: struct stat -> fattr3 / wcc_data (RFC 1813 §2.5, §2.6),
  * sattr3 -> the file system (§3.3.2), ACCESS bits (§3.3.4), and errno ->

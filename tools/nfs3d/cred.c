@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Who a request is served as (RFC 1813 §4.4 "Permission issues"; AUTH_SYS
  * is RFC 5531 Appendix A).

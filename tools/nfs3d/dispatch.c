@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The NFS program's dispatch function: what rpcgen's -m output does
  * (decode the arguments with the generated XDR routine, call the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The duplicate-request cache (see nfs3d.h for what it keys on and why it
  * stores results without framing).  A hash table over the key with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * File handles (RFC 1813 §2.5 nfs_fh3, opaque to the client, at most
  * NFS3_FHSIZE bytes) that survive a restart of the server.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-nfs3d — a userspace NFSv3 server on RPC-over-RDMA.
  *

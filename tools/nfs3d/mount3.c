@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The MOUNT protocol, version 3 (RFC 1813 Appendix I), served over TCP by
  * plain libtirpc with rpcgen's own dispatch function (mount_program_3 from

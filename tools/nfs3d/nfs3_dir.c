@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * NFSv3 procedures on directory entries (RFC 1813 §3.3): LOOKUP, CREATE,
  * MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK.  (READDIR and

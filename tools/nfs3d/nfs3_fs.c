@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * NFSv3 procedures about the file system (RFC 1813 §3.3): NULL, FSSTAT,
  * FSINFO, PATHCONF.

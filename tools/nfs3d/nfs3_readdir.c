@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * READDIR and READDIRPLUS (RFC 1813 §3.3.16, §3.3.17).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * rpcrdma-nfs3d: a userspace NFSv3 server (RFC 1813) on RPC-over-RDMA
  * (RFC 8166, with the NFS Upper-Layer Binding of RFC 8267) through the

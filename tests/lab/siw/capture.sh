@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/siw/capture.sh — sourced by the siw lab scripts inside the
 # guest: a tshark capture on lo (the kernel's siw and our userspace iwarp
 # provider both talk TCP to 192.0.2.1, which goes through lo) and its

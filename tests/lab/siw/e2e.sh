@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/siw/e2e.sh TEST_E2E TEST_RECONNECT — runs INSIDE a siw lab
 # guest (RPCRDMA_LAB_RDMA=siw tests/lab/run.sh tests/lab/siw/e2e.sh ...).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/siw/nfs.sh NFS3_INTEROP NFS41_INTEROP — runs INSIDE a siw lab
 # guest under tests/kernel/nfsd-up.sh (nfsd listening on siw_d0):
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/siw/perf.sh BUILD/bench/rpcrdma-perf — inside a siw lab guest
 # (RPCRDMA_LAB_RDMA=siw tests/lab/run.sh bash tests/lab/siw/perf.sh ...):
 # RPC NULL latency and 1 MiB READ/WRITE throughput of rpcrdma on the

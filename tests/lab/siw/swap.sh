@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tests/lab/siw/swap.sh plain|crc [CMD ARG...] — runs INSIDE a siw lab
 # guest (RPCRDMA_LAB_RDMA=siw or siw-crc): replaces the loaded siw.ko by
 # the other build run.sh made (crc: built with mpa_crc_required, which asks
