@@ -533,6 +533,26 @@ static int rns_call(struct pr_nullsess *s)
 	return rdma_null(((struct rdma_nullsess *)s)->c) < 0 ? -1 : 0;
 }
 
+static int rns_xfer(struct pr_nullsess *s, bool write, size_t size)
+{
+	struct rdma_nullsess *n = (struct rdma_nullsess *)s;
+	static uint8_t buf[PR_MAXSZ];
+	uint8_t hdr[4];
+	rpcrdma_be32_put(hdr, (uint32_t)size);
+	struct rpcrdma_iov a[2] = {{hdr, 4, false}, {buf, size, true}};
+	size_t max = size;
+	struct rpcrdma_call call = {.proc = write ? PR_WRITE : PR_READ,
+				    .args = a, .nargs = write ? 2 : 1,
+				    .ddp_result_max = write ? NULL : &max,
+				    .nddp_results = write ? 0 : 1};
+	struct rpcrdma_reply rep;
+	int rc = rpcrdma_clnt_call(n->c, &call, &rep);
+	if (rc == 0 && !write && (rep.nddp != 1 || rep.ddp_len[0] != size))
+		rc = -1;
+	rpcrdma_reply_free(&rep);
+	return rc < 0 ? -1 : 0;
+}
+
 static void rns_close(struct pr_nullsess *s)
 {
 	struct rdma_nullsess *n = (struct rdma_nullsess *)s;
@@ -568,6 +588,7 @@ int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
 	}
 	n->s.call = rns_call;
 	n->s.close = rns_close;
+	n->s.xfer = rns_xfer;
 	*out = &n->s;
 	return 0;
 }

@@ -125,6 +125,9 @@ int pr_tcp_client_run(const struct sockaddr_storage *addr, socklen_t len,
 struct pr_nullsess {
 	int (*call)(struct pr_nullsess *s);   /* one NULL call: 0 or -1 */
 	void (*close)(struct pr_nullsess *s); /* client, then server */
+	/* One synchronous WRITE (write) or READ of size bytes (at most
+	 * PR_MAXSZ) with DDP, as `rpc` makes them: 0 or -1. */
+	int (*xfer)(struct pr_nullsess *s, bool write, size_t size);
 };
 
 /* Native rpcrdma (perf_rpc.c); ip: the address to listen on and connect

@@ -232,6 +232,8 @@ struct clnt_nullsess {
 	const struct pr_clnt_ops *ops;
 	SVCXPRT *x;
 	CLIENT *c;
+	size_t size;                /* the binding's READ size */
+	uint8_t *buf;
 };
 
 static int cns_call(struct pr_nullsess *s)
@@ -240,11 +242,26 @@ static int cns_call(struct pr_nullsess *s)
 	return n->ops->null(n->c);
 }
 
+static int cns_xfer(struct pr_nullsess *s, bool write, size_t size)
+{
+	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
+	if (!n->buf && !(n->buf = calloc(1, PR_MAXSZ)))
+		return -1;
+	if (!write && n->ops->set_size && n->size != size) {
+		if (n->ops->set_size(n->c, size) < 0)
+			return -1;
+		n->size = size;
+	}
+	return write ? n->ops->write(n->c, n->buf, size)
+		     : n->ops->read(n->c, n->buf, size);
+}
+
 static void cns_close(struct pr_nullsess *s)
 {
 	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
 	clnt_destroy(n->c);
 	pr_svc_stop(n->x);
+	free(n->buf);
 	free(n);
 }
 
@@ -270,6 +287,7 @@ int pr_clnt_nullsess(const struct pr_clnt_ops *ops,
 	}
 	n->s.call = cns_call;
 	n->s.close = cns_close;
+	n->s.xfer = cns_xfer;
 	*out = &n->s;
 	return 0;
 }
