@@ -93,6 +93,12 @@ struct rpcrdma_engine_mr {
 	uint32_t rkey;
 	uint64_t remote_addr;
 	void *cookie; /* the driver's */
+	/* Set by the engine just before release(): the rkey was invalidated
+	 * (by the peer's Send With Invalidate or a LOCAL_INV that completed),
+	 * so the driver may reuse what backed it (a memory window).  False
+	 * for a local-only registration and for an rkey whose connection
+	 * died while it was exposed: the driver must kill it itself. */
+	bool invalidated;
 };
 
 struct rpcrdma_engine_mem_ops {

@@ -136,6 +136,7 @@ struct rq {
 	struct rpcrdma_engine_mr mr[RPCRDMA_RQ_MAX_MR];
 	bool mr_remote[RPCRDMA_RQ_MAX_MR];
 	bool mr_dead[RPCRDMA_RQ_MAX_MR];  /* rkey invalidated */
+	bool mr_linv[RPCRDMA_RQ_MAX_MR];  /* covered by a LOCAL_INV posted */
 	uint32_t inv_pending;
 	uint32_t sq_held;    /* send queue entries reserved, not posted
 				yet (its LOCAL_INVs) */

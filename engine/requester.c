@@ -41,8 +41,10 @@ void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
 
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 {
-	for (uint32_t i = 0; i < q->nmr; i++)
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		q->mr[i].invalidated = q->mr_remote[i] && q->mr_dead[i];
 		e->mem.release(e->mem.ctx, &q->mr[i]);
+	}
 	q->nmr = 0;
 }
 
@@ -165,6 +167,7 @@ static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
 		return rc;
 	q->mr_remote[q->nmr] = true;
 	q->mr_dead[q->nmr] = false;
+	q->mr_linv[q->nmr] = false;
 	q->nmr++;
 	seg->handle = mr->rkey;
 	seg->length = (uint32_t)len;
@@ -711,6 +714,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		for (uint32_t j = 0; j < nposted; j++)
 			if (posted_rkeys[j] == q->mr[i].rkey)
 				dup = true;
+		q->mr_linv[i] = e->cfg.local_inv;
 		if (dup)
 			continue;
 		if (!e->cfg.local_inv) {
@@ -761,8 +765,14 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	switch (op) {
 	case WRO_LINV:
 		if (q->inv_pending && --q->inv_pending == 0 &&
-		    q->state == RQ_INVALIDATING)
+		    q->state == RQ_INVALIDATING) {
+			/* Every LOCAL_INV of the call completed (in order:
+			 * the last one's completion is the last to come). */
+			for (uint32_t i = 0; i < q->nmr; i++)
+				if (q->mr_linv[i])
+					q->mr_dead[i] = true;
 			finish(e, q);
+		}
 		break;
 	default:
 		break;

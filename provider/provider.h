@@ -88,6 +88,18 @@ enum rpcrdma_dev_cap {
 	RPCRDMA_DEV_CAP_IWARP = 1u << 6,       /* iWARP transport (RFC 5040):
 						  RDMA Read sinks are placed
 						  by tagged DDP (READ_SINK) */
+	RPCRDMA_DEV_CAP_REG_VIRTUAL = 1u << 7, /* a registration names
+						  virtual addresses, not
+						  pages: nothing is pinned,
+						  the device reads and writes
+						  the process's memory at
+						  that address when it is
+						  used (a software provider
+						  in the same process).  A
+						  registration cached by
+						  address stays right when
+						  the memory behind it is
+						  freed and mapped again */
 };
 
 struct rpcrdma_dev_attr {

@@ -82,6 +82,8 @@ struct rpc_inv {
 void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
 			    bool want_remote_inv, struct rpc_inv *out);
 
+struct rpc_reg_cache;
+
 struct rpc_dev {
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_dev *dev;
@@ -89,6 +91,7 @@ struct rpc_dev {
 	struct rpcrdma_cm_channel *ch;
 	struct rpcrdma_dev_attr attr;
 	struct rpc_inv inv;
+	struct rpc_reg_cache *cache; /* registration.c; NULL: none */
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
@@ -245,7 +248,34 @@ struct rpc_xprt {
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
 	uint64_t registrations;
+	/* Registration (registration.c), under the lock: windows whose
+	 * rkey was invalidated, ready to be bound again, and free cookies. */
+	struct rpcrdma_mw **mw_pool;
+	unsigned nmw_pool;
+	uint64_t mw_reuses;
+	struct rpc_mreg *reg_free;
 };
+
+/* ---------------------------------------------------------------------
+ * Memory registration (registration.c): the engine's mem ops, a
+ * registration cache per protection domain on devices whose
+ * registrations follow virtual addresses, and windows pooled per
+ * connection.
+ */
+struct rpc_mreg;
+/* NULL when the device pins pages (no cache there) or out of memory. */
+struct rpc_reg_cache *rpcrdma_rpc_reg_cache_new(struct rpc_dev *rd);
+/* Every connection of the domain is gone. */
+void rpcrdma_rpc_reg_cache_free(struct rpc_reg_cache *c);
+/* Adds the cache's hits and misses (c may be NULL). */
+void rpcrdma_rpc_reg_cache_stats(struct rpc_reg_cache *c, uint64_t *hits,
+				 uint64_t *misses);
+/* struct rpcrdma_engine_mem_ops, ctx the connection (its lock held). */
+int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
+			struct rpcrdma_engine_mr *mr);
+void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr);
+/* The engine is destroyed: free the connection's pooled windows. */
+void rpcrdma_rpc_reg_conn_free(struct rpc_xprt *x);
 
 /* ---------------------------------------------------------------------
  * The reply region (reply_region.c): max_msg bytes per connection,

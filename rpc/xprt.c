@@ -19,107 +19,6 @@
 #include "rpc/rpc_internal.h"
 
 /* ---------------------------------------------------------------------
- * Memory registration for the engine
- *
- * Local-only registrations are plain MRs.  A registration with remote
- * access is exposed to the peer and must be invalidatable (the engine
- * fences it with the peer's Send With Invalidate or its own LOCAL_INV
- * before release, RFC 8166 §4.4.1 / RFC 8797 §4.1).  iWARP invalidates
- * only memory windows (RFC 5040 §5.4), so when the device has them the
- * region is an MR with MW_BIND and the rkey handed out is that of a
- * type-2 window bound over it by an unsignaled BIND_MW posted right
- * away: it precedes, in send queue order, the Send that advertises it.
- */
-struct xprt_reg {
-	struct rpcrdma_mr *mr;      /* ours, or NULL */
-	struct rpcrdma_mw *mw;
-	struct rpcrdma_mr *base;    /* what the window is bound over: mr,
-				       or the connection's reply region */
-};
-
-static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
-		   struct rpcrdma_engine_mr *mr)
-{
-	struct rpc_xprt *x = ctx;
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	unsigned remote = access & (RPCRDMA_ACCESS_REMOTE_READ |
-				    RPCRDMA_ACCESS_REMOTE_WRITE);
-	bool use_mw = remote && x->rd->inv.use_mw;
-	struct xprt_reg *r = calloc(1, sizeof(*r));
-	int rc;
-
-	if (!r)
-		return RPCRDMA_ERR_AGAIN;
-	/* Local write always: RDMA Read results and receives land here. */
-	unsigned acc = access | RPCRDMA_ACCESS_LOCAL_WRITE;
-	if (use_mw)
-		acc |= RPCRDMA_ACCESS_MW_BIND;
-	/* A Reply chunk in the connection's reply region is registered
-	 * already: only the window is per call. */
-	r->base = use_mw ? rpcrdma_rpc_region_mr(x->rr, addr, len) : NULL;
-	if (!r->base) {
-		rc = ops->reg_mr(x->rd->pd, addr, len, acc, &r->mr);
-		if (rc < 0)
-			goto fail;
-		r->base = r->mr;
-		if (remote)
-			x->registrations++;
-	}
-	mr->rkey = remote ? r->base->rkey : 0;
-	if (use_mw) {
-		rc = ops->alloc_mw(x->rd->pd, &r->mw);
-		if (rc < 0)
-			goto fail;
-		struct rpcrdma_send_wr w, *bad = NULL;
-		memset(&w, 0, sizeof(w));
-		w.opcode = RPCRDMA_WR_BIND_MW;
-		w.bind_mw.mw = r->mw;
-		w.bind_mw.mr = r->base;
-		w.bind_mw.addr = (uint64_t)(uintptr_t)addr;
-		w.bind_mw.length = len;
-		w.bind_mw.access = remote;
-		w.bind_mw.key = ++x->mw_key;
-		rc = rpcrdma_post_send(x->qp, &w, &bad);
-		if (rc < 0)
-			goto fail;
-		mr->rkey = r->mw->rkey;
-	}
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = r->base->lkey;
-	mr->remote_addr = (uint64_t)(uintptr_t)addr;
-	mr->cookie = r;
-	return 0;
-fail:
-	if (r->mw)
-		ops->dealloc_mw(r->mw);
-	if (r->mr)
-		ops->dereg_mr(r->mr);
-	free(r);
-	return rc == RPCRDMA_ERR_NOMEM ? RPCRDMA_ERR_AGAIN : rc;
-}
-
-static void mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
-{
-	struct rpc_xprt *x = ctx;
-	struct xprt_reg *r = mr->cookie;
-
-	/* The engine calls this once the rkey is dead; freeing the window
-	 * and the region makes sure it can never be used again. */
-	if (r) {
-		if (r->mw)
-			x->rd->ops->dealloc_mw(r->mw);
-		/* Without LOCAL_INV this is the invalidation of an exposed
-		 * MR; if it fails, RFC 8166 §4.5.4: close the connection. */
-		if (r->mr && x->rd->ops->dereg_mr(r->mr) < 0 && !r->mw &&
-		    mr->rkey && !x->rd->inv.local_inv)
-			x->close_req = true;
-		free(r);
-	}
-	mr->cookie = NULL;
-}
-
-/* ---------------------------------------------------------------------
  * Create / destroy
  */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
@@ -213,7 +112,8 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	if (rc < 0)
 		goto fail;
 	struct rpcrdma_engine_mem_ops mem = {
-		.ctx = x, .reg = mem_reg, .release = mem_release,
+		.ctx = x, .reg = rpcrdma_rpc_mem_reg,
+		.release = rpcrdma_rpc_mem_release,
 	};
 	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
 	if (rc < 0)
@@ -250,6 +150,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 	if (x->e)
 		rpcrdma_engine_destroy(x->e);
 	rpcrdma_rpc_calls_free_all(x);
+	rpcrdma_rpc_reg_conn_free(x);
 	rpcrdma_rpc_region_close(x->rr);
 	free(x->reqs);
 	if (x->qp)
