@@ -49,10 +49,9 @@
 #define RPC_MW_POOL_MAX 256u
 
 struct rpc_cache_ent {
-	uintptr_t start, end;       /* whole pages; end 0: unused */
+	uintptr_t start, end;       /* whole pages */
 	struct rpcrdma_mr *mr;
 	unsigned refs;              /* registrations using it now */
-	uint64_t used;              /* LRU clock */
 };
 
 struct rpc_reg_cache {
@@ -60,9 +59,12 @@ struct rpc_reg_cache {
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_pd *pd;
 	uintptr_t page;
-	uint64_t clock;
 	uint64_t hits, misses, evictions;
-	struct rpc_cache_ent e[RPC_CACHE_ENTRIES];
+	unsigned n;                 /* entries in use, e[0..n) */
+	struct rpc_cache_ent *e[RPC_CACHE_ENTRIES]; /* most recent first */
+	unsigned nfree;             /* entries unused, free[0..nfree) */
+	struct rpc_cache_ent *free[RPC_CACHE_ENTRIES];
+	struct rpc_cache_ent slab[RPC_CACHE_ENTRIES];
 };
 
 /* One registration handed to the engine (its cookie). */
@@ -86,6 +88,8 @@ struct rpc_reg_cache *rpcrdma_rpc_reg_cache_new(struct rpc_dev *rd)
 	pthread_mutex_init(&c->lock, NULL);
 	c->ops = rd->ops;
 	c->pd = rd->pd;
+	for (unsigned i = 0; i < RPC_CACHE_ENTRIES; i++)
+		c->free[c->nfree++] = &c->slab[i];
 	long pg = sysconf(_SC_PAGESIZE);
 	c->page = pg > 0 ? (uintptr_t)pg : 4096u;
 	return c;
@@ -96,9 +100,8 @@ void rpcrdma_rpc_reg_cache_free(struct rpc_reg_cache *c)
 	if (!c)
 		return;
 	/* Every connection is gone: nothing uses an entry any more. */
-	for (unsigned i = 0; i < RPC_CACHE_ENTRIES; i++)
-		if (c->e[i].end)
-			c->ops->dereg_mr(c->e[i].mr);
+	for (unsigned i = 0; i < c->n; i++)
+		c->ops->dereg_mr(c->e[i]->mr);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -116,43 +119,54 @@ void rpcrdma_rpc_reg_cache_stats(struct rpc_reg_cache *c, uint64_t *hits,
 
 /* The entry covering [a, a+len), registered now if none does; NULL when
  * it cannot be cached (every entry in use, or registration failed: the
- * caller then registers for this use alone). */
+ * caller then registers for this use alone).  Entries are kept most
+ * recently used first (a hit moves one place up), so the usual lookup
+ * of a buffer used again and again stops at the first entry or two. */
 static struct rpc_cache_ent *cache_get(struct rpc_reg_cache *c, uintptr_t a,
 				       size_t len)
 {
 	if (!c || !len || a + len < a)
 		return NULL;
 	uintptr_t end = a + len;
-	struct rpc_cache_ent *victim = NULL;
 	pthread_mutex_lock(&c->lock);
-	c->clock++;
-	for (unsigned i = 0; i < RPC_CACHE_ENTRIES; i++) {
-		struct rpc_cache_ent *e = &c->e[i];
-		if (e->end && e->start <= a && end <= e->end) {
+	for (unsigned i = 0; i < c->n; i++) {
+		struct rpc_cache_ent *e = c->e[i];
+		if (e->start <= a && end <= e->end) {
+			if (i) {
+				c->e[i] = c->e[i - 1];
+				c->e[i - 1] = e;
+			}
 			e->refs++;
-			e->used = c->clock;
 			c->hits++;
 			pthread_mutex_unlock(&c->lock);
 			return e;
 		}
-		if (!e->refs && (!victim || !e->end ||
-				 (victim->end && e->used < victim->used)))
-			victim = e;
 	}
 	c->misses++;
-	if (!victim) {
-		pthread_mutex_unlock(&c->lock);
-		return NULL;
+	/* The least recently used entry nobody uses makes room. */
+	unsigned v = c->n;
+	if (v == RPC_CACHE_ENTRIES) {
+		while (v > 0 && c->e[v - 1]->refs)
+			v--;
+		if (!v) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+		v--;
 	}
 	uintptr_t s = a & ~(c->page - 1);
 	uintptr_t e_ = (end + c->page - 1) & ~(c->page - 1);
 	if (e_ < end)
 		e_ = end; /* the last page of the address space */
-	if (victim->end) {
-		c->ops->dereg_mr(victim->mr);
-		victim->end = 0;
+	if (v < c->n) {
+		struct rpc_cache_ent *old = c->e[v];
+		c->ops->dereg_mr(old->mr);
 		c->evictions++;
+		memmove(&c->e[v], &c->e[v + 1], (c->n - v - 1) * sizeof(c->e[0]));
+		c->n--;
+		c->free[c->nfree++] = old;
 	}
+	struct rpc_cache_ent *ent = c->free[c->nfree - 1];
 	/* Never exposed itself: windows give the peer access, so the MR
 	 * needs only what a window bound over it and local use require. */
 	unsigned acc = RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_MW_BIND |
@@ -162,9 +176,16 @@ static struct rpc_cache_ent *cache_get(struct rpc_reg_cache *c, uintptr_t a,
 		pthread_mutex_unlock(&c->lock);
 		return NULL;
 	}
-	*victim = (struct rpc_cache_ent){s, e_, mr, 1, c->clock};
+	c->nfree--;
+	*ent = (struct rpc_cache_ent){s, e_, mr, 1};
+	/* New entries start in the middle: one use does not push out the
+	 * buffers used all the time. */
+	unsigned at = c->n / 2;
+	memmove(&c->e[at + 1], &c->e[at], (c->n - at) * sizeof(c->e[0]));
+	c->e[at] = ent;
+	c->n++;
 	pthread_mutex_unlock(&c->lock);
-	return victim;
+	return ent;
 }
 
 static void cache_put(struct rpc_reg_cache *c, struct rpc_cache_ent *e)
