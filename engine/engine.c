@@ -676,6 +676,15 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->type = RPCRDMA_EV_CLOSE;
 		ev->reason = v.reason;
 		return 1;
+	case EVK_RQ_RELEASED: {
+		/* Queued before the call's CALL_DONE, so the slot is still
+		 * the call's. */
+		struct rq *q = &e->rq[v.idx];
+		ev->type = RPCRDMA_EV_CALL_RELEASED;
+		ev->xid = q->xid;
+		ev->user = q->req.user;
+		return 1;
+	}
 	case EVK_RQ: {
 		struct rq *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_DONE;
@@ -701,8 +710,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			ev->user = s->user;
 			ev->status = s->reply_status;
 			s->event_pending = false;
-			if (!s->send_pending)
-				rpcrdma_rs_free(e, s);
+			rpcrdma_rs_done_maybe_free(e, s);
 			return 1;
 		}
 		ev->type = RPCRDMA_EV_INCOMING_CALL;

@@ -316,6 +316,23 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			       const struct rpcrdma_call_req *req,
 			       uint32_t *xid, uint64_t now);
 
+/* The submitter of call xid no longer waits for it (a time-out, a
+ * destroyed client) and takes back the memory it lent the call: the peer
+ * must not reach it any more, and the call is not sent again.  Not an
+ * RPC-level cancel (RFC 8166 has none): a call already sent keeps its
+ * credit and slot until its reply or the end of the connection
+ * (§3.3.1), and completes then (CALL_DONE) with RPCRDMA_ERR_CANCELLED or
+ * its reply's status.  Its chunks are invalidated now (§4.4.1), so a
+ * Responder that still reads or writes them, or names one in a Send
+ * With Invalidate, meets a protection error and the connection closes
+ * (§4.5.4).  Returns 0 when nothing of the call is reachable any more (a
+ * call not yet sent completes at once), RPCRDMA_ERR_AGAIN when LOCAL_INVs
+ * were queued: RPCRDMA_EV_CALL_RELEASED (or CALL_DONE) follows once they
+ * completed or the connection is gone, RPCRDMA_ERR_NOENT for an XID with
+ * no call. */
+int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
+			       uint64_t now);
+
 struct rpcrdma_reply_req {
 	/* The whole RPC Reply message, unreduced, starting with the call's
 	 * XID.  Pieces marked ddp are DDP-eligible results: each goes into
@@ -324,6 +341,11 @@ struct rpcrdma_reply_req {
 	const struct rpcrdma_iov *msg;
 	unsigned nmsg;
 	void *user; /* returned in the REPLY_SENT event */
+	/* Keep the call's slot, and with it the call message and its
+	 * call_id, after REPLY_SENT until rpcrdma_engine_release_reply():
+	 * for an upper layer that sends its reply from inside a handler
+	 * still running (the libtirpc adapter's svc_sendreply). */
+	bool hold;
 };
 
 /* Answer incoming call `call_id` (from its INCOMING_CALL event).  Small
@@ -343,6 +365,10 @@ struct rpcrdma_reply_req {
 int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 				const struct rpcrdma_reply_req *rep,
 				uint64_t now);
+
+/* The slot of a reply submitted with hold is free again once its
+ * REPLY_SENT was polled (no-op for any other call_id). */
+void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id);
 
 /* ---------------------------------------------------------------------
  * Outputs
@@ -372,6 +398,9 @@ enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_INCOMING_CALL, /* the peer called us */
 	RPCRDMA_EV_REPLY_SENT,    /* our reply's buffers are free again */
 	RPCRDMA_EV_CLOSE,         /* the driver must disconnect */
+	RPCRDMA_EV_CALL_RELEASED, /* a cancelled call's memory is no longer
+				     reachable by the peer (user); the call
+				     itself completes later (CALL_DONE) */
 };
 
 /* RFC 5666 §3.7 padding of a message received as RDMA_MSGP: the upper

@@ -163,6 +163,8 @@ struct rq {
 	uint32_t max_writes; /* Write chunks at most (ERR_WRITE_CHUNKS) */
 	uint32_t empty_mask; /* Write chunks offered empty (WRITE_RESOURCE) */
 	bool want_bounce;    /* one-segment Long Call (ERR_SEGMENTS) */
+	bool cancelled;      /* its submitter left (cancel_call): never
+				sent again, its chunks invalidated */
 	uint8_t *bounce;     /* the whole Payload stream, contiguous */
 };
 
@@ -176,6 +178,8 @@ struct rs {
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
 	bool send_pending;   /* its Send not completed (send_queue.c) */
 	bool event_pending;  /* REPLY_SENT queued, not polled */
+	bool hold;           /* kept after REPLY_SENT until the upper
+				layer releases it (reply_req.hold) */
 	uint8_t *sbuf;
 	uint8_t *small;      /* preallocated call buffer (recv size) */
 	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
@@ -324,7 +328,7 @@ struct rpcrdma_engine {
 					  chunk lists come from tx_hdr */
 };
 
-enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
+enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };
 
 static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 					uint32_t idx)
@@ -438,6 +442,9 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+/* An RS_DONE slot is free once its REPLY_SENT was polled, its Send
+ * completed and the upper layer no longer holds it. */
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);
 
 /* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the

@@ -129,6 +129,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->max_writes = UINT32_MAX;
 	q->empty_mask = 0;
 	q->want_bounce = false;
+	q->cancelled = false;
 	q->bounce = NULL;
 	memset(q->result_len, 0, sizeof q->result_len);
 	memset(q->pad, 0, sizeof q->pad);
@@ -349,6 +350,10 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
+	if (q->cancelled) {
+		complete_call(e, q, RPCRDMA_ERR_CANCELLED);
+		return;
+	}
 	if (e->vers_failed) {
 		complete_call(e, q, RPCRDMA_ERR_PEER_ERR_VERS);
 		return;
@@ -500,7 +505,7 @@ static void requeue(struct rpcrdma_engine *e, struct rq *q)
 /* Copy an inline reply out and complete. */
 static void finish(struct rpcrdma_engine *e, struct rq *q)
 {
-	if (q->resend) {
+	if (q->resend && !q->cancelled) {
 		requeue(e, q);
 		return;
 	}
@@ -704,11 +709,12 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 			continue;
 		}
 	}
-	q->inv_pending = 0;
+	/* A cancelled call's LOCAL_INVs may still be out (inv_pending):
+	 * their handles are not invalidated twice. */
 	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
 	uint32_t nposted = 0;
 	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i])
+		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
 			continue;
 		bool dup = false; /* the pad may back several segments */
 		for (uint32_t j = 0; j < nposted; j++)
@@ -764,15 +770,17 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	(void)wc;
 	switch (op) {
 	case WRO_LINV:
-		if (q->inv_pending && --q->inv_pending == 0 &&
-		    q->state == RQ_INVALIDATING) {
-			/* Every LOCAL_INV of the call completed (in order:
-			 * the last one's completion is the last to come). */
-			for (uint32_t i = 0; i < q->nmr; i++)
-				if (q->mr_linv[i])
-					q->mr_dead[i] = true;
+		if (!q->inv_pending || --q->inv_pending)
+			break;
+		/* Every LOCAL_INV of the call completed (in order: the last
+		 * one's completion is the last to come). */
+		for (uint32_t i = 0; i < q->nmr; i++)
+			if (q->mr_linv[i])
+				q->mr_dead[i] = true;
+		if (q->state == RQ_INVALIDATING)
 			finish(e, q);
-		}
+		else if (q->state == RQ_SENT && q->cancelled)
+			rpcrdma_ev_push(e, EVK_RQ_RELEASED, q->idx, 0);
 		break;
 	default:
 		break;
@@ -786,7 +794,10 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 	switch (q->state) {
 	case RQ_SENT:
 		rpcrdma_rq_release_mrs(e, q);
-		if (q->retries < e->cfg.max_retries) {
+		q->inv_pending = 0;
+		if (q->cancelled) {
+			complete_call(e, q, RPCRDMA_ERR_CANCELLED);
+		} else if (q->retries < e->cfg.max_retries) {
 			q->retries++;
 			q->retransmit = true;
 			q->state = RQ_QUEUED;
@@ -821,4 +832,67 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 	for (uint32_t k = 0; k < e->nrq; k++)
 		if (e->rq[k].state == RQ_QUEUED) /* none should be left */
 			complete_call(e, &e->rq[k], status);
+}
+
+int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
+			       uint64_t now)
+{
+	(void)now;
+	struct rq *q = NULL;
+	for (uint32_t i = 0; i < e->nrq && !q; i++)
+		if (e->rq[i].xid == xid &&
+		    (e->rq[i].state == RQ_QUEUED || e->rq[i].state == RQ_SENT ||
+		     e->rq[i].state == RQ_INVALIDATING))
+			q = &e->rq[i];
+	if (!q)
+		return RPCRDMA_ERR_NOENT;
+	q->cancelled = true;
+	if (q->state == RQ_QUEUED) {
+		/* Holds nothing (a failed attempt releases what it took):
+		 * it completes on this pass of the pending queue. */
+		rpcrdma_progress(e);
+		return 0;
+	}
+	if (q->state == RQ_INVALIDATING)
+		return RPCRDMA_ERR_AGAIN; /* CALL_DONE follows */
+	if (!e->cfg.local_inv) {
+		/* Deregistration is the invalidation, done right here. */
+		for (uint32_t i = 0; i < q->nmr; i++)
+			if (q->mr_remote[i])
+				e->ctr.local_invs++;
+		rpcrdma_rq_release_mrs(e, q);
+		return 0;
+	}
+	/* §4.4.1: invalidate every handle the call exposed, as after a
+	 * reply; the send queue entries were reserved with its Send. */
+	uint32_t posted[RPCRDMA_RQ_MAX_MR];
+	uint32_t nposted = 0;
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
+			continue;
+		bool dup = false;
+		for (uint32_t j = 0; j < nposted; j++)
+			if (posted[j] == q->mr[i].rkey)
+				dup = true;
+		q->mr_linv[i] = true;
+		if (dup)
+			continue;
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		if (!w) {
+			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+			break;
+		}
+		posted[nposted++] = q->mr[i].rkey;
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
+		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
+		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+		w->send.invalidate_rkey = q->mr[i].rkey;
+		q->inv_pending++;
+		e->ctr.local_invs++;
+		if (q->sq_held)
+			q->sq_held--;
+		else if (e->sq_avail)
+			e->sq_avail--;
+	}
+	return q->inv_pending ? RPCRDMA_ERR_AGAIN : 0;
 }

@@ -40,6 +40,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->nmr = 0;
 		s->staging = NULL;
 		s->event_pending = false;
+		s->hold = false;
 		s->err = 0;
 		s->err_v2 = false;
 		memset(&s->ebody, 0, sizeof s->ebody);
@@ -812,6 +813,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	memcpy(s->msg, rep->msg, rep->nmsg * sizeof *s->msg);
 	s->nmsg = rep->nmsg;
 	s->user = rep->user;
+	s->hold = rep->hold;
 	s->ulp = true;
 	s->err = 0;
 	s->reply_status = 0;
@@ -846,8 +848,22 @@ static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
-	if (!s->event_pending)
+	rpcrdma_rs_done_maybe_free(e, s);
+}
+
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (s->state == RS_DONE && !s->event_pending && !s->send_pending &&
+	    !s->hold)
 		rpcrdma_rs_free(e, s);
+}
+
+void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id)
+{
+	if (call_id >= e->nrs || !e->rs[call_id].hold)
+		return;
+	e->rs[call_id].hold = false;
+	rpcrdma_rs_done_maybe_free(e, &e->rs[call_id]);
 }
 
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,

@@ -255,7 +255,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, false};
 	}
-	struct rpcrdma_reply_req rep = {v, n, ic};
+	struct rpcrdma_reply_req rep = {v, n, ic, false};
 	int rc = rpcrdma_engine_submit_reply(E, call_id, &rep, 0);
 	if (rc == 0) {
 		ic->state = 2;

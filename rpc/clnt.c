@@ -40,6 +40,15 @@ struct rpc_call {
 	bool held;           /* the engine held it when delivery began */
 	bool dpending;       /* delivery (of a held record) under way */
 	bool engine_finished; /* ...and the engine completed it meanwhile */
+	/* The arguments are the caller's memory, borrowed until delivery
+	 * (synchronous calls, opts.borrow_args): a call given up before
+	 * its reply (time-out, destroy) is delivered only once the engine
+	 * says the peer can no longer reach that memory (cancelling). */
+	bool borrowed;
+	bool cancelling;
+	int cancel_status;             /* delivered with it then */
+	uint64_t ddp_copied;           /* DDP-eligible bytes build_call
+					  copied (rpcrdma_stats) */
 	int status;                    /* delivery status (0: decode) */
 	uint64_t deadline;             /* 0: none */
 	rpcrdma_call_cb cb;            /* asynchronous */
@@ -309,6 +318,12 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 	c->in_engine = false;
 	x->in_engine--;
 	unlink_call(x, c);
+	if (c->cancelling) {
+		/* Given up and now over: nothing of it is reachable. */
+		c->cancelling = false;
+		deliver_later(x, b, c, c->cancel_status);
+		return;
+	}
 	if (c->delivered) {
 		/* Its caller already had a time-out or an error; if that
 		 * delivery is still running, it frees the record. */
@@ -327,9 +342,40 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 	deliver_later(x, b, c, 0);
 }
 
+void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b)
+{
+	struct rpc_call *c = ev->user;
+	if (!c || !c->cancelling)
+		return;
+	/* The engine keeps the record until the reply or the end of the
+	 * connection (RFC 8166 §3.3.1): delivered now, freed then. */
+	c->cancelling = false;
+	deliver_later(x, b, c, c->cancel_status);
+}
+
 static void fail_call_locked(struct rpc_xprt *x, struct rpc_call *c,
 			     int status, struct rpc_evbuf *b)
 {
+	if (c->cancelling)
+		return; /* delivered once the engine released it */
+	if (c->borrowed && c->in_engine && !x->dead) {
+		/* The caller takes its memory back: first make sure the peer
+		 * cannot reach it (engine.h, rpcrdma_engine_cancel_call). */
+		int rc = rpcrdma_engine_cancel_call(x->e, c->xid,
+						    rpcrdma_rpc_now_ms());
+		if (rc == RPCRDMA_ERR_AGAIN) {
+			c->cancelling = true;
+			c->cancel_status = status;
+			if (c->sync)
+				c->sync->deadline = 0; /* wait for it */
+			rpcrdma_rpc_xprt_pump_locked(x, b);
+			return;
+		}
+		/* 0: nothing reachable (a call not sent yet completed at
+		 * once: its CALL_DONE finds it delivered). */
+	}
 	if (c->in_waitq)
 		waitq_remove(x, c);
 	if (!c->in_engine)
@@ -346,7 +392,8 @@ void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
 
 	for (; c; c = n) {
 		n = c->next;
-		if (c->delivered || (owner && c->owner != owner))
+		if (c->delivered || c->cancelling ||
+		    (owner && c->owner != owner))
 			continue;
 		if (now && (!c->deadline || c->deadline > now))
 			continue;
@@ -359,6 +406,15 @@ void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
 {
 	if (!c->delivered)
 		fail_call_locked(x, c, status, b);
+}
+
+bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
+					 const void *owner)
+{
+	for (const struct rpc_call *c = x->calls; c; c = c->next)
+		if (c->cancelling && (!owner || c->owner == owner))
+			return true;
+	return false;
 }
 
 struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
@@ -551,8 +607,21 @@ static void free_hdr_tails(struct rpcrdma_clnt *cl)
 	}
 }
 
+/* A piece a borrowing call references instead of copying: DDP-eligible
+ * ones (they go by RDMA Read from where they are), and pieces large
+ * enough that a Long Call is better off reading them in place than
+ * copying them; smaller ones are gathered behind the call header, where
+ * the Send copies them anyway. */
+#define BORROW_MIN 1024u
+
+static bool referenced(const struct rpcrdma_iov *a, bool borrow)
+{
+	return borrow && a->len && (a->ddp || (a->len >= BORROW_MIN &&
+					       !(a->len & 3)));
+}
+
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
-		      struct rpc_call **out)
+		      bool borrow, struct rpc_call **out)
 {
 	size_t args_len = 0, res_len = 0, reply_max;
 
@@ -564,7 +633,8 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	for (unsigned i = 0; i < call->nargs; i++) {
 		if (call->args[i].len && !call->args[i].base)
 			return RPCRDMA_ERR_INVAL;
-		args_len += round8(call->args[i].len);
+		if (!referenced(&call->args[i], borrow))
+			args_len += round8(call->args[i].len);
 	}
 	for (unsigned i = 0; i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
@@ -603,6 +673,10 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->region = region ? cl->x->rr : NULL;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
+	c->borrowed = borrow;
+	c->cancelling = false;
+	c->cancel_status = 0;
+	c->ddp_copied = 0;
 	c->status = 0;
 	c->sync = NULL;
 	c->cb = NULL;
@@ -621,10 +695,23 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	*cur = (struct rpcrdma_iov){p, hl, false};
 	c->niov = 1;
 	uint8_t *run_end = c->mem + hl;
+	bool in_run = true; /* cur is a run of copied non-DDP pieces */
 	for (unsigned i = 0; i < call->nargs; i++) {
 		const struct rpcrdma_iov *a = &call->args[i];
+		if (referenced(a, borrow)) {
+			/* Borrowed: the engine reads it where it is (a Read
+			 * chunk, or the Send gathers it). */
+			if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
+				call_free(c);
+				return RPCRDMA_ERR_INVAL;
+			}
+			cur = &c->iov[c->niov++];
+			*cur = (struct rpcrdma_iov){a->base, a->len, a->ddp};
+			in_run = false;
+			continue;
+		}
 		if (!a->ddp) {
-			if (!cur->ddp && (uint8_t *)cur->base + cur->len == run_end) {
+			if (in_run) {
 				if (a->len)
 					memcpy(run_end, a->base, a->len);
 				cur->len += a->len;
@@ -640,9 +727,12 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		p = c->mem + round8((size_t)(run_end - c->mem));
 		if (a->len)
 			memcpy(p, a->base, a->len);
+		if (a->ddp)
+			c->ddp_copied += a->len;
 		cur = &c->iov[c->niov++];
 		*cur = (struct rpcrdma_iov){p, a->len, a->ddp};
 		run_end = p + a->len;
+		in_run = !a->ddp;
 	}
 	for (unsigned i = 0; i < c->niov; i++)
 		if (!c->iov[i].ddp && (c->iov[i].len & 3)) {
@@ -685,6 +775,7 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 		return rc;
 	}
 	link_call(x, c);
+	x->ddp_copied_tx += c->ddp_copied;
 	/* FIFO: nobody overtakes calls already waiting for a slot. */
 	int rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
 	if (rc == RPCRDMA_ERR_AGAIN) {
@@ -717,7 +808,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
 
 	if (!cl || !cb)
 		return RPCRDMA_ERR_INVAL;
-	int rc = build_call(cl, call, &c);
+	int rc = build_call(cl, call, cl->x->opts.borrow_args, &c);
 	if (rc < 0)
 		return rc;
 	c->cb = cb;
@@ -751,7 +842,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 		rep->status = RPCRDMA_ERR_NOMEM;
 		return rep->status;
 	}
-	int rc = build_call(cl, call, &c);
+	/* The caller waits: its memory is borrowed, not copied. */
+	int rc = build_call(cl, call, true, &c);
 	if (rc < 0) {
 		rep->status = rc;
 		return rc;

@@ -87,6 +87,9 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			 * happens after it is dropped. */
 			rpcrdma_rpc_call_engine_done_locked(x, &ev, b);
 			break;
+		case RPCRDMA_EV_CALL_RELEASED:
+			rpcrdma_rpc_call_released_locked(x, &ev, b);
+			break;
 		case RPCRDMA_EV_INCOMING_CALL:
 			rpcrdma_rpc_disp_incoming_locked(x, &ev, b);
 			break;
@@ -417,7 +420,7 @@ void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
 	x->inside++;
 	while (!atomic_load(&s->finished)) {
 		struct rpc_evbuf b = RPC_EVBUF_INIT;
-		if (!s->queued && s->deadline &&
+		if (c && !s->queued && s->deadline &&
 		    rpcrdma_rpc_now_ms() >= s->deadline) {
 			/* Exactly once: a reply queued meanwhile wins (and
 			 * the record is then no longer ours to touch). */

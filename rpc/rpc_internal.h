@@ -118,6 +118,7 @@ struct rpc_sync {
 					caller's to touch */
 	_Atomic bool finished;       /* rep is filled in */
 	uint64_t deadline;           /* 0: none */
+	int status;                  /* without a call: the outcome */
 };
 
 /* ---------------------------------------------------------------------
@@ -157,6 +158,10 @@ struct rpcrdma_svc_req {
 	uint8_t hdr[64];
 	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
 	unsigned niov;
+	/* Replied from inside the handler (rpcrdma_rpc_req_reply_sync):
+	 * its engine slot is held until the handler is over. */
+	bool early;
+	struct rpc_sync *sent_wait;   /* the thread waiting for REPLY_SENT */
 };
 
 /* ---------------------------------------------------------------------
@@ -254,6 +259,10 @@ struct rpc_xprt {
 	unsigned nmw_pool;
 	uint64_t mw_reuses;
 	struct rpc_mreg *reg_free;
+	/* DDP-eligible bytes copied in user space (rpcrdma_stats): sending
+	 * (arguments copied into a call), receiving (chunk data decoded into
+	 * memory of the caller's by the libtirpc adapters). */
+	uint64_t ddp_copied_tx, ddp_copied_rx;
 };
 
 /* ---------------------------------------------------------------------
@@ -364,8 +373,9 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
  * disconnect asked for, and a poll of a connection nobody attends. */
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
 /* With x->lock held: wait until synchronous call c (s on the caller's
- * stack) is delivered, driving x meanwhile when no other thread does.
- * Returns with the lock held. */
+ * stack) is delivered, driving x meanwhile when no other thread does;
+ * c NULL: until s->finished is set by whoever sees the event s waits
+ * for (no time-out).  Returns with the lock held. */
 void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
 				struct rpc_sync *s);
 /* With x->lock held: the loop should (or need not) watch x's CQ fd. */
@@ -388,6 +398,15 @@ void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x);
 void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 					 const struct rpcrdma_engine_event *ev,
 					 struct rpc_evbuf *b);
+/* With x->lock held: a call given up (RPCRDMA_EV_CALL_RELEASED) can be
+ * delivered: the peer no longer reaches the memory it borrowed. */
+void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b);
+/* With x->lock held: a call of owner (NULL: any) was given up and waits
+ * for the engine to release its memory before it is delivered. */
+bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
+					 const void *owner);
 /* With x->lock held: submit waiting calls while slots are free. */
 void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
 					     struct rpc_evbuf *b);
@@ -510,6 +529,18 @@ void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
 /* A deferred request (RPCRDMA_RPC_REG_DEFER) is answered: st as a
  * handler would return it. */
 void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st);
+/* From inside r's handler: sends the whole reply message msg (as
+ * rpcrdma_svc_req_reply_raw gives it) now, and returns once it is sent
+ * (REPLY_SENT): the memory it points at is the caller's again, so it is
+ * neither copied nor kept (the libtirpc adapter's svc_sendreply, whose
+ * results rpcgen's dispatch frees as soon as it returns).  r, its call
+ * message and its call_id stay the handler's until the handler is over;
+ * what the handler returns then is ignored.  0, or RPCRDMA_ERR_INVAL (a
+ * bad description; nothing was sent, the handler may still answer),
+ * RPCRDMA_ERR_DISCONNECTED (the connection is gone: the reply was not
+ * sent, the client will send the call again). */
+int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
+			       const struct rpcrdma_iov *msg, unsigned n);
 /* Frees the blocks of replies sent (b->to_free). */
 void rpcrdma_rpc_blocks_free(struct req_block *b);
 

@@ -146,9 +146,20 @@ struct rpcrdma_opts {
 				       more than one CPU: a peer's answer
 				       within it costs no wake-up.  0: the
 				       default, 50; negative: never */
+	bool borrow_args;           /* client: an asynchronous call borrows
+				       the memory its argument pieces
+				       describe until its callback has run
+				       (the peer reads DDP-eligible pieces
+				       from there by RDMA Read, RFC 8166
+				       §3.4.5), instead of copying them
+				       before rpcrdma_clnt_call_async()
+				       returns: the caller must not change
+				       or free it before then.  Synchronous
+				       calls always borrow it until they
+				       return.  Default false */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD busy_poll_us
+#define RPCRDMA_OPTS_LAST_FIELD borrow_args
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -243,9 +254,13 @@ int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c, uint32_t flavor,
 /* One call. */
 struct rpcrdma_call {
 	uint32_t proc;
-	/* The XDR-encoded arguments; DDP-eligible items marked ddp.  Copied
-	 * before the call function returns (the caller's memory is free
-	 * again at once). */
+	/* The XDR-encoded arguments; DDP-eligible items marked ddp.  A
+	 * synchronous call reads them where they are, until it returns: a
+	 * DDP-eligible piece goes to the server from there by RDMA Read
+	 * (a Read chunk), and so does any piece of 1 KiB or more of a Long
+	 * Call, with no copy.  An asynchronous call copies them before
+	 * rpcrdma_clnt_call_async() returns, unless opts.borrow_args: then
+	 * they are read where they are until the callback has run. */
 	const struct rpcrdma_iov *args;
 	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
 	/* Largest results stream expected, not counting DDP results; a Reply

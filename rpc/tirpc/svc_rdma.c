@@ -169,22 +169,18 @@ static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
 		return FALSE;
 	}
 	/* The results belong to the dispatch function, which frees them as
-	 * soon as we return; the reply is sent after the handler returns:
-	 * copy everything into memory that lives until then. */
+	 * soon as we return: the reply goes now, from where they are (the
+	 * DDP-eligible item by RDMA Write straight from the results, the
+	 * rest from the gather stream's buffer), and we return once it is
+	 * sent, with nothing copied. */
 	struct rpcrdma_iov iov[3];
 	unsigned n = xdr_gather_iov(&g, iov);
-	for (unsigned i = 0; i < n; i++) {
-		void *m = rpcrdma_svc_req_alloc(c->req, iov[i].len ? iov[i].len : 1);
-		if (!m) {
-			xdr_gather_free(&g);
-			return FALSE;
-		}
-		memcpy(m, iov[i].base, iov[i].len);
-		iov[i].base = m;
-	}
+	int rc = rpcrdma_rpc_req_reply_sync(c->req, iov, n);
 	xdr_gather_free(&g);
-	if (rpcrdma_svc_req_reply_raw(c->req, iov, n) < 0)
-		return FALSE;
+	if (rc == RPCRDMA_ERR_INVAL || rc == RPCRDMA_ERR_NOMEM)
+		return FALSE; /* nothing sent: SYSTEM_ERR after the dispatch */
+	/* Sent, or the connection is gone and the client will call again:
+	 * either way this call is answered. */
 	c->replied = true;
 	return TRUE;
 }

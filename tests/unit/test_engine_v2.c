@@ -437,7 +437,7 @@ static void test_server_v2(void)
 	uint8_t rep[24];
 	rpc_reply_hdr(rep, 0x61);
 	struct rpcrdma_iov rv = {rep, 24, false};
-	struct rpcrdma_reply_req rr = {&rv, 1, NULL};
+	struct rpcrdma_reply_req rr = {&rv, 1, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, evs[0].call_id, &rr, NOW), 0);
 	drain();
 	CHECK_EQ(nsent, 1);
@@ -601,7 +601,7 @@ static void call_and_reply(uint32_t xid, uint32_t inv, const uint32_t *lists,
 	rpc_reply_hdr(rep, xid);
 	struct rpcrdma_iov rv[3] = {{rep, 24, false}, {data, result, true},
 				    {body, body_len, false}};
-	struct rpcrdma_reply_req rr = {rv, 3, NULL};
+	struct rpcrdma_reply_req rr = {rv, 3, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, evs[0].call_id, &rr, NOW), 0);
 	drain();
 }
@@ -1010,7 +1010,7 @@ static bool roundtrip(struct side *from, struct side *to, size_t arg,
 	struct rpcrdma_iov rv[3] = {{rep, 24, false},
 				    {(uint8_t *)ev.call + 40, arg, true},
 				    {body_b, body, false}};
-	struct rpcrdma_reply_req rr = {rv, 3, NULL};
+	struct rpcrdma_reply_req rr = {rv, 3, NULL, false};
 	if (rpcrdma_engine_submit_reply(to->e, ev.call_id, &rr, 0)) {
 		fprintf(stderr, "submit_reply failed (arg %zu)\n", arg);
 		return false;
