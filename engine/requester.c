@@ -612,6 +612,47 @@ static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
 	return 0;
 }
 
+/* §4.4.1: every handle q exposed that is not dead yet (the peer's
+ * Send With Invalidate killed one) is invalidated: a LOCAL_INV each,
+ * in the send queue entries reserved with the call's Send, or, without
+ * LOCAL_INV, by the deregistration in release_mrs.  Handles covered by
+ * LOCAL_INVs already out (a cancelled call's, inv_pending) are not
+ * invalidated twice. */
+static void invalidate_exposed(struct rpcrdma_engine *e, struct rq *q)
+{
+	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
+	uint32_t nposted = 0;
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
+			continue;
+		bool dup = false; /* the pad may back several segments */
+		for (uint32_t j = 0; j < nposted; j++)
+			if (posted_rkeys[j] == q->mr[i].rkey)
+				dup = true;
+		q->mr_linv[i] = e->cfg.local_inv;
+		if (dup)
+			continue;
+		posted_rkeys[nposted++] = q->mr[i].rkey;
+		e->ctr.local_invs++;
+		if (!e->cfg.local_inv)
+			continue; /* deregistered when released */
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		if (!w) {
+			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+			break;
+		}
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
+		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
+		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+		w->send.invalidate_rkey = q->mr[i].rkey;
+		q->inv_pending++;
+		if (q->sq_held)
+			q->sq_held--; /* reserved at the Send, posted now */
+		else if (e->sq_avail)
+			e->sq_avail--;
+	}
+}
+
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
@@ -709,44 +750,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 			continue;
 		}
 	}
-	/* A cancelled call's LOCAL_INVs may still be out (inv_pending):
-	 * their handles are not invalidated twice. */
-	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
-	uint32_t nposted = 0;
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
-			continue;
-		bool dup = false; /* the pad may back several segments */
-		for (uint32_t j = 0; j < nposted; j++)
-			if (posted_rkeys[j] == q->mr[i].rkey)
-				dup = true;
-		q->mr_linv[i] = e->cfg.local_inv;
-		if (dup)
-			continue;
-		if (!e->cfg.local_inv) {
-			/* No LOCAL_INV: complete_call()'s release
-			 * deregisters it, which invalidates it. */
-			posted_rkeys[nposted++] = q->mr[i].rkey;
-			e->ctr.local_invs++;
-			continue;
-		}
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w) {
-			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
-			break;
-		}
-		posted_rkeys[nposted++] = q->mr[i].rkey;
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
-		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
-		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
-		w->send.invalidate_rkey = q->mr[i].rkey;
-		q->inv_pending++;
-		e->ctr.local_invs++;
-		if (q->sq_held)
-			q->sq_held--; /* reserved at the Send, posted now */
-		else if (e->sq_avail)
-			e->sq_avail--;
-	}
+	invalidate_exposed(e, q);
 	/* Give back the entries reserved for invalidations not needed. */
 	e->sq_avail += q->sq_held;
 	q->sq_held = 0;
@@ -855,44 +859,11 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 	}
 	if (q->state == RQ_INVALIDATING)
 		return RPCRDMA_ERR_AGAIN; /* CALL_DONE follows */
+	invalidate_exposed(e, q);
 	if (!e->cfg.local_inv) {
-		/* Deregistration is the invalidation, done right here. */
-		for (uint32_t i = 0; i < q->nmr; i++)
-			if (q->mr_remote[i])
-				e->ctr.local_invs++;
+		/* Deregistration is the invalidation: done right here. */
 		rpcrdma_rq_release_mrs(e, q);
 		return 0;
-	}
-	/* §4.4.1: invalidate every handle the call exposed, as after a
-	 * reply; the send queue entries were reserved with its Send. */
-	uint32_t posted[RPCRDMA_RQ_MAX_MR];
-	uint32_t nposted = 0;
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
-			continue;
-		bool dup = false;
-		for (uint32_t j = 0; j < nposted; j++)
-			if (posted[j] == q->mr[i].rkey)
-				dup = true;
-		q->mr_linv[i] = true;
-		if (dup)
-			continue;
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w) {
-			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
-			break;
-		}
-		posted[nposted++] = q->mr[i].rkey;
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
-		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
-		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
-		w->send.invalidate_rkey = q->mr[i].rkey;
-		q->inv_pending++;
-		e->ctr.local_invs++;
-		if (q->sq_held)
-			q->sq_held--;
-		else if (e->sq_avail)
-			e->sq_avail--;
 	}
 	return q->inv_pending ? RPCRDMA_ERR_AGAIN : 0;
 }
