@@ -668,6 +668,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	ev->call = NULL;
 	ev->call_len = 0;
 	ev->write_chunks = 0;
+	ev->ddp_items = 0;
 	ev->reply_chunk_len = 0;
 	ev->msgp = (struct rpcrdma_engine_msgp){0, 0, 0};
 	ev->reason = 0;
@@ -717,6 +718,18 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		ev->call = s->callbuf;
 		ev->call_len = s->call_len;
 		ev->msgp = s->msgp;
+		ev->ddp_items = 0;
+		for (uint32_t i = 0; i < s->cl.nreads;) {
+			uint32_t pos = s->cl.reads[i].position;
+			uint64_t len = 0;
+			for (; i < s->cl.nreads && s->cl.reads[i].position == pos;
+			     i++)
+				len += s->cl.reads[i].target.length;
+			if (pos && ev->ddp_items < RPCRDMA_MAX_WRITE_CHUNKS) {
+				ev->ddp_pos[ev->ddp_items] = pos;
+				ev->ddp_len[ev->ddp_items++] = (uint32_t)len;
+			}
+		}
 		ev->write_chunks = s->cl.nwrites;
 		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
 			size_t t = 0;

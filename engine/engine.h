@@ -438,6 +438,13 @@ struct rpcrdma_engine_event {
 	uint32_t call_id;
 	const void *call;
 	size_t call_len;
+	unsigned ddp_items;          /* Read chunks (not Position-Zero)
+					reinserted into the call, and where:
+					call[ddp_pos[i] .. + ddp_len[i]) came
+					by RDMA Read (the first
+					RPCRDMA_MAX_WRITE_CHUNKS) */
+	uint32_t ddp_pos[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint32_t ddp_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	unsigned write_chunks;       /* Write chunks offered */
 	size_t write_chunk_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	size_t reply_chunk_len;      /* 0: no Reply chunk */
@@ -500,6 +507,9 @@ struct rpcrdma_engine_counters {
 	uint64_t rdma_timeouts;    /* connections closed because a call's
 				      RDMA Read/Write did not complete in
 				      rdma_timeout_ms */
+	uint64_t ddp_inline_tx;    /* bytes of pieces marked DDP-eligible
+				      copied into a Send (Short calls,
+				      results without a Write chunk) */
 };
 
 void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,

@@ -456,6 +456,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 				continue; /* reduced, padding dropped too */
 			if (v->len)
 				memcpy(p, v->base, v->len);
+			if (v->ddp)
+				e->ctr.ddp_inline_tx += v->len;
 			p += v->len;
 			memset(p, 0, pad4(v->len));
 			p += pad4(v->len);

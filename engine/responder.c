@@ -729,6 +729,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 			continue; /* removed with its padding, §3.4.4.4 */
 		if (v->len)
 			memcpy(p, v->base, v->len);
+		if (v->ddp)
+			e->ctr.ddp_inline_tx += v->len;
 		p += v->len;
 		memset(p, 0, pad4(v->len));
 		p += pad4(v->len);

@@ -620,23 +620,32 @@ static bool referenced(const struct rpcrdma_iov *a, bool borrow)
 					       !(a->len & 3)));
 }
 
+/* res (nres of them): the caller's own buffers for the DDP-eligible
+ * results (rpcrdma_clnt_call_into), borrowed like the arguments; NULL:
+ * the record's memory holds them. */
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
-		      bool borrow, struct rpc_call **out)
+		      bool borrow, const struct rpcrdma_iov *res, unsigned nres,
+		      struct rpc_call **out)
 {
 	size_t args_len = 0, res_len = 0, reply_max;
 
 	if (!call || call->nargs > RPCRDMA_MAX_ARGS ||
 	    (call->nargs && !call->args) ||
 	    call->nddp_results > RPCRDMA_MAX_DDP_RESULTS ||
-	    (call->nddp_results && !call->ddp_result_max))
+	    (call->nddp_results && !call->ddp_result_max && !res) ||
+	    nres > RPCRDMA_MAX_DDP_RESULTS || (nres && !res) ||
+	    (res && call->nddp_results && call->nddp_results != nres))
 		return RPCRDMA_ERR_INVAL;
+	for (unsigned i = 0; res && i < nres; i++)
+		if (res[i].len && !res[i].base)
+			return RPCRDMA_ERR_INVAL;
 	for (unsigned i = 0; i < call->nargs; i++) {
 		if (call->args[i].len && !call->args[i].base)
 			return RPCRDMA_ERR_INVAL;
 		if (!referenced(&call->args[i], borrow))
 			args_len += round8(call->args[i].len);
 	}
-	for (unsigned i = 0; i < call->nddp_results; i++)
+	for (unsigned i = 0; !res && i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
 	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
@@ -673,7 +682,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->region = region ? cl->x->rr : NULL;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
-	c->borrowed = borrow;
+	c->borrowed = borrow || res;
 	c->cancelling = false;
 	c->cancel_status = 0;
 	c->ddp_copied = 0;
@@ -745,8 +754,15 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->reply_inline = reply_inline;
 	if (!region)
 		p += reply_max;
-	c->nresults = call->nddp_results;
-	for (unsigned i = 0; i < call->nddp_results; i++) {
+	c->nresults = res ? nres : call->nddp_results;
+	for (unsigned i = 0; i < c->nresults; i++) {
+		if (res) {
+			/* The server writes straight into the caller's
+			 * buffer (a Write chunk over it, RFC 8166 §4.3.2). */
+			c->results[i] = (struct rpcrdma_iov){res[i].base,
+							     res[i].len, true};
+			continue;
+		}
 		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],
 						     true};
 		p += round8(call->ddp_result_max[i]);
@@ -799,16 +815,17 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
-					   const struct rpcrdma_call *call,
-					   rpcrdma_call_cb cb, void *arg)
+static int call_async(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		      const struct rpcrdma_iov *res, unsigned nres,
+		      rpcrdma_call_cb cb, void *arg)
 {
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
 
 	if (!cl || !cb)
 		return RPCRDMA_ERR_INVAL;
-	int rc = build_call(cl, call, cl->x->opts.borrow_args, &c);
+	int rc = build_call(cl, call, cl->x->opts.borrow_args || res, res,
+			    nres, &c);
 	if (rc < 0)
 		return rc;
 	c->cb = cb;
@@ -823,9 +840,27 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
-				     const struct rpcrdma_call *call,
-				     struct rpcrdma_reply *rep)
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
+					   const struct rpcrdma_call *call,
+					   rpcrdma_call_cb cb, void *arg)
+{
+	return call_async(cl, call, NULL, 0, cb, arg);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async_into(struct rpcrdma_clnt *cl,
+						const struct rpcrdma_call *call,
+						const struct rpcrdma_iov *res,
+						unsigned nres, rpcrdma_call_cb cb,
+						void *arg)
+{
+	if (!res && nres)
+		return RPCRDMA_ERR_INVAL;
+	return call_async(cl, call, res, nres, cb, arg);
+}
+
+static int call_sync(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		     const struct rpcrdma_iov *res, unsigned nres,
+		     struct rpcrdma_reply *rep)
 {
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
@@ -843,7 +878,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 		return rep->status;
 	}
 	/* The caller waits: its memory is borrowed, not copied. */
-	int rc = build_call(cl, call, true, &c);
+	int rc = build_call(cl, call, true, res, nres, &c);
 	if (rc < 0) {
 		rep->status = rc;
 		return rc;
@@ -864,6 +899,38 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 	rpcrdma_rpc_xprt_wait_call(x, c, &s);
 	pthread_mutex_unlock(&x->lock);
 	return rep->status;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
+				     const struct rpcrdma_call *call,
+				     struct rpcrdma_reply *rep)
+{
+	return call_sync(cl, call, NULL, 0, rep);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_into(struct rpcrdma_clnt *cl,
+					  const struct rpcrdma_call *call,
+					  const struct rpcrdma_iov *res,
+					  unsigned nres,
+					  struct rpcrdma_reply *rep)
+{
+	if (!res && nres) {
+		if (rep) {
+			memset(rep, 0, sizeof(*rep));
+			rep->status = RPCRDMA_ERR_INVAL;
+		}
+		return RPCRDMA_ERR_INVAL;
+	}
+	return call_sync(cl, call, res, nres, rep);
+}
+
+void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx)
+{
+	if (!cl || !rx)
+		return;
+	pthread_mutex_lock(&cl->x->lock);
+	cl->x->ddp_copied_rx += rx;
+	pthread_mutex_unlock(&cl->x->lock);
 }
 
 RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
@@ -1243,5 +1310,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c,
 		return RPCRDMA_ERR_INVAL;
 	memset(&all, 0, sizeof(all));
 	rpcrdma_rpc_xprt_add_stats(c->x, &all);
+	rpcrdma_rpc_reg_cache_stats(c->x->rd->cache, &all.reg_cache_hits,
+				    &all.reg_cache_misses);
 	return rpcrdma_rpc_stats_out(&all, s, size);
 }

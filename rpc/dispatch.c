@@ -335,6 +335,15 @@ static void early_over(struct rpcrdma_svc_req *r)
 	}
 }
 
+void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx)
+{
+	if (!r->x || !rx)
+		return;
+	pthread_mutex_lock(&r->x->lock);
+	r->x->ddp_copied_rx += rx;
+	pthread_mutex_unlock(&r->x->lock);
+}
+
 int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 			       const struct rpcrdma_iov *msg, unsigned n)
 {
@@ -491,6 +500,11 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	r->pad.align = ev->msgp.align;
 	r->pad.thresh = ev->msgp.thresh;
 	r->pad.base = ev->msgp.offset;
+	r->ddp_items = ev->ddp_items;
+	for (unsigned i = 0; i < r->ddp_items; i++) {
+		r->ddp_pos[i] = ev->ddp_pos[i];
+		r->ddp_len[i] = ev->ddp_len[i];
+	}
 	r->nwc = ev->write_chunks;
 	for (unsigned i = 0; i < r->nwc && i < RPCRDMA_MAX_WRITE_CHUNKS; i++)
 		r->wc_len[i] = ev->write_chunk_len[i];

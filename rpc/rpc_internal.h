@@ -152,6 +152,10 @@ struct rpcrdma_svc_req {
 	bool raw;          /* the handler gave the whole reply message */
 	unsigned nwc;
 	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	/* Where DDP items came into the call by RDMA Read (engine event). */
+	unsigned ddp_items;
+	uint32_t ddp_pos[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint32_t ddp_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	struct req_block *blocks;
 	size_t small_used;
 	_Alignas(16) uint8_t small[RPCRDMA_RPC_REQ_SMALL];
@@ -541,8 +545,15 @@ void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st);
  * sent, the client will send the call again). */
 int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 			       const struct rpcrdma_iov *msg, unsigned n);
+/* The libtirpc adapter copied rx bytes of r's DDP items out of the call
+ * (rpcrdma_stats.ddp_copied_rx). */
+void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx);
 /* Frees the blocks of replies sent (b->to_free). */
 void rpcrdma_rpc_blocks_free(struct req_block *b);
+
+/* The libtirpc adapter copied rx bytes of DDP results out of their
+ * chunks (rpcrdma_stats.ddp_copied_rx). */
+void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx);
 
 /* A reverse-direction client handle on x (clnt.c). */
 int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,

@@ -425,6 +425,9 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->reconnects += x->reconnects;
 	s->registrations += x->registrations +
 			    rpcrdma_rpc_region_registrations(x->rr);
+	s->ddp_copied_tx += x->ddp_copied_tx + k.ddp_inline_tx;
+	s->ddp_copied_rx += x->ddp_copied_rx;
+	s->windows_reused += x->mw_reuses;
 	pthread_mutex_unlock(&x->lock);
 	for (int i = 0; i < 10; i++) {
 		s->v2_err_sent[i] += k.v2_err_sent[i];

@@ -337,6 +337,35 @@ int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
 			    const struct rpcrdma_call *call,
 			    rpcrdma_call_cb cb, void *arg);
 
+/*
+ * The same calls with the DDP-eligible results placed straight into the
+ * caller's memory: res[i] is the buffer of result i, and the Write chunk
+ * offered for it (RFC 8166 §4.3.2) is that buffer itself, res[i].len bytes
+ * (0 offers an empty chunk, forcing the result inline, §4.3.2.3), so the
+ * server's RDMA Write lands there and nothing is copied.  nres <=
+ * RPCRDMA_MAX_DDP_RESULTS; call->ddp_result_max is not read (its count,
+ * call->nddp_results, must be 0 or nres).  On success rep->ddp[i] is
+ * res[i].base and rep->ddp_len[i] the bytes written into it.  The buffers
+ * are lent to the library until the synchronous call returns, or until
+ * the asynchronous call's callback has run (its arguments are borrowed
+ * likewise, as with opts.borrow_args); a call given up (time-out,
+ * rpcrdma_clnt_destroy) returns or calls back only once the server can no
+ * longer reach them: its chunks are invalidated first, so a server that
+ * still writes one, later, meets a protection error and the connection
+ * closes (RFC 8166 §4.5.4; calls then fail or are sent again, see
+ * opts.max_retries).  Errors as rpcrdma_clnt_call() and
+ * rpcrdma_clnt_call_async(), and RPCRDMA_ERR_INVAL for res NULL with nres
+ * > 0 or a count that does not match.
+ */
+int rpcrdma_clnt_call_into(struct rpcrdma_clnt *c,
+			   const struct rpcrdma_call *call,
+			   const struct rpcrdma_iov *res, unsigned nres,
+			   struct rpcrdma_reply *rep);
+int rpcrdma_clnt_call_async_into(struct rpcrdma_clnt *c,
+				 const struct rpcrdma_call *call,
+				 const struct rpcrdma_iov *res, unsigned nres,
+				 rpcrdma_call_cb cb, void *arg);
+
 /* Transport counters (the engine's, RFC 8166 names): how calls and
  * replies went (Short / Chunked / Long), bytes moved by RDMA Read and
  * Write, invalidations.  A server's are summed over all its connections,
@@ -383,6 +412,20 @@ struct rpcrdma_stats {
 	/* as Responder, by shape (RFC 8166 §3.5) */
 	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
 	uint64_t long_calls_received;    /* Long Calls received */
+	/* Copies of DDP-eligible data (RFC 8166 §6.1) in user space by the
+	 * library, in bytes.  Sending: arguments an asynchronous call
+	 * copied (without opts.borrow_args), DDP-eligible items sent inline
+	 * (copied into a Send).  Receiving: data that came by RDMA Read or
+	 * Write copied on its way to the application: by the iwarp
+	 * provider through its staging buffer, and by the libtirpc adapters
+	 * decoding it into memory other than where it landed (rpcgen's
+	 * allocating decoders; clnt_rdma_result_buffer avoids it). */
+	uint64_t ddp_copied_tx, ddp_copied_rx;
+	/* Registration (docs/DEVICES.md): local registrations found in the
+	 * cache of the protection domain, and made for it (devices whose
+	 * registrations follow addresses); memory windows bound again
+	 * instead of allocated. */
+	uint64_t reg_cache_hits, reg_cache_misses, windows_reused;
 	/* Append new counters here. */
 };
 

@@ -125,20 +125,22 @@ static bool_t x_getargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 	const void *args = rpcrdma_svc_req_args(c->req, &len);
 	XDR xdrs;
 	struct xdr_scatter sc;
-	struct rpcrdma_padding pad = rpcrdma_svc_req_padding(c->req);
-	if (pad.align) {
-		/* An RFC 5666 RDMA_MSGP call: decode around its padding. */
-		xdr_scatter_create(&xdrs, &sc, args, len, NULL, 0);
+	struct rpcrdma_svc_req *r = c->req;
+	struct rpcrdma_padding pad = rpcrdma_svc_req_padding(r);
+	/* Arguments arrive as one contiguous stream (DDP items already
+	 * reinserted where the Read chunks were, RFC 8166 §3.4.5): decoding
+	 * copies a DDP item once into the memory the XDR routine gives it
+	 * (rpcgen's dispatch allocates it), counted for the statistics. */
+	xdr_scatter_create(&xdrs, &sc, args, len, NULL, 0);
+	if (pad.align) /* an RFC 5666 RDMA_MSGP call: around its padding */
 		xdr_scatter_set_padding(&sc, &pad);
-	} else {
-		/* Arguments arrive as one contiguous stream (DDP items
-		 * already reinserted): libtirpc's own memory stream decodes
-		 * them. */
-		xdrmem_create(&xdrs, (char *)(uintptr_t)args, (u_int)len,
-			      XDR_DECODE);
-	}
+	sc.nranges = r->ddp_items;
+	sc.range_pos = r->ddp_pos;
+	sc.range_len = r->ddp_len;
+	sc.range_base = (size_t)((const uint8_t *)args - r->call);
 	bool_t ok = xargs(&xdrs, argsp);
 	XDR_DESTROY(&xdrs);
+	rpcrdma_rpc_req_count_copied(r, sc.copied);
 	return ok;
 }
 
