@@ -118,6 +118,13 @@ struct rpcrdma_engine_mem_ops {
 	 * with cfg.local_inv false, to invalidate it: the driver
 	 * deregisters before returning. */
 	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
+	/* Optional (NULL: malloc and free): memory for a Responder's call
+	 * rebuilt from Read chunks and for a Long Reply's staging, which
+	 * the engine then registers through reg().  The driver may hand out
+	 * buffers it keeps registered and reuses (rpc/buf_pool.c).
+	 * *cookie is passed back to buf_free. */
+	void *(*buf_alloc)(void *ctx, size_t len, void **cookie);
+	void (*buf_free)(void *ctx, void *p, void *cookie);
 };
 
 /* ---------------------------------------------------------------------

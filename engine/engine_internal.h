@@ -182,8 +182,9 @@ struct rs {
 				layer releases it (reply_req.hold) */
 	uint8_t *sbuf;
 	uint8_t *small;      /* preallocated call buffer (recv size) */
-	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
+	uint8_t *callbuf;    /* rebuilt call: small or from buf_get */
 	bool call_malloced;
+	void *call_cookie, *staging_cookie; /* buf_alloc's */
 	bool mr_stalled;     /* waiting for registrations (counted once) */
 	size_t call_len;
 	struct rpcrdma_engine_mr callmr; /* LOCAL_WRITE on callbuf */
@@ -442,6 +443,10 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+/* Memory for a rebuilt call or a staged Long Reply (mem.buf_alloc, or
+ * malloc), and back. */
+void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie);
+void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie);
 /* An RS_DONE slot is free once its REPLY_SENT was polled, its Send
  * completed and the upper layer no longer holds it. */
 void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);

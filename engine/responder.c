@@ -58,18 +58,36 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 	return NULL;
 }
 
+void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie)
+{
+	*cookie = NULL;
+	if (e->mem.buf_alloc)
+		return e->mem.buf_alloc(e->mem.ctx, len, cookie);
+	return malloc(len);
+}
+
+void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie)
+{
+	if (!p)
+		return;
+	if (e->mem.buf_free)
+		e->mem.buf_free(e->mem.ctx, p, cookie);
+	else
+		free(p);
+}
+
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
-	free(s->staging);
+	rpcrdma_buf_put(e, s->staging, s->staging_cookie);
 	s->staging = NULL;
 	if (s->callmr_valid)
 		e->mem.release(e->mem.ctx, &s->callmr);
 	s->callmr_valid = false;
 	if (s->call_malloced)
-		free(s->callbuf);
+		rpcrdma_buf_put(e, s->callbuf, s->call_cookie);
 	s->call_malloced = false;
 	s->callbuf = NULL;
 	if (s->state != RS_FREE) {
@@ -332,7 +350,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	s->scratch = inserts ? (size_t)total : 0;
 	s->base_len = (size_t)base_len;
 	size_t cap = (size_t)total + (inserts ? (size_t)base_len : 0);
-	s->callbuf = malloc(cap ? cap : 1);
+	s->callbuf = rpcrdma_buf_get(e, cap ? cap : 1, &s->call_cookie);
 	if (!s->callbuf) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
@@ -668,7 +686,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	 * a state with a queue), and nothing may be emitted before. */
 	uint32_t lkey[RPCRDMA_ENGINE_MAX_IOV] = {0};
 	if (lng && !s->staging) {
-		s->staging = malloc(reduced ? (size_t)reduced : 1);
+		s->staging = rpcrdma_buf_get(e, reduced ? (size_t)reduced : 1,
+					     &s->staging_cookie);
 		if (!s->staging)
 			goto err_system;
 	}

@@ -1115,7 +1115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t faults = u8(&in);
 
 	static const struct rpcrdma_engine_mem_ops ops = {
-		NULL, fake_reg, fake_release,
+		NULL, fake_reg, fake_release, NULL, NULL,
 	};
 	int rc = rpcrdma_engine_create(&C, &ops, &E);
 	if (rc)

@@ -70,6 +70,9 @@ struct rpc_call {
 	bool reply_inline;             /* no Reply chunk (reply_max 0) */
 	struct rpc_reply_region *region; /* reply_buf is the connection's
 					    reply region, borrowed */
+	struct rpc_buf *big;           /* reply and result buffers from the
+					  registered pool (buf_pool.c) */
+	struct rpc_bufpool *pool;
 	size_t cap;                    /* bytes of mem[] */
 	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
 };
@@ -205,9 +208,13 @@ static struct rpc_call *call_alloc(size_t need)
 
 static void call_free(struct rpc_call *c)
 {
-	/* A borrowed reply region goes back with the record. */
+	/* A borrowed reply region goes back with the record, and so do
+	 * its pooled buffers. */
 	rpcrdma_rpc_region_put(c->region);
 	c->region = NULL;
+	if (c->big)
+		rpcrdma_rpc_buf_put(c->pool, c->big, rpcrdma_rpc_now_ms());
+	c->big = NULL;
 	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
 		struct call_cache *k = cache_self();
 		if (k && k->n < CALL_CACHE) {
@@ -665,10 +672,20 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	/* A reply that may need a Reply chunk lands in the connection's
 	 * reply region when it is free: no registration for this call
 	 * (reply_region.c). */
-	uint8_t *region = reply_max > cl->x->opts.inline_recv
+	bool may_chunk = reply_max > cl->x->opts.inline_recv;
+	uint8_t *region = may_chunk
 		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
+	/* Memory the peer writes (Write chunks, a Reply chunk) comes from
+	 * the registered pool: no allocation, page faults or registration
+	 * per call (buf_pool.c).  The record keeps the rest. */
+	size_t big_len = (region || !may_chunk ? 0 : reply_max) + res_len;
+	struct rpc_bufpool *pool = cl->x->rd->pool;
+	struct rpc_buf *big = big_len ? rpcrdma_rpc_buf_get(pool, big_len)
+				      : NULL;
 	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
 		       res_len;
+	if (big)
+		total -= big_len;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
@@ -677,9 +694,13 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	if (!c) {
 		if (region)
 			rpcrdma_rpc_region_put(cl->x->rr);
+		if (big)
+			rpcrdma_rpc_buf_put(pool, big, rpcrdma_rpc_now_ms());
 		return RPCRDMA_ERR_NOMEM;
 	}
 	c->region = region ? cl->x->rr : NULL;
+	c->big = big;
+	c->pool = pool;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
 	c->borrowed = borrow || res;
@@ -749,11 +770,20 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	c->reply_buf = region ? region : p;
+	uint8_t *bp = big ? rpcrdma_rpc_buf_base(big) : NULL;
+	if (region) {
+		c->reply_buf = region;
+	} else if (bp && may_chunk) {
+		c->reply_buf = bp;
+		bp += reply_max;
+	} else {
+		c->reply_buf = p;
+		p += reply_max;
+	}
 	c->reply_max = reply_max;
 	c->reply_inline = reply_inline;
-	if (!region)
-		p += reply_max;
+	if (bp)
+		p = bp; /* the results follow in the pooled buffer */
 	c->nresults = res ? nres : call->nddp_results;
 	for (unsigned i = 0; i < c->nresults; i++) {
 		if (res) {

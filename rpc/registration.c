@@ -21,20 +21,21 @@
  * Local registrations (what a window binds over, and the lkeys of RDMA
  * Read sinks and RDMA Write sources) are found, in this order:
  *  1. in the connection's reply region (reply_region.c);
- *  2. in the registration cache of the client's or server's protection
+ *  2. in the registered buffers of the library's (buf_pool.c: a call's
+ *     result and reply buffers, a Responder's Read sink and staging);
+ *  3. in the registration cache of the client's or server's protection
  *     domain, on a device whose registrations follow virtual addresses
  *     (RPCRDMA_DEV_CAP_REG_VIRTUAL: our iwarp provider reads and writes
  *     the process's memory by address and pins nothing);
- *  3. otherwise in a registration made for this use and dropped after it.
+ *  4. otherwise in a registration made for this use and dropped after it.
  * The cache holds RPC_CACHE_ENTRIES registrations of whole pages, the
  * least recently used one given up for a new one; an entry in use is
  * never given up.  It is not used on a device that pins pages (an RDMA
  * NIC: rxe, siw, mlx5): memory freed and mapped again at the same address
  * is other pages behind the same address, and a registration cached by
- * address would let the device read and write the old ones.  There small
- * DDP buffers of the library's own come from registered memory the
- * library keeps (rpc/ddp_pool.c) and the caller's memory is registered
- * per call (docs/DEVICES.md).
+ * address would let the device read and write the old ones.  There the
+ * library's own buffers come registered (2.) and the caller's memory is
+ * registered per call (docs/DEVICES.md).
  *
  * Threads: the engine calls these with its connection's lock held; the
  * cache has a lock of its own, as the connections of a server share it.
@@ -276,14 +277,19 @@ int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 	 * call. */
 	if (use_mw)
 		base = rpcrdma_rpc_region_mr(x->rr, addr, len);
-	/* 2. The cache, for whatever needs no remote access of the MR
-	 * itself (a window exposes it, or it stays local). */
+	/* 2. Registered buffers of the library's (buf_pool.c), and 3. the
+	 * cache, for whatever needs no remote access of the MR itself (a
+	 * window exposes it, or it stays local). */
+	if (!base && (use_mw || !remote))
+		base = rpcrdma_rpc_bufpool_mr(x->rd->pool, addr, len,
+					      use_mw ? RPCRDMA_ACCESS_LOCAL_WRITE
+						     : access);
 	if (!base && (use_mw || !remote)) {
 		r->ent = cache_get(x->rd->cache, (uintptr_t)addr, len);
 		if (r->ent)
 			base = r->ent->mr;
 	}
-	/* 3. Registered for this use alone. */
+	/* 4. Registered for this use alone. */
 	if (!base) {
 		/* Local write always: RDMA Read results and receives land
 		 * here. */
@@ -359,4 +365,23 @@ void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
 	if (r->ent)
 		cache_put(x->rd->cache, r->ent);
 	reg_free(x, r);
+}
+
+/* The engine's buffers (a Responder's rebuilt call, a Long Reply's
+ * staging) from the registered pool; malloc when it has none. */
+void *rpcrdma_rpc_mem_buf_alloc(void *ctx, size_t len, void **cookie)
+{
+	struct rpc_xprt *x = ctx;
+	struct rpc_buf *b = rpcrdma_rpc_buf_get(x->rd->pool, len);
+	*cookie = b;
+	return b ? rpcrdma_rpc_buf_base(b) : malloc(len);
+}
+
+void rpcrdma_rpc_mem_buf_free(void *ctx, void *p, void *cookie)
+{
+	struct rpc_xprt *x = ctx;
+	if (cookie)
+		rpcrdma_rpc_buf_put(x->rd->pool, cookie, rpcrdma_rpc_now_ms());
+	else
+		free(p);
 }

@@ -83,6 +83,7 @@ void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
 			    bool want_remote_inv, struct rpc_inv *out);
 
 struct rpc_reg_cache;
+struct rpc_bufpool;
 
 struct rpc_dev {
 	const struct rpcrdma_provider_ops *ops;
@@ -92,6 +93,7 @@ struct rpc_dev {
 	struct rpcrdma_dev_attr attr;
 	struct rpc_inv inv;
 	struct rpc_reg_cache *cache; /* registration.c; NULL: none */
+	struct rpc_bufpool *pool;    /* buf_pool.c; NULL: out of memory */
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
@@ -287,8 +289,35 @@ void rpcrdma_rpc_reg_cache_stats(struct rpc_reg_cache *c, uint64_t *hits,
 int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 			struct rpcrdma_engine_mr *mr);
 void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr);
+void *rpcrdma_rpc_mem_buf_alloc(void *ctx, size_t len, void **cookie);
+void rpcrdma_rpc_mem_buf_free(void *ctx, void *p, void *cookie);
 /* The engine is destroyed: free the connection's pooled windows. */
 void rpcrdma_rpc_reg_conn_free(struct rpc_xprt *x);
+
+/* ---------------------------------------------------------------------
+ * Registered buffers (buf_pool.c): chunk targets and sinks, registered
+ * once and reused, per protection domain.
+ */
+struct rpc_buf;
+struct rpc_bufpool *rpcrdma_rpc_bufpool_new(struct rpc_dev *rd);
+/* The domain goes: registrations now, memory once the last buffer an
+ * application holds comes back. */
+void rpcrdma_rpc_bufpool_close(struct rpc_bufpool *p);
+/* A buffer of at least len bytes (up to 8 MiB), or NULL (p NULL, too
+ * large, out of memory). */
+struct rpc_buf *rpcrdma_rpc_buf_get(struct rpc_bufpool *p, size_t len);
+void *rpcrdma_rpc_buf_base(const struct rpc_buf *b);
+void rpcrdma_rpc_buf_put(struct rpc_bufpool *p, struct rpc_buf *b,
+			 uint64_t now_ms);
+/* Buffers unused for a while go back to the system. */
+void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms);
+/* The registration of the buffer holding [addr, addr+len) when it has
+ * access (for a window over it: LOCAL_WRITE), else NULL. */
+struct rpcrdma_mr *rpcrdma_rpc_bufpool_mr(struct rpc_bufpool *p,
+					  const void *addr, size_t len,
+					  unsigned access);
+void rpcrdma_rpc_bufpool_stats(struct rpc_bufpool *p, uint64_t *gets,
+			       uint64_t *allocs);
 
 /* ---------------------------------------------------------------------
  * The reply region (reply_region.c): max_msg bytes per connection,

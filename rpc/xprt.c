@@ -114,6 +114,8 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	struct rpcrdma_engine_mem_ops mem = {
 		.ctx = x, .reg = rpcrdma_rpc_mem_reg,
 		.release = rpcrdma_rpc_mem_release,
+		.buf_alloc = rpcrdma_rpc_mem_buf_alloc,
+		.buf_free = rpcrdma_rpc_mem_buf_free,
 	};
 	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
 	if (rc < 0)
