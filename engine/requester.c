@@ -664,6 +664,17 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		e->ctr.bad_replies++;
 		return false;
 	}
+	/* RFC 8797 §4.1 / RFC 5040 §5.3: a Send With Invalidate killed the
+	 * handle before its receive completed, whatever the message says:
+	 * it must never be invalidated again (a LOCAL_INV on it would fail
+	 * and take the connection down), even if the reply is discarded. */
+	for (uint32_t i = 0; with_inv && i < q->nmr; i++) {
+		if (!q->mr_remote[i] || q->mr_dead[i] ||
+		    q->mr[i].rkey != inv_rkey)
+			continue;
+		q->mr_dead[i] = true;
+		e->ctr.remote_invs++;
+	}
 	int status = 0;
 	size_t reply_len = 0;
 	bool offered_reply = q->reply_offered;
@@ -693,10 +704,17 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
 		if (cl->nreads || !check_writes(q, cl) ||
-		    (cl->has_reply && chunk_len(&cl->reply)) ||
-		    len > q->req.reply_max) {
+		    (cl->has_reply && chunk_len(&cl->reply))) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
+		}
+		if (len > q->req.reply_max) {
+			/* A sound reply larger than the memory the call set
+			 * aside for it (its reply_max, §6.2): the call fails
+			 * now with that reason rather than time out. */
+			status = RPCRDMA_ERR_NOSPACE;
+			e->ctr.bad_replies++;
+			break;
 		}
 		reply_len = len;
 		e->ctr.replies_inline++;
@@ -740,18 +758,8 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		q->vers_high = v->err.vers_high;
 	}
 
-	/* Remote invalidation (RFC 8797 §4.1) killed one handle; every
-	 * other exposed handle is invalidated here before the call
-	 * completes (§4.4.1). */
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i])
-			continue;
-		if (with_inv && q->mr[i].rkey == inv_rkey) {
-			q->mr_dead[i] = true;
-			e->ctr.remote_invs++;
-			continue;
-		}
-	}
+	/* Every exposed handle the peer did not invalidate is invalidated
+	 * here before the call completes (§4.4.1). */
 	invalidate_exposed(e, q);
 	/* Give back the entries reserved for invalidations not needed. */
 	e->sq_avail += q->sq_held;

@@ -217,8 +217,8 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
-			rpcrdma_rpc_trace("conn %p: wc status %d op %d "
-					  "vendor_err %#x", (void *)x,
+			rpcrdma_rpc_trace("conn %p (server %d): wc status %d op %d "
+					  "vendor_err %#x", (void *)x, x->server,
 					  wc[i].status, wc[i].opcode,
 					  wc[i].vendor_err);
 		rpcrdma_engine_completion(x->e, &wc[i], now);
