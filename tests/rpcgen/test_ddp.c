@@ -33,31 +33,11 @@
 #include <rpcrdma/tirpc.h>
 
 #include "ddp.h"
+#include "pattern.h"
 #include "test.h"
 
 #define MAXSZ (1u << 20)
 #define GUARD 64
-
-static uint8_t pat(uint32_t seed, size_t i)
-{
-	uint32_t x = (uint32_t)i * 2654435761u ^ seed * 40503u;
-	x ^= x >> 13;
-	return (uint8_t)(x + (i >> 8) + seed);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = pat(seed, i);
-}
-
-static bool same(const uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != pat(seed, i))
-			return false;
-	return true;
-}
 
 static u_int sum(const uint8_t *p, size_t n)
 {
