@@ -621,10 +621,19 @@ static void free_hdr_tails(struct rpcrdma_clnt *cl)
  * the Send copies them anyway. */
 #define BORROW_MIN 1024u
 
-static bool referenced(const struct rpcrdma_iov *a, bool borrow)
+/* On a device that pins pages, exposing the caller's memory costs a
+ * registration (a system call and page pinning) per call: a DDP-eligible
+ * piece up to this size is cheaper copied into the registered pool
+ * (docs/DEVICES.md); beyond it, it is lent. */
+#define PINNED_COPY_MAX 65536u
+
+static bool referenced(const struct rpcrdma_iov *a, bool borrow, bool pins)
 {
-	return borrow && a->len && (a->ddp || (a->len >= BORROW_MIN &&
-					       !(a->len & 3)));
+	if (!borrow || !a->len)
+		return false;
+	if (a->ddp)
+		return !pins || a->len > PINNED_COPY_MAX;
+	return a->len >= BORROW_MIN && !(a->len & 3);
 }
 
 /* res (nres of them): the caller's own buffers for the DDP-eligible
@@ -646,11 +655,21 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	for (unsigned i = 0; res && i < nres; i++)
 		if (res[i].len && !res[i].base)
 			return RPCRDMA_ERR_INVAL;
+	/* Each piece is lent (referenced), or copied: a DDP-eligible one
+	 * into the registered pool (the peer reads it from there by RDMA
+	 * Read), the rest behind the call header in the record. */
+	bool pins = !(cl->x->rd->attr.caps & RPCRDMA_DEV_CAP_REG_VIRTUAL);
+	size_t pool_args = 0;
 	for (unsigned i = 0; i < call->nargs; i++) {
-		if (call->args[i].len && !call->args[i].base)
+		const struct rpcrdma_iov *a = &call->args[i];
+		if (a->len && !a->base)
 			return RPCRDMA_ERR_INVAL;
-		if (!referenced(&call->args[i], borrow))
-			args_len += round8(call->args[i].len);
+		if (referenced(a, borrow, pins))
+			continue;
+		if (a->ddp && a->len)
+			pool_args += round8(a->len);
+		else
+			args_len += round8(a->len);
 	}
 	for (unsigned i = 0; !res && i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
@@ -675,17 +694,21 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	bool may_chunk = reply_max > cl->x->opts.inline_recv;
 	uint8_t *region = may_chunk
 		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
-	/* Memory the peer writes (Write chunks, a Reply chunk) comes from
-	 * the registered pool: no allocation, page faults or registration
-	 * per call (buf_pool.c).  The record keeps the rest. */
-	size_t big_len = (region || !may_chunk ? 0 : reply_max) + res_len;
+	/* Memory the peer reaches (Write chunks, a Reply chunk, copied
+	 * Read chunk data) comes from the registered pool: no allocation,
+	 * page faults or registration per call (buf_pool.c).  The record
+	 * keeps the rest. */
+	size_t reply_pool = region || !may_chunk ? 0 : reply_max;
+	size_t big_len = reply_pool + res_len + pool_args;
 	struct rpc_bufpool *pool = cl->x->rd->pool;
 	struct rpc_buf *big = big_len ? rpcrdma_rpc_buf_get(pool, big_len)
 				      : NULL;
-	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
-		       res_len;
+	size_t total = round8(hl) + args_len + pool_args +
+		       (region ? 0 : reply_max) + res_len;
 	if (big)
 		total -= big_len;
+	uint8_t *bp = big ? rpcrdma_rpc_buf_base(big) : NULL;
+	uint8_t *bp_args = bp ? bp + reply_pool + res_len : NULL;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
@@ -728,7 +751,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	bool in_run = true; /* cur is a run of copied non-DDP pieces */
 	for (unsigned i = 0; i < call->nargs; i++) {
 		const struct rpcrdma_iov *a = &call->args[i];
-		if (referenced(a, borrow)) {
+		if (referenced(a, borrow, pins)) {
 			/* Borrowed: the engine reads it where it is (a Read
 			 * chunk, or the Send gathers it). */
 			if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
@@ -753,6 +776,16 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
+		if (a->ddp && a->len && bp_args) {
+			/* Into registered memory the Read chunk exposes. */
+			memcpy(bp_args, a->base, a->len);
+			c->ddp_copied += a->len;
+			cur = &c->iov[c->niov++];
+			*cur = (struct rpcrdma_iov){bp_args, a->len, true};
+			bp_args += round8(a->len);
+			in_run = false;
+			continue;
+		}
 		/* Past everything written so far, 8-aligned. */
 		p = c->mem + round8((size_t)(run_end - c->mem));
 		if (a->len)
@@ -770,12 +803,11 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	uint8_t *bp = big ? rpcrdma_rpc_buf_base(big) : NULL;
 	if (region) {
 		c->reply_buf = region;
-	} else if (bp && may_chunk) {
+	} else if (bp && reply_pool) {
 		c->reply_buf = bp;
-		bp += reply_max;
+		bp += reply_pool;
 	} else {
 		c->reply_buf = p;
 		p += reply_max;
