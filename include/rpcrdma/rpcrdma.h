@@ -368,8 +368,29 @@ struct rpcrdma_stats {
 	/* as Responder, by shape (RFC 8166 §3.5) */
 	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
 	uint64_t long_calls_received;    /* Long Calls received */
-	/* Append new counters here. */
+	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
+
+/* Every field of struct rpcrdma_stats, in order, as X(name, count)
+ * (count: the elements of an array field, else 1): programs that show
+ * every counter by name expand it, as the library does for the counters
+ * it exports to rpcrdma-stat(1).  Append with the struct. */
+#define RPCRDMA_STATS_FIELDS(X)                                             \
+	X(calls, 1) X(calls_completed, 1) X(short_calls, 1)                  \
+	X(chunked_calls, 1) X(long_calls, 1) X(replies_inline, 1)            \
+	X(replies_long, 1) X(credit_stalls, 1) X(remote_invs, 1)             \
+	X(local_invs, 1) X(calls_received, 1) X(short_replies, 1)            \
+	X(chunked_replies, 1) X(long_replies, 1) X(send_with_inv, 1)         \
+	X(err_chunk_sent, 1) X(rdma_read_bytes, 1) X(rdma_write_bytes, 1)    \
+	X(connections, 1) X(bad_replies, 1) X(err_vers_recv, 1)              \
+	X(err_chunk_recv, 1) X(credits_granted, 1) X(send_threshold, 1)      \
+	X(recv_threshold, 1) X(peer_remote_inv, 1) X(version, 1)             \
+	X(peer_v1_only, 1) X(peer_rbsiz, 1) X(peer_brs, 1)                   \
+	X(vers_fallbacks, 1) X(err_vers_sent, 1) X(connprop_sent, 1)         \
+	X(connprop_recv, 1) X(recoveries, 1) X(retransmissions, 1)           \
+	X(reconnects, 1) X(v2_err_sent, 10) X(v2_err_recv, 10)               \
+	X(rdma_timeouts, 1) X(connections_refused, 1) X(registrations, 1)    \
+	X(chunked_calls_received, 1) X(long_calls_received, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:
