@@ -9,7 +9,8 @@
  * bound to one program and version.  Calls are thread-safe; many may be in
  * flight up to the credit limit (more wait in a queue, in order).  A
  * server (struct rpcrdma_svc) listens on one address, accepts any number
- * of connections and runs registered procedure handlers on a worker pool.
+ * of connections and runs registered procedure handlers on the thread
+ * that takes each call, or on a worker pool (struct rpcrdma_opts.workers).
  *
  * Arguments and results are XDR streams the caller encodes and decodes
  * itself, described as rpcrdma_iov pieces.  A piece marked ddp is a
