@@ -176,12 +176,15 @@ enum rpcrdma_versions {
  * o->size = size; the environment variables RPCRDMA_PROVIDER and
  * RPCRDMA_DEVICE, when set, override provider and device,
  * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
- * RPCRDMA_WORKERS (a number up to 1024) the workers,
- * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
- * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc,
- * RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.  Options
- * whose number fields are 0 take these defaults too, so rpcgen programs
- * and every example honour them.  Call it through rpcrdma_opts_default(). */
+ * RPCRDMA_WORKERS (0 to 1024) the workers, RPCRDMA_MAX_CONNECTIONS and
+ * RPCRDMA_RDMA_TIMEOUT_MS (decimal) the fields of the same names,
+ * RPCRDMA_MAX_MSG (bytes, "4M") max_msg, RPCRDMA_MPA_CRC (0 or 1)
+ * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.
+ * Options whose number fields are 0 take these defaults too, so rpcgen
+ * programs and every example honour them.  A value a variable does not
+ * accept is refused: it is not taken here, and every create call fails
+ * with RPCRDMA_ERR_CONFIG after one line on stderr naming it
+ * (rpcrdma(7), ENVIRONMENT).  Call it through rpcrdma_opts_default(). */
 void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
 
 static inline void rpcrdma_opts_default(struct rpcrdma_opts *o)
@@ -215,10 +218,12 @@ struct rpcrdma_clnt;
  * Connects to addr ("host", "host:port", "[v6addr]:port"; numeric
  * addresses or names; default port 20049) and binds the client to
  * (prog, vers).  opts NULL: defaults.  Blocks until connected or the
- * connect time-out.  Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_ADDR,
- * RPCRDMA_ERR_NOTSUP (unknown provider), RPCRDMA_ERR_NO_DEVICE,
- * RPCRDMA_ERR_CONNREFUSED, RPCRDMA_ERR_TIMEOUT, RPCRDMA_ERR_NOMEM,
- * RPCRDMA_ERR_SYSTEM, or the provider's error.
+ * connect time-out.  Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_CONFIG (an
+ * RPCRDMA_* variable refused), RPCRDMA_ERR_ADDR, RPCRDMA_ERR_NOTSUP
+ * (unknown provider), RPCRDMA_ERR_NO_DEVICE, RPCRDMA_ERR_CONNREFUSED,
+ * RPCRDMA_ERR_NOT_RDMA (the peer is not an RDMA endpoint),
+ * RPCRDMA_ERR_DISCONNECTED (closed during set-up), RPCRDMA_ERR_TIMEOUT,
+ * RPCRDMA_ERR_NOMEM, RPCRDMA_ERR_SYSTEM, or the provider's error.
  */
 int rpcrdma_clnt_create(const char *addr, uint32_t prog, uint32_t vers,
 			const struct rpcrdma_opts *opts,
@@ -274,7 +279,11 @@ struct rpcrdma_reply {
 	int status;            /* 0 (SUCCESS) or a negative error: the
 				  RPCRDMA_ERR_RPC_* outcome of the reply,
 				  RPCRDMA_ERR_TIMEOUT, _DISCONNECTED,
-				  _CANCELLED, _PEER_ERR_CHUNK / _VERS ... */
+				  _CANCELLED, _CALL_TOO_BIG (over our
+				  max_msg, not sent), _PEER_CALL_TOO_BIG
+				  (over the peer's), _REPLY_TOO_BIG (over
+				  reply_max, or max_msg), _PEER_ERR_CHUNK
+				  / _VERS ... */
 	uint32_t accept_stat;  /* accepted replies: RFC 5531 accept_stat */
 	uint32_t auth_stat;    /* RPCRDMA_ERR_RPC_AUTH: auth_stat */
 	uint32_t low, high;    /* PROG_MISMATCH / RPC_MISMATCH range */
@@ -441,8 +450,8 @@ enum rpcrdma_ulb_flags {
 /*
  * Listens on listen_addr ("host[:port]", "[v6]:port"; port 0 picks an
  * ephemeral one, see rpcrdma_svc_port()) and starts the event loop and
- * opts->workers handler threads.  Errors: RPCRDMA_ERR_INVAL, _ADDR,
- * _BUSY (address in use), _NOTSUP, _NO_DEVICE, _NOMEM, _SYSTEM.
+ * opts->workers handler threads.  Errors: RPCRDMA_ERR_INVAL, _CONFIG,
+ * _ADDR, _BUSY (address in use), _NOTSUP, _NO_DEVICE, _NOMEM, _SYSTEM.
  */
 int rpcrdma_svc_create(const char *listen_addr,
 		       const struct rpcrdma_opts *opts,

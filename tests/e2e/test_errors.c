@@ -8,7 +8,7 @@
  *
  *   test_errors CASE      CASE: addr_in_use stopped provider_foo
  *                         no_device tcp_port bad_port over_max_msg
- *                         reply_max env
+ *                         reply_max env debug
  *
  * Every message is printed, so the test log shows what a user reads.
  */
@@ -444,6 +444,60 @@ static void case_reply_max(void)
 	stop_server(pid);
 }
 
+/* RPCRDMA_DEBUG=1 reads like a log: the peer's address and the events
+ * by name, the version and thresholds once settled, and a normal close
+ * without an error-sounding line. */
+static void case_debug(void)
+{
+	uint16_t port;
+	pid_t pid = fork_server(0, &port);
+	char addr[64];
+	snprintf(addr, sizeof addr, "127.0.0.1:%u", port);
+	setenv("RPCRDMA_DEBUG", "1", 1);
+	cap_begin();
+	struct rpcrdma_clnt *nc = NULL;
+	int rc = rpcrdma_clnt_create(addr, PROG, VERS, NULL, &nc);
+	for (int i = 0; rc == 0 && i < 3; i++) {
+		uint8_t n[4] = {0, 0, 0, 16};
+		struct rpcrdma_iov iov = {n, 4, false};
+		struct rpcrdma_call call = {.proc = 1, .args = &iov, .nargs = 1};
+		struct rpcrdma_reply rep;
+		CHECK_EQ(rpcrdma_clnt_call(nc, &call, &rep), 0);
+		rpcrdma_reply_free(&rep);
+		/* the version line comes with the loop's next tick */
+		struct timespec t = {0, 30000000};
+		nanosleep(&t, NULL);
+	}
+	rpcrdma_clnt_destroy(nc);
+	const char *log = cap_end();
+	CHECK_EQ(rc, 0);
+	char want[128];
+	snprintf(want, sizeof want, "%s: connecting (iwarp provider, prog %#x "
+		 "vers %u)", addr, PROG, VERS);
+	CHECK_HAS(log, want);
+	snprintf(want, sizeof want, "%s: established", addr);
+	CHECK_HAS(log, want);
+	snprintf(want, sizeof want, "%s: version 2, credits ", addr);
+	CHECK_HAS(log, want);
+	CHECK_HAS(log, "inline send 4096 receive 4096, remote invalidation");
+	snprintf(want, sizeof want, "%s: closing", addr);
+	CHECK_HAS(log, want);
+	/* Every line is "rpcrdma[PID] HH:MM:SS.uuuuuu ..." */
+	CHECK(strncmp(log, "rpcrdma[", 8) == 0);
+	/* A normal close: nothing that reads as an error. */
+	static const char *const alarming[] = {"error", "fail", "flushed",
+					       "lost", "refused", "cm event"};
+	for (size_t i = 0; i < sizeof alarming / sizeof alarming[0]; i++) {
+		bool clean = !strstr(log, alarming[i]);
+		CHECK(clean);
+		if (!clean)
+			fprintf(stderr, "  \"%s\" in the log of a normal "
+				"close\n", alarming[i]);
+	}
+	unsetenv("RPCRDMA_DEBUG");
+	stop_server(pid);
+}
+
 /* Every variable, a value of each kind it refuses: the create call
  * fails with RPCRDMA_ERR_CONFIG and one line names the variable, the
  * value and what is accepted. */
@@ -539,6 +593,7 @@ int main(int argc, char **argv)
 		{"over_max_msg", case_over_max_msg},
 		{"reply_max", case_reply_max},
 		{"env", case_env},
+		{"debug", case_debug},
 	};
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
