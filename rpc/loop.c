@@ -148,12 +148,16 @@ static void drain_cm(struct rpc_loop *l)
 		struct rpcrdma_cm_event *ev = NULL;
 		if (ops->get_cm_event(l->rd->ch, &ev) < 0 || !ev)
 			return;
+		/* The name first (handling a refused request destroys its
+		 * id); the line after handling, so that what the connection
+		 * had to say (its version) comes before its end. */
 		struct rpc_xprt *x = rpcrdma_rpc_loop_find(l, ev->id);
 		char who[64];
 		if (x)
 			snprintf(who, sizeof who, "%s", x->name);
 		else
 			rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
+		l->on_cm(l->owner, ev);
 		if (ev->status && ev->type != RPCRDMA_CM_EVENT_DISCONNECTED)
 			rpcrdma_rpc_trace("%s: %s: %s", who,
 					  rpcrdma_rpc_cm_event_name(ev->type),
@@ -161,7 +165,6 @@ static void drain_cm(struct rpc_loop *l)
 		else
 			rpcrdma_rpc_trace("%s: %s", who,
 					  rpcrdma_rpc_cm_event_name(ev->type));
-		l->on_cm(l->owner, ev);
 		ops->ack_cm_event(ev);
 	}
 }

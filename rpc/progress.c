@@ -327,23 +327,7 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 			rpcrdma_rpc_v1_server_remember(x->peer_key);
 		x->vers_noted = in.version && !in.negotiating;
 	}
-	if (!x->vers_logged && x->e && x->connected && !x->dead) {
-		/* Once per connection, when the version is settled: what
-		 * the two sides agreed (RFC 8797 §4.2, draft §4). */
-		struct rpcrdma_engine_info in;
-		rpcrdma_engine_get_info(x->e, &in);
-		if (in.version && !in.negotiating) {
-			x->vers_logged = true;
-			rpcrdma_rpc_trace("%s: version %u, credits %u granted, "
-					  "inline send %u receive %u, remote "
-					  "invalidation %s", x->name, in.version,
-					  x->server ? x->opts.credits
-						    : in.credits_granted,
-					  in.send_threshold, in.recv_threshold,
-					  in.send_with_inv ? "yes" : "no");
-			rpcrdma_rpc_note_connected(x, &in);
-		}
-	}
+	rpcrdma_rpc_note_version_locked(x);
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
 	if (x->cq && (!x->driver || x->driver_busy) && token_take_locked(x)) {

@@ -318,9 +318,9 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now);
  * when the event was about it. */
 bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 				      const struct rpcrdma_cm_event *ev);
-/* With x->lock held: the version is settled (tracing). */
-void rpcrdma_rpc_note_connected(struct rpc_xprt *x,
-				const struct rpcrdma_engine_info *in);
+/* With x->lock held: once the version is settled, log it and fire the
+ * connect probe (once per connection). */
+void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x);
 /* Adds the engine's counters to *s (under the lock). */
 void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s);
 /* Take / drop a reference; the loop reaps a dead connection when the

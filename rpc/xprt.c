@@ -331,6 +331,9 @@ void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 
 	pthread_mutex_lock(&x->lock);
 	if (!x->dead && x->connected) {
+		/* A connection too short for the loop's tick still says
+		 * what it was. */
+		rpcrdma_rpc_note_version_locked(x);
 		RPCRDMA_PROBE2(disconnect, x->name, status);
 		if (status != RPCRDMA_ERR_DISCONNECTED &&
 		    status != RPCRDMA_ERR_CANCELLED)
@@ -470,15 +473,26 @@ bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 	return true;
 }
 
-void rpcrdma_rpc_note_connected(struct rpc_xprt *x,
-				const struct rpcrdma_engine_info *in)
+void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x)
 {
+	if (x->vers_logged || !x->e || !x->connected || x->dead)
+		return;
+	/* Once per connection, when the version is settled: what the two
+	 * sides agreed (RFC 8797 §4.2, draft §4). */
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	if (!in.version || in.negotiating)
+		return;
+	x->vers_logged = true;
+	uint32_t credits = x->server ? x->opts.credits : in.credits_granted;
+	rpcrdma_rpc_trace("%s: version %u, credits %u granted, inline send %u "
+			  "receive %u, remote invalidation %s", x->name,
+			  in.version, credits, in.send_threshold,
+			  in.recv_threshold, in.send_with_inv ? "yes" : "no");
 	/* xprtrdma_connect / svcrdma accept: the peer, the version
 	 * negotiated, the inline thresholds both ways, the credits. */
-	RPCRDMA_PROBE6(connect, x->name, in->version, in->send_threshold,
-		       in->recv_threshold,
-		       x->server ? x->opts.credits : in->credits_granted,
-		       x->server);
+	RPCRDMA_PROBE6(connect, x->name, in.version, in.send_threshold,
+		       in.recv_threshold, credits, x->server);
 }
 
 void rpcrdma_rpc_xprt_get(struct rpc_xprt *x)
