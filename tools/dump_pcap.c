@@ -116,6 +116,9 @@ struct ctx {
 	unsigned frame;
 	uint64_t ts_ns;
 	unsigned nmsgs, nerrors, nnotes;
+	unsigned ndata;              /* summary: RDMA Write / Read Response
+					segments, not shown */
+	uint64_t data_bytes;
 	int status;
 };
 
@@ -253,7 +256,27 @@ static void on_ulpdu(struct ctx *c, struct dir_state *d, const uint8_t *u,
 		       h.opcode >= RPCRDMA_IWARP_OP_SEND &&
 		       h.opcode <= RPCRDMA_IWARP_OP_SEND_SE_INV;
 	if (!is_send) {
-		/* Not a Send: one line for people, one entry for tools. */
+		/* Not a Send: no message a filter selects; in the summary,
+		 * a line for the RDMA Read Requests and Terminates, the
+		 * data segments (RDMA Write, Read Response) only counted. */
+		c->nnotes++;
+		if (dump_view_filters(c->view))
+			return;
+		if (c->summary) {
+			if (h.opcode == RPCRDMA_IWARP_OP_READ_REQ ||
+			    h.opcode == RPCRDMA_IWARP_OP_TERMINATE) {
+				char a[64], b[64];
+				double t;
+				line_head(c, d, a, b, sizeof a, &t);
+				fprintf(c->o->f, "%6u %10.6f %s -> %s RDMAP %s\n",
+					c->frame, t, a, b,
+					rpcrdma_iwarp_opcode_name(h.opcode));
+			} else {
+				c->ndata++;
+				c->data_bytes += plen;
+			}
+			return;
+		}
 		entry_head(c, d);
 		dump_cstr(c->o, "rdmap", rpcrdma_iwarp_opcode_name(h.opcode));
 		if (h.tagged) {
@@ -268,7 +291,6 @@ static void on_ulpdu(struct ctx *c, struct dir_state *d, const uint8_t *u,
 		dump_u32(c->o, "payload_length", (uint32_t)plen, NULL);
 		dump_bool(c->o, "crc_ok", crc_ok);
 		dump_obj_end(c->o);
-		c->nnotes++;
 		return;
 	}
 	struct send_asm *s = NULL, *fresh = NULL;
@@ -739,6 +761,7 @@ static int read_pcapng(struct ctx *c, const uint8_t *buf, size_t len,
 {
 	bool swap = false;
 	uint32_t linktypes[NG_MAX_IF];
+	double tsres[NG_MAX_IF];
 	size_t nif = 0;
 	size_t off = 0;
 	while (off < len) {
@@ -775,14 +798,40 @@ static int read_pcapng(struct ctx *c, const uint8_t *buf, size_t len,
 		const uint8_t *b = buf + off + 8;
 		size_t bl = blen - 12; /* body length */
 		if (type == 1) { /* Interface Description Block */
-			if (bl >= 8 && nif < NG_MAX_IF)
+			if (bl >= 8 && nif < NG_MAX_IF) {
+				/* if_tsresol (option 9): 10^-v seconds, or
+				 * 2^-v with the high bit; default 10^-6. */
+				double res = 1e-6;
+				for (uint32_t o = 8; o + 4 <= bl;) {
+					uint16_t code = rd16(b + o, swap);
+					uint16_t olen = rd16(b + o + 2, swap);
+					if (code == 0 || o + 4 + olen > bl)
+						break;
+					if (code == 9 && olen >= 1) {
+						uint8_t v = b[o + 4];
+						res = v & 0x80 ? 1.0 / (double)(1ull << (v & 63))
+							       : 1.0;
+						if (!(v & 0x80))
+							for (int k = 0; k < v && k < 19; k++)
+								res /= 10;
+					}
+					o += 4 + ((olen + 3u) & ~3u);
+				}
+				tsres[nif] = res;
 				linktypes[nif++] = rd16(b, swap);
+			}
 		} else if (type == 6 || type == 2) { /* EPB / obsolete PB */
 			if (bl >= 20) {
 				uint32_t ifid = type == 6 ? rd32(b, swap) : rd16(b, swap);
 				uint32_t caplen = rd32(b + 12, swap);
 				if (caplen <= bl - 20 && ifid < nif) {
 					c->frame++;
+					uint64_t ts = (uint64_t)rd32(b + 4, swap) << 32 |
+						      rd32(b + 8, swap);
+					c->ts_ns = (uint64_t)((double)ts *
+							      tsres[ifid] * 1e9);
+					if (c->frame == 1)
+						c->t0_ns = c->ts_ns;
 					on_packet(c, linktypes[ifid], b + 20, caplen);
 				} else {
 					c->frame++;
@@ -818,8 +867,13 @@ int dump_pcap(FILE *out, bool json, struct dump_view *view, const char *src,
 		int rc = ng ? read_pcapng(&c, buf, len, why, sizeof why)
 			    : read_pcap(&c, buf, len, why, sizeof why);
 		fprintf(out, "%s: %u frames, %u RPC-over-RDMA messages, %u shown, "
-			"%u errors\n", src, c.frame, c.nmsgs + c.nerrors,
+			"%u errors", src, c.frame, c.nmsgs + c.nerrors,
 			view->shown, c.nerrors);
+		if (c.ndata)
+			fprintf(out, "; %u RDMA Write and Read Response "
+				"segments, %llu bytes (-V lists them)", c.ndata,
+				(unsigned long long)c.data_bytes);
+		fputc('\n', out);
 		if (rc < 0) {
 			fprintf(stderr, "rpcrdma-dump: %s: %s\n", src, why);
 			c.status = c.status ? c.status : 1;
