@@ -152,6 +152,21 @@ static bool value(const struct snap *sn, const struct rpcrdma_statx_field *f,
 
 static bool opt_all, opt_raw, opt_totals;
 
+/* The counters of RDMA_ERROR / RDMA2_ERROR messages are arrays indexed by
+ * error code (draft-cel-nfsv4-rpcrdma-version-two §5.3; codes 1 and 2 are
+ * version 1's ERR_VERS and ERR_CHUNK): named by kind, not by index. */
+static const char *err_kind(const char *field, uint32_t k)
+{
+	static const char *const kinds[] = {
+		NULL, "VERS", "CHUNK/BAD_XDR", "INVAL_HTYPE",
+		"READ_CHUNKS", "WRITE_CHUNKS", "SEGMENTS", "WRITE_RESOURCE",
+		"REPLY_RESOURCE", "SYSTEM",
+	};
+	if (strncmp(field, "v2_err_", 7) || k >= sizeof kinds / sizeof kinds[0])
+		return NULL;
+	return kinds[k];
+}
+
 static const char *kind_name(uint32_t k)
 {
 	return k == RPCRDMA_STATX_SERVER ? "server"
@@ -174,7 +189,14 @@ static void counters(const struct snap *sn, const struct rpcrdma_statx_entry *e,
 			if (!value(sn, f, k, stats, &v) || (!v && !opt_all))
 				continue;
 			char label[64];
-			if (f->count > 1)
+			const char *kind = err_kind(name, k);
+			if (kind && !opt_raw)
+				snprintf(label, sizeof label, "%s %s",
+					 !strcmp(name, "v2_err_sent") ? "err_sent"
+					 : !strcmp(name, "v2_err_recv") ? "err_recv"
+									: name,
+					 kind);
+			else if (f->count > 1)
 				snprintf(label, sizeof label, "%s[%u]", name, k);
 			else
 				snprintf(label, sizeof label, "%s", name);
