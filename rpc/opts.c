@@ -113,21 +113,24 @@ static bool env_size(const char *name, uint32_t *out, struct env_err *err)
 }
 
 /* The providers this library was built with, "iwarp or verbs". */
+static char provider_names_buf[64];
+
+static void provider_names_make(void)
+{
+	const struct rpcrdma_provider_ops *const *l = rpcrdma_provider_list();
+	size_t o = 0;
+	for (size_t i = 0; l[i] && o < sizeof provider_names_buf; i++)
+		o += (size_t)snprintf(provider_names_buf + o,
+				      sizeof provider_names_buf - o, "%s%s",
+				      i == 0 ? "" : l[i + 1] ? ", " : " or ",
+				      l[i]->name);
+}
+
 static const char *provider_names(void)
 {
-	static char names[64];
-	static atomic_int done;
-	if (!atomic_load(&done)) {
-		const struct rpcrdma_provider_ops *const *l = rpcrdma_provider_list();
-		size_t o = 0;
-		names[0] = 0;
-		for (size_t i = 0; l[i] && o < sizeof names; i++)
-			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s",
-					      i == 0 ? "" : l[i + 1] ? ", " : " or ",
-					      l[i]->name);
-		atomic_store(&done, 1);
-	}
-	return names;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, provider_names_make);
+	return provider_names_buf;
 }
 
 /* The environment over the defaults in o; the first refusal in err. */

@@ -154,6 +154,10 @@ static void put_conn(void *ctx, struct rpc_xprt *x)
 	rpcrdma_rpc_xprt_add_stats(x, &st);
 	pthread_mutex_lock(&x->lock);
 	bool live = x->connected && !x->dead;
+	/* credits_granted is a client's (the server's grant to it), as in
+	 * rpcrdma_svc_stats(). */
+	if (x->server)
+		st.credits_granted = 0;
 	char name[64];
 	memcpy(name, x->name, sizeof name);
 	pthread_mutex_unlock(&x->lock);
