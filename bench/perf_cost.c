@@ -79,6 +79,7 @@ struct copts {
 	int cpu;
 	unsigned who;               /* 1 << K_* */
 	bool callgrind, perf, json, quiet;
+	bool goals;           /* --goals: targets and MET / MISSED too */
 };
 
 /* One contender's costs in one pinning; NAN: not measured. */
@@ -532,10 +533,17 @@ static const char *goal(const struct cost *C, int k, field_fn f, bool stretch)
 	return pr_verdict(!isnan(v) && !isnan(base), v <= base + CSW_SLACK);
 }
 
+/* --goals (hidden by default: the table shows measurements). */
+static bool show_goals;
+
 static void row(const struct cost *C, const char *name, field_fn f,
 		const char *fmt, const char *target, bool stretch)
 {
 	char v[K_N][24] = {""}, r[2][16] = {""}, t[128] = "";
+	if (stretch && !show_goals)
+		return; /* a row for a verdict only */
+	if (!show_goals)
+		target = NULL;
 	/* The stretch goal's row only adds a verdict to the row above. */
 	for (int k = 0; k < K_N && !stretch; k++)
 		fmt_num(v[k], sizeof(v[k]), f(&C[k]), fmt);
@@ -562,7 +570,7 @@ static void print_cpass(const struct copts *o, const struct cpass *p)
 	       o->ro.provider ? o->ro.provider : "iwarp", o->iters, o->warmup);
 	printf("%-30s %10s %10s %10s %10s %8s  %s\n", "per call", kname[0],
 	       kname[1], kname[2], "rdma/tirpc", "rt/tirpc",
-	       "target: rpcrdma / rdma-tirpc");
+	       show_goals ? "target: rpcrdma / rdma-tirpc" : "");
 	row(C, "instructions (callgrind)", f_instr, "instr", "<=1.5x tirpc",
 	    false);
 	row(C, "  (stretch)", f_instr, "instr", "<=2 k", true);
@@ -574,6 +582,8 @@ static void print_cpass(const struct copts *o, const struct cpass *p)
 	row(C, "  involuntary", f_invol, "%.2f", NULL, false);
 	row(C, "CPU us, user+sys (getrusage)", f_cpu, "%.2f", NULL, false);
 	row(C, "wall us", f_wall, "%.2f", NULL, false);
+	if (o->quiet)
+		return; /* --quiet: the table alone */
 	printf("callgrind: %s\n", callgrind_why[0] ? callgrind_why
 			   : "instructions of every thread, (2N - N) / N runs");
 	printf("perf: %s\n", perf_why[0] ? perf_why
@@ -694,6 +704,7 @@ static int parse_copts(int argc, char **argv, struct copts *o)
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"op", required_argument, NULL, 'o'},
+		{"goals", no_argument, NULL, 'g'},
 		{NULL, 0, NULL, 0},
 	};
 	memset(o, 0, sizeof(*o));
@@ -771,6 +782,9 @@ static int parse_copts(int argc, char **argv, struct copts *o)
 		case 'o':
 			if (parse_op(optarg) < 0)
 				return -1;
+			break;
+		case 'g':
+			o->goals = show_goals = true;
 			break;
 		default:
 			return -1;

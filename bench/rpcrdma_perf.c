@@ -15,6 +15,7 @@
 #endif
 #include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,8 @@ static const struct perf_cmd cmds[] = {
 	  "cost [--iters N] [--warmup N] [--provider iwarp|verbs] [--addr IP] "
 	  "[--pin[=both|yes|no]]\n"
 	  "      [--cpu N] [--with rpcrdma,rdma-tirpc,libtirpc] "
-	  "[--no-callgrind] [--no-perf] [--json]\n"
-	  "      per synchronous NULL call: user-space instructions "
+	  "[--no-callgrind] [--no-perf] [--json] [--op OP]\n"
+	  "      per synchronous NULL (or READ/WRITE) call: user-space instructions "
 	  "(callgrind), context switches\n"
 	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
 	  "libtirpc side by side" },
@@ -92,23 +93,133 @@ static const struct perf_cmd cmds[] = {
 	{ NULL, NULL, NULL },
 };
 
+/* SUBCOMMAND --help: one line per option, with its meaning. */
+#define RPC_OPTS_HELP \
+	"  --provider NAME          iwarp (default) or verbs\n" \
+	"  --device NAME            the verbs device (default: the first)\n" \
+	"  --iters N                NULL calls per latency measurement " \
+	"(default 20000)\n" \
+	"  --mib N                  MiB moved per READ/WRITE size (default 256)\n" \
+	"  --depth N                rpcrdma READ/WRITE calls in flight " \
+	"(default 4)\n" \
+	"  --window BYTES           rpcrdma READ/WRITE bytes in flight at most\n" \
+	"  --pin[=yes|no|both]      all threads on one CPU; both: a pass each " \
+	"way\n" \
+	"  --cpu N                  the CPU --pin uses (default 0)\n" \
+	"  --only LIST              workloads among null,rate,write,read\n" \
+	"  --with LIST              contenders among rpcrdma,rdma-tirpc," \
+	"libtirpc,tcp\n" \
+	"  --sizes LIST             READ/WRITE sizes among 4k,64k,1m\n" \
+	"  --repeat N               runs per pinning, medians reported\n" \
+	"  --workers N              server handler threads (default 0: " \
+	"inline)\n" \
+	"  --issue callback|thread  how rpcrdma keeps calls in flight\n" \
+	"  --malloc tuned|default   glibc's large-block thresholds " \
+	"(default tuned)\n" \
+	"  --goals                  the project's targets, MET / MISSED, " \
+	"beside the numbers\n" \
+	"  --quiet                  the table alone\n" \
+	"  --json                   JSON instead of tables\n"
+
+static const struct {
+	const char *name, *help;
+} helps[] = {
+	{"provider",
+	 "  --provider NAME          iwarp (default) or verbs\n"
+	 "  --addr IP                the local address both ends use "
+	 "(default 127.0.0.1)\n"
+	 "  --port P                 the port (default: one the kernel picks)\n"
+	 "  --iters N                round trips per latency test "
+	 "(default 10000)\n"
+	 "  --max-size BYTES         the largest throughput transfer "
+	 "(default 4 MiB)\n"
+	 "  --spin-us N              poll this long before sleeping for a "
+	 "completion\n"
+	 "  --pin                    all threads on one CPU\n"
+	 "  --json                   JSON instead of tables\n"},
+	{"rpc",
+	 "  --addr IP                the loopback address both ends use "
+	 "(default 127.0.0.1)\n" RPC_OPTS_HELP},
+	{"client",
+	 "  HOST:PORT                the `rpcrdma-perf server` to measure\n"
+	 RPC_OPTS_HELP},
+	{"server",
+	 "  --listen HOST:PORT       where to serve (required)\n"
+	 "  --provider NAME          iwarp (default) or verbs\n"
+	 "  --device NAME            the verbs device (default: the first)\n"
+	 "  --workers N              handler threads (default 0: inline)\n"
+	 "  --pin                    all threads on one CPU\n"
+	 "  --cpu N                  the CPU --pin uses (default 0)\n"},
+	{"cost",
+	 "  --iters N                measured calls, N (default 2000)\n"
+	 "  --warmup N               calls before measuring (default 100)\n"
+	 "  --provider NAME          iwarp (default) or verbs\n"
+	 "  --device NAME            the verbs device (default: the first)\n"
+	 "  --addr IP                the loopback address (default 127.0.0.1)\n"
+	 "  --pin[=both|yes|no]      all threads on one CPU, or not, or a pass "
+	 "each way\n"
+	 "  --cpu N                  the CPU --pin uses (default 0)\n"
+	 "  --with LIST              contenders among rpcrdma,rdma-tirpc,"
+	 "libtirpc\n"
+	 "  --no-callgrind           do not count instructions\n"
+	 "  --no-perf                do not run perf stat\n"
+	 "  --op null|read:SIZE|write:SIZE  what each call is: NULL "
+	 "(default), or a READ / WRITE of SIZE bytes (k, m) with DDP\n"
+	 "  --goals                  the project's targets, MET / MISSED\n"
+	 "  --quiet                  the table alone\n"
+	 "  --json                   JSON instead of tables\n"},
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: rpcrdma-perf SUBCOMMAND [options]\n\n");
+	fprintf(f, "usage: rpcrdma-perf SUBCOMMAND [options]\n"
+		   "       rpcrdma-perf SUBCOMMAND --help\n"
+		   "       rpcrdma-perf --version\n\n");
 	for (const struct perf_cmd *c = cmds; c->name; c++)
 		if (c->usage)
 			fprintf(f, "  %s\n", c->usage);
 }
 
+static bool is_opt(const char *a, const char *s, const char *l)
+{
+	return !strcmp(a, s) || !strcmp(a, l);
+}
+
+/* SUBCOMMAND --help or --version, wherever they stand (no option takes
+ * "-h" or "--help" as its value): exit 0. */
+static bool help_or_version(const struct perf_cmd *c, int argc, char **argv)
+{
+	for (int i = 2; i < argc && c->usage; i++) {
+		if (is_opt(argv[i], "-h", "--help")) {
+			printf("usage: rpcrdma-perf %s\n\n", c->usage);
+			for (size_t k = 0; k < sizeof helps / sizeof helps[0]; k++)
+				if (!strcmp(helps[k].name, c->name))
+					fputs(helps[k].help, stdout);
+			return true;
+		}
+		if (is_opt(argv[i], "-V", "--version")) {
+			printf("rpcrdma-perf %s\n", RPCRDMA_VERSION_STRING);
+			return true;
+		}
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+	if (argc < 2 || is_opt(argv[1], "-h", "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (is_opt(argv[1], "-V", "--version")) {
+		printf("rpcrdma-perf %s\n", RPCRDMA_VERSION_STRING);
+		return 0;
+	}
 	for (const struct perf_cmd *c = cmds; c->name; c++)
 		if (!strcmp(argv[1], c->name))
-			return c->run(argc - 1, argv + 1);
+			return help_or_version(c, argc, argv)
+				       ? 0
+				       : c->run(argc - 1, argv + 1);
 	fprintf(stderr, "rpcrdma-perf: unknown subcommand '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -14,9 +14,12 @@ RPCRDMA_EXPORT const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_AGAIN: return "resource temporarily unavailable";
 	case RPCRDMA_ERR_TIMEOUT: return "timed out";
 	case RPCRDMA_ERR_SYSTEM: return "system call failed";
-	case RPCRDMA_ERR_BUSY: return "resource busy";
+	case RPCRDMA_ERR_BUSY:
+		return "address already in use, or resource busy";
 	case RPCRDMA_ERR_NOENT: return "no such object";
 	case RPCRDMA_ERR_OVERFLOW: return "length overflow";
+	case RPCRDMA_ERR_CONFIG:
+		return "invalid RPCRDMA_* environment variable (named on stderr)";
 	case RPCRDMA_ERR_TRUNCATED: return "message truncated";
 	case RPCRDMA_ERR_BAD_VERSION: return "unsupported RPC-over-RDMA version";
 	case RPCRDMA_ERR_BAD_PROC: return "unknown transport header type";
@@ -48,6 +51,8 @@ RPCRDMA_EXPORT const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_PROTOCOL: return "protocol violation by peer";
 	case RPCRDMA_ERR_FLUSHED: return "work request flushed";
 	case RPCRDMA_ERR_TERMINATED: return "peer terminated the connection";
+	case RPCRDMA_ERR_NOT_RDMA:
+		return "peer is not an RDMA endpoint (a plain TCP service?)";
 	case RPCRDMA_ERR_PEER_ERR_VERS: return "peer reported ERR_VERS";
 	case RPCRDMA_ERR_PEER_ERR_CHUNK: return "peer reported ERR_CHUNK";
 	case RPCRDMA_ERR_PEER_ERROR: return "peer reported a transport error";
@@ -66,6 +71,14 @@ RPCRDMA_EXPORT const char *rpcrdma_strerror(int err)
 	case RPCRDMA_ERR_RPC_MISMATCH: return "RPC version mismatch";
 	case RPCRDMA_ERR_RPC_AUTH: return "RPC authentication error";
 	case RPCRDMA_ERR_RPC_BAD_REPLY: return "malformed RPC reply";
+	case RPCRDMA_ERR_CALL_TOO_BIG:
+		return "call larger than this side's max_msg: not sent";
+	case RPCRDMA_ERR_PEER_CALL_TOO_BIG:
+		return "peer refused the call: larger than the peer's max_msg "
+		       "(both sides need the same max_msg)";
+	case RPCRDMA_ERR_REPLY_TOO_BIG:
+		return "reply larger than the call's reply_max "
+		       "(RPCRDMA_REPLY_ANY: any size up to max_msg)";
 	}
 	return "unknown error";
 }

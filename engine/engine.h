@@ -426,8 +426,9 @@ struct rpcrdma_engine_event {
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
 				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
 				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
-				(retries used up), _NOSPACE (an inline
-				reply longer than reply_max), _CANCELLED
+				(retries used up), _REPLY_TOO_BIG (an
+				inline reply longer than reply_max),
+				_CANCELLED
 				(rpcrdma_engine_cancel_call).  REPLY_SENT: 0 (for a
 				reply that reads none of the caller's
 				memory by RDMA Write: handed to the send

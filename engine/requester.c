@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/usdt.h"
 #include "engine/engine_internal.h"
 #include "wire/xdr.h"
 
@@ -488,6 +489,11 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		e->ctr.chunked_calls++;
 	else
 		e->ctr.long_calls++;
+	/* xprtrdma_marshal: XID, header and Send lengths, the call's shape
+	 * and whether Write chunks / a Reply chunk went with it. */
+	RPCRDMA_PROBE6(call_marshal, q->xid, hlen, w->sge[0].length,
+		       shape == SHAPE_SHORT ? 0 : shape == SHAPE_CHUNKED ? 1 : 2,
+		       q->offered_writes, q->reply_offered);
 }
 
 /* Send the call again, same XID, reshaped by the recovery flags (draft
@@ -692,6 +698,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		if (v->err.code < 10)
 			e->ctr.v2_err_recv[v->err.code]++;
 		q->peer_err = v->err.code;
+		RPCRDMA_PROBE3(err_recv, v->xid, v->vers, v->err.code);
 		if (v->vers == RPCRDMA_VERSION_1) {
 			status = v->err.code == RPCRDMA_V1_ERR_VERS
 					 ? RPCRDMA_ERR_PEER_ERR_VERS
@@ -712,7 +719,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 			/* A sound reply larger than the memory the call set
 			 * aside for it (its reply_max, §6.2): the call fails
 			 * now with that reason rather than time out. */
-			status = RPCRDMA_ERR_NOSPACE;
+			status = RPCRDMA_ERR_REPLY_TOO_BIG;
 			e->ctr.bad_replies++;
 			break;
 		}
@@ -739,6 +746,12 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	/* Draft §5.3.3: an RDMA2_ERROR's credit field is ignored. */
 	if (v->vers == RPCRDMA_VERSION_1 || v->proc != RPCRDMA_V1_ERROR)
 		rpcrdma_credits_grant(e, v->credit);
+	/* xprtrdma_reply: XID, the credits granted, the reply's shape
+	 * (0 inline, 2 Long through the Reply chunk, 3 RDMA_ERROR). */
+	RPCRDMA_PROBE4(reply, v->xid, v->credit,
+		       v->proc == RPCRDMA_V1_NOMSG ? 2
+		       : v->proc == RPCRDMA_V1_ERROR ? 3 : 0,
+		       (uint32_t)reply_len);
 	rpcrdma_credits_put(e, q);
 	/* The Responder answered, so it received our Send: the send buffer
 	 * may be reused (a resend, the slot's next call) whether or not the

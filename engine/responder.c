@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/usdt.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
 
@@ -106,6 +107,7 @@ static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
 	s->err_vers = vers;
 	s->err_v2 = v2;
 	s->ebody = *body;
+	RPCRDMA_PROBE3(err_send, xid, vers, body->code);
 	s->err = body->code;
 	if (s->err == RPCRDMA_V2_ERR_VERS && !s->ebody.vers_low)
 		rpcrdma_vers_range(e, &s->ebody.vers_low, &s->ebody.vers_high);
@@ -769,6 +771,10 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		e->ctr.chunked_replies++;
 	else
 		e->ctr.short_replies++;
+	/* svcrdma_send_reply: XID, shape (0 Short, 1 Write chunks, 2 Reply
+	 * chunk), the credits granted with it. */
+	RPCRDMA_PROBE3(svc_reply, s->xid, lng ? 2 : h->chunks.nwrites ? 1 : 0,
+		       h->credit);
 	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true,
 		  ulp_writes);
 	return;

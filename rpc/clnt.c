@@ -26,10 +26,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "common/usdt.h"
 #include "rpc/rpc_internal.h"
+#include "rpc/stats_export.h"
 #include "rpcrdma/export.h"
 #include "wire/auth.h"
 #include "wire/rpc_msg.h"
+#include "wire/rpcrdma_v2.h"
 
 struct rpc_call {
 	struct rpc_call *prev, *next;  /* x->calls */
@@ -67,6 +70,7 @@ struct rpc_call {
 	unsigned nresults;
 	uint8_t *reply_buf;
 	size_t reply_max;
+	size_t msg_len;                /* the call message, DDP items too */
 	bool reply_inline;             /* no Reply chunk (reply_max 0) */
 	struct rpc_reply_region *region; /* reply_buf is the connection's
 					    reply region, borrowed */
@@ -90,6 +94,8 @@ struct rpcrdma_clnt {
 	 * (a caller may be copying one). */
 	pthread_mutex_t cred_lock;
 	_Atomic(struct hdr_tail *) tail;
+	struct rpc_stat_src stat_src;  /* exported (stats_export.c) */
+	bool exported;
 };
 
 struct hdr_tail {
@@ -294,6 +300,11 @@ static int submit_locked(struct rpc_xprt *x, struct rpc_call *c)
 	if (rc == 0) {
 		c->in_engine = true;
 		x->in_engine++;
+		/* The call's XID, program, version, procedure (from its
+		 * header, RFC 5531 §9) and size; call_done ends it. */
+		RPCRDMA_PROBE5(call_start, c->xid, rpcrdma_be32_get(c->mem + 12),
+			       rpcrdma_be32_get(c->mem + 16),
+			       rpcrdma_be32_get(c->mem + 20), c->msg_len);
 	}
 	return rc;
 }
@@ -312,6 +323,46 @@ void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
 			deliver_later(x, b, c, rc);
 		}
 	}
+}
+
+/* A peer's ERR_CHUNK (v2: RDMA2_ERR_BAD_XDR) or RDMA2_ERR_*_RESOURCE,
+ * told as what it almost always means for a call of ours, whose chunks
+ * are well formed: a message larger than a limit.  Version 2 says which
+ * (REPLY_RESOURCE, WRITE_RESOURCE: the reply); version 1's ERR_CHUNK
+ * does not, so the call's shape decides: a call that went through
+ * chunks was too large for the peer's max_msg, an inline one had a
+ * reply larger than the room it offered. */
+static int size_status(struct rpc_xprt *x, const struct rpc_call *c,
+		       const struct rpcrdma_engine_event *ev)
+{
+	if (ev->status == RPCRDMA_ERR_REPLY_TOO_BIG)
+		rpcrdma_rpc_trace("%s: call xid 0x%08x: an inline reply larger "
+				  "than the %zu bytes set aside (reply_max)",
+				  x->name, ev->xid, c->reply_max);
+	if (ev->status != RPCRDMA_ERR_PEER_ERR_CHUNK &&
+	    ev->status != RPCRDMA_ERR_PEER_ERR_RESOURCE)
+		return ev->status;
+	if (ev->peer_err == RPCRDMA_V2_ERR_REPLY_RESOURCE ||
+	    ev->peer_err == RPCRDMA_V2_ERR_WRITE_RESOURCE) {
+		rpcrdma_rpc_trace("%s: call xid 0x%08x: the reply does not fit "
+				  "the %zu bytes offered (reply_max)",
+				  x->name, ev->xid, c->reply_max);
+		return RPCRDMA_ERR_REPLY_TOO_BIG;
+	}
+	if (ev->peer_err != RPCRDMA_V2_ERR_BAD_XDR)
+		return ev->status;
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	if (c->msg_len > in.send_threshold) {
+		rpcrdma_rpc_trace("%s: call xid 0x%08x of %zu bytes refused by "
+				  "the peer (ERR_CHUNK): over its max_msg?",
+				  x->name, ev->xid, c->msg_len);
+		return RPCRDMA_ERR_PEER_CALL_TOO_BIG;
+	}
+	rpcrdma_rpc_trace("%s: call xid 0x%08x: the reply does not fit the %zu "
+			  "bytes offered (reply_max)", x->name, ev->xid,
+			  c->reply_max);
+	return RPCRDMA_ERR_REPLY_TOO_BIG;
 }
 
 void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
@@ -340,7 +391,7 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 			call_free(c);
 		return;
 	}
-	c->ev_status = ev->status;
+	c->ev_status = size_status(x, c, ev);
 	c->reply_len = ev->reply_len;
 	c->ev_nresults = ev->nresults;
 	for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++)
@@ -540,6 +591,7 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 
 		if (!s)
 			memset(rep, 0, sizeof(*rep));
+		uint32_t xid = c->xid;
 		if (c->held) {
 			/* The engine may complete the record at any moment
 			 * now: take what we need, then settle who frees. */
@@ -560,6 +612,7 @@ void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
 			if (!rep->priv)
 				call_free(c);
 		}
+		RPCRDMA_PROBE3(call_done, xid, rep->status, x->name);
 		if (s)
 			finish_sync(x, s);
 		else
@@ -671,6 +724,9 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		else
 			args_len += round8(a->len);
 	}
+	size_t msg_len = 0;
+	for (unsigned i = 0; i < call->nargs; i++)
+		msg_len += call->args[i].len;
 	for (unsigned i = 0; !res && i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
@@ -688,6 +744,15 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	 * credential and verifier encoded at the last credential change. */
 	const struct hdr_tail *tail = atomic_load(&cl->tail);
 	size_t hl = 24 + tail->len;
+	msg_len += hl;
+	if (msg_len > cl->x->opts.max_msg) {
+		/* The peer would refuse it (its max_msg is ours, or it
+		 * should be); say so before registering megabytes. */
+		rpcrdma_rpc_trace("%s: call of %zu bytes over max_msg %u: not "
+				  "sent", cl->x->name, msg_len,
+				  cl->x->opts.max_msg);
+		return RPCRDMA_ERR_CALL_TOO_BIG;
+	}
 	/* A reply that may need a Reply chunk lands in the connection's
 	 * reply region when it is free: no registration for this call
 	 * (reply_region.c). */
@@ -814,6 +879,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	}
 	c->reply_max = reply_max;
 	c->reply_inline = reply_inline;
+	c->msg_len = msg_len;
 	if (bp)
 		p = bp; /* the results follow in the pooled buffer */
 	c->nresults = res ? nres : call->nddp_results;
@@ -1117,6 +1183,17 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 			uint32_t prog, uint32_t vers,
 			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out);
 
+/* The client's counters for the export (stats_export.c). */
+static unsigned clnt_total(void *obj, struct rpcrdma_stats *s)
+{
+	struct rpcrdma_clnt *c = obj;
+	rpcrdma_rpc_xprt_add_stats(c->x, s);
+	pthread_mutex_lock(&c->x->lock);
+	unsigned live = c->x->connected && !c->x->dead;
+	pthread_mutex_unlock(&c->x->lock);
+	return live;
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 				       uint32_t vers,
 				       const struct rpcrdma_opts *opts,
@@ -1145,8 +1222,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 		rc = clnt_connect(&ss, sl, prog, vers, &o, out);
 		if (rc != RPCRDMA_ERR_BUSY || attempt == 3)
 			return rc;
-		rpcrdma_rpc_trace("connect to %s: local address in use, "
-				  "trying again", addr);
+		rpcrdma_rpc_trace("%s: local address in use, trying again",
+				  addr);
 	}
 }
 
@@ -1182,6 +1259,8 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	id = NULL; /* the connection owns it */
 	memcpy(c->x->peer_key, key, sizeof key);
 	rpcrdma_rpc_xprt_set_peer(c->x, (struct sockaddr *)ss, sl);
+	rpcrdma_rpc_trace("%s: connecting (%s provider, prog %#x vers %u)",
+			  c->x->name, o.provider, prog, vers);
 	uint8_t pd[16];
 	int pl = rpcrdma_rpc_xprt_pdata(c->x, pd, sizeof(pd));
 	if (pl < 0) {
@@ -1199,12 +1278,19 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	if (rc < 0)
 		goto fail;
 	rc = rpcrdma_rpc_wait_cm(&c->rd, (int)o.connect_timeout_ms + 1000, &ev);
-	if (rc < 0)
-		goto fail;
-	if (ev.type != RPCRDMA_CM_EVENT_ESTABLISHED) {
-		rc = cm_to_err(&ev);
+	if (rc < 0) {
+		rpcrdma_rpc_trace("%s: no answer in %u ms", c->x->name,
+				  o.connect_timeout_ms + 1000);
 		goto fail;
 	}
+	if (ev.type != RPCRDMA_CM_EVENT_ESTABLISHED) {
+		rc = cm_to_err(&ev);
+		rpcrdma_rpc_trace("%s: %s: %s", c->x->name,
+				  rpcrdma_rpc_cm_event_name(ev.type),
+				  rpcrdma_strerror(rc));
+		goto fail;
+	}
+	rpcrdma_rpc_trace("%s: established", c->x->name);
 	/* Our ORD is bounded by the IRD the peer offered. */
 	uint32_t ord = c->x->ord;
 	if (ev.ird && ev.ird < ord)
@@ -1226,6 +1312,15 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	rc = rpcrdma_rpc_loop_start(&c->loop);
 	if (rc < 0)
 		goto fail;
+	c->stat_src = (struct rpc_stat_src){
+		.kind = RPCRDMA_STATX_CLIENT, .obj = c, .loop = &c->loop,
+		.total = clnt_total, .prog = prog, .vers = vers,
+	};
+	memcpy(c->stat_src.name, c->x->name, sizeof c->stat_src.name);
+	snprintf(c->stat_src.provider, sizeof c->stat_src.provider, "%s",
+		 o.provider);
+	rpcrdma_rpc_stats_register(&c->stat_src);
+	c->exported = true;
 	*out = c;
 	return 0;
 fail:
@@ -1277,6 +1372,8 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		free(c);
 		return;
 	}
+	if (c->exported)
+		rpcrdma_rpc_stats_unregister(&c->stat_src);
 	if (x) {
 		pthread_mutex_lock(&x->lock);
 		x->no_reconnect = true;
@@ -1294,6 +1391,7 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		/* Orderly close: wait (briefly) for DISCONNECTED so the peer
 		 * sees the end before the QP goes. */
 		struct rpc_cm_ev ev;
+		rpcrdma_rpc_trace("%s: closing", x->name);
 		c->rd.ops->disconnect(x->id);
 		uint64_t end = rpcrdma_rpc_now_ms() + 1000;
 		while (rpcrdma_rpc_now_ms() < end &&

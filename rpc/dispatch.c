@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
 #include "wire/auth.h"
@@ -487,7 +488,7 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	if (ev->call_id >= x->nreqs || x->reqs[ev->call_id].x) {
 		/* The engine hands out call_ids below call_slots, and a slot
 		 * comes back only after REPLY_SENT; never seen. */
-		rpcrdma_rpc_trace("conn %p: call %#x on busy slot %u", (void *)x,
+		rpcrdma_rpc_trace("%s: call %#x on busy slot %u", x->name,
 				  ev->xid, ev->call_id);
 		return;
 	}
@@ -514,6 +515,10 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	r->raw = false;
 	r->early = false;
 	r->sent_wait = NULL;
+	/* svcrdma_decode_rqst: XID, the call's length and the room the
+	 * caller offered for the reply (Write chunks, a Reply chunk). */
+	RPCRDMA_PROBE4(svc_call, ev->xid, ev->call_len, ev->write_chunks,
+		       ev->reply_chunk_len);
 	x->refs++;
 	if (b->in_tail)
 		b->in_tail->next = r;
@@ -803,7 +808,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_drop(struct rpcrdma_svc_req *r)
 	x->close_req = true;
 	struct rpc_loop *loop = x->loop;
 	pthread_mutex_unlock(&x->lock);
-	rpcrdma_rpc_trace("conn %p: call %#x dropped: closing", (void *)x, r->xid);
+	rpcrdma_rpc_trace("%s: call %#x dropped: closing", x->name, r->xid);
 	if (wake && loop)
 		rpcrdma_rpc_loop_wake(loop);
 	return 0;

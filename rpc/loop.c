@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -147,9 +148,23 @@ static void drain_cm(struct rpc_loop *l)
 		struct rpcrdma_cm_event *ev = NULL;
 		if (ops->get_cm_event(l->rd->ch, &ev) < 0 || !ev)
 			return;
-		rpcrdma_rpc_trace("cm event %d status %d id %p", ev->type,
-				  ev->status, (void *)ev->id);
+		/* The name first (handling a refused request destroys its
+		 * id); the line after handling, so that what the connection
+		 * had to say (its version) comes before its end. */
+		struct rpc_xprt *x = rpcrdma_rpc_loop_find(l, ev->id);
+		char who[64];
+		if (x)
+			snprintf(who, sizeof who, "%s", x->name);
+		else
+			rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
 		l->on_cm(l->owner, ev);
+		if (ev->status && ev->type != RPCRDMA_CM_EVENT_DISCONNECTED)
+			rpcrdma_rpc_trace("%s: %s: %s", who,
+					  rpcrdma_rpc_cm_event_name(ev->type),
+					  rpcrdma_strerror(ev->status));
+		else
+			rpcrdma_rpc_trace("%s: %s", who,
+					  rpcrdma_rpc_cm_event_name(ev->type));
 		ops->ack_cm_event(ev);
 	}
 }
@@ -167,6 +182,8 @@ static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n)
 			cm = true;
 		else if (p == &tag_kick)
 			drain_fd(l->kickfd);
+		else if (p == &rpcrdma_rpc_stats_tag)
+			rpcrdma_rpc_stats_serve();
 		else
 			rpcrdma_rpc_xprt_attend(p);
 	}

@@ -2,6 +2,7 @@
 /* Options and their defaults; the size convention of the public structs
  * that grow (rpcrdma.h, "Binary compatibility"); the engine's monotonic
  * clock; tracing. */
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -10,22 +11,173 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
 
-/* A decimal number from the environment; def when unset or not a
- * number (a typo must not turn a limit off). */
-static unsigned env_uint(const char *name, unsigned def)
+/* ---------------------------------------------------------------------
+ * The environment (rpcrdma(7), ENVIRONMENT).  Every variable is parsed
+ * strictly: a value that is not one the variable accepts is never
+ * replaced by a default behind the user's back.  rpcrdma_opts_init()
+ * cannot fail, so it keeps the default of a refused variable; every
+ * create call (through rpcrdma_rpc_opts_fill) then fails with
+ * RPCRDMA_ERR_CONFIG and one line on stderr naming the variable, its
+ * value and what it accepts.  An empty value is the same as unset.
+ */
+struct env_err {
+	char line[256];
+	bool set;
+};
+
+static void env_refuse(struct env_err *err, const char *name, const char *val,
+		       const char *accepted)
+{
+	if (err->set)
+		return; /* the first one is enough to act on */
+	err->set = true;
+	snprintf(err->line, sizeof err->line,
+		 "rpcrdma: %s=%s refused: accepted: %s", name, val, accepted);
+}
+
+static const char *env_get(const char *name)
 {
 	const char *s = getenv(name);
-	if (!s || !*s)
-		return def;
+	return s && *s ? s : NULL;
+}
+
+/* A decimal number from lo to hi. */
+static bool env_uint(const char *name, unsigned long lo, unsigned long hi,
+		     const char *accepted, unsigned *out, struct env_err *err)
+{
+	const char *s = env_get(name);
+	if (!s)
+		return false;
 	char *end;
+	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
-	if (*end || v > UINT_MAX || *s == '-')
-		return def;
-	return (unsigned)v;
+	if (*s < '0' || *s > '9' || *end || errno || v < lo || v > hi) {
+		env_refuse(err, name, s, accepted);
+		return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+/* One of the words of choices ("a|b|c"); its index. */
+static bool env_choice(const char *name, const char *const *choices,
+		       const char *accepted, unsigned *out, struct env_err *err)
+{
+	const char *s = env_get(name);
+	if (!s)
+		return false;
+	for (unsigned i = 0; choices[i]; i++)
+		if (!strcmp(s, choices[i])) {
+			*out = i;
+			return true;
+		}
+	env_refuse(err, name, s, accepted);
+	return false;
+}
+
+#define MAX_MSG_MIN 4096u
+#define MAX_MSG_MAX (1u << 30)
+#define MAX_MSG_ACCEPTED \
+	"bytes from 4096 to 1G, decimal, with an optional K or M suffix (KiB, MiB)"
+
+/* RPCRDMA_MAX_MSG: bytes, "4259840", "4M", "512K" (also "1G"). */
+static bool env_size(const char *name, uint32_t *out, struct env_err *err)
+{
+	const char *s = env_get(name);
+	if (!s)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*s < '0' || *s > '9' || *end || errno || v > MAX_MSG_MAX ||
+	    (v << shift) < MAX_MSG_MIN || (v << shift) > MAX_MSG_MAX) {
+		env_refuse(err, name, s, MAX_MSG_ACCEPTED);
+		return false;
+	}
+	*out = (uint32_t)(v << shift);
+	return true;
+}
+
+/* The providers this library was built with, "iwarp or verbs". */
+static char provider_names_buf[64];
+
+static void provider_names_make(void)
+{
+	const struct rpcrdma_provider_ops *const *l = rpcrdma_provider_list();
+	size_t o = 0;
+	for (size_t i = 0; l[i] && o < sizeof provider_names_buf; i++)
+		o += (size_t)snprintf(provider_names_buf + o,
+				      sizeof provider_names_buf - o, "%s%s",
+				      i == 0 ? "" : l[i + 1] ? ", " : " or ",
+				      l[i]->name);
+}
+
+static const char *provider_names(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, provider_names_make);
+	return provider_names_buf;
+}
+
+/* The environment over the defaults in o; the first refusal in err. */
+static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
+{
+	unsigned u;
+	const char *p = env_get("RPCRDMA_PROVIDER");
+	if (p && !rpcrdma_provider_find(p))
+		env_refuse(err, "RPCRDMA_PROVIDER", p, provider_names());
+	else if (p)
+		o->provider = p;
+	const char *d = env_get("RPCRDMA_DEVICE");
+	if (d && strlen(d) > 63)
+		env_refuse(err, "RPCRDMA_DEVICE", d,
+			   "an RDMA device name of at most 63 characters");
+	else if (d)
+		o->device = d;
+	/* Handlers run on the thread that takes the call (libtirpc's way:
+	 * no hand-off); RPCRDMA_WORKERS=N gives a pool of N threads to
+	 * servers whose handlers block. */
+	if (env_uint("RPCRDMA_WORKERS", 0, 1024, "0 to 1024 (handler threads)",
+		     &u, err))
+		o->workers = u;
+	static const char *const bits[] = {"0", "1", NULL};
+	if (env_choice("RPCRDMA_MPA_CRC", bits, "0 or 1", &u, err))
+		o->mpa_crc = u == 1;
+	static const char *const vers[] = {"prefer", "1", "2", NULL};
+	static const unsigned vers_val[] = {RPCRDMA_PREFER_V2, RPCRDMA_V1_ONLY,
+					    RPCRDMA_V2_ONLY};
+	if (env_choice("RPCRDMA_VERSIONS", vers, "1, 2 or prefer", &u, err))
+		o->versions = vers_val[u];
+	if (env_uint("RPCRDMA_MAX_CONNECTIONS", 0, UINT_MAX,
+		     "0 to 4294967295 (0: no limit)", &u, err))
+		o->max_connections = u;
+	if (env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 1, UINT_MAX,
+		     "1 to 4294967295 (milliseconds)", &u, err))
+		o->rdma_timeout_ms = u;
+	/* Linux's recommended busy-poll time (net.core.busy_read) is the
+	 * default; 0 turns it off. */
+	if (env_uint("RPCRDMA_BUSY_POLL_US", 0, 1000000,
+		     "0 to 1000000 (microseconds; 0: off)", &u, err))
+		o->busy_poll_us = u ? (int)u : -1;
+	uint32_t m;
+	if (env_size("RPCRDMA_MAX_MSG", &m, err))
+		o->max_msg = m;
+	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
+		(void)u; /* read by rpcrdma_rpc_trace */
 }
 
 /* The end of a field, and the sizes of the first published layouts of the
@@ -44,7 +196,7 @@ _Static_assert(sizeof(struct rpcrdma_opts) - OPTS_KNOWN_END <
 		       _Alignof(struct rpcrdma_opts),
 	       "RPCRDMA_OPTS_LAST_FIELD is not the last field of rpcrdma_opts");
 
-static void opts_defaults(struct rpcrdma_opts *o)
+static void opts_defaults(struct rpcrdma_opts *o, struct env_err *err)
 {
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
@@ -57,41 +209,15 @@ static void opts_defaults(struct rpcrdma_opts *o)
 	o->max_msg = (4u << 20) + (64u << 10);
 	o->connect_timeout_ms = 5000;
 	o->call_timeout_ms = 30000;
-	/* Handlers run on the thread that takes the call (libtirpc's way:
-	 * no hand-off); RPCRDMA_WORKERS=N gives a pool of N threads to
-	 * servers whose handlers block. */
 	o->workers = 0;
-	const char *w = getenv("RPCRDMA_WORKERS");
-	if (w && *w) {
-		char *end;
-		unsigned long n = strtoul(w, &end, 10);
-		if (!*end && n <= 1024)
-			o->workers = (unsigned)n;
-	}
 	o->remote_inv = true;
-	/* The environment picks the provider for programs that take the
-	 * defaults (rpcgen clients, the examples): RPCRDMA_PROVIDER=verbs
-	 * runs them on an RDMA NIC, RPCRDMA_DEVICE picks the device. */
-	const char *p = getenv("RPCRDMA_PROVIDER");
-	if (p && *p)
-		o->provider = p;
-	const char *d = getenv("RPCRDMA_DEVICE");
-	if (d && *d)
-		o->device = d;
-	const char *crc = getenv("RPCRDMA_MPA_CRC");
-	o->mpa_crc = crc && !strcmp(crc, "1");
 	o->versions = RPCRDMA_PREFER_V2;
-	const char *v = getenv("RPCRDMA_VERSIONS");
-	if (v && !strcmp(v, "1"))
-		o->versions = RPCRDMA_V1_ONLY;
-	else if (v && !strcmp(v, "2"))
-		o->versions = RPCRDMA_V2_ONLY;
-	o->max_connections = env_uint("RPCRDMA_MAX_CONNECTIONS", 0);
-	o->rdma_timeout_ms = env_uint("RPCRDMA_RDMA_TIMEOUT_MS", 30000);
-	/* Linux's recommended busy-poll time (net.core.busy_read); from
-	 * the environment, 0 turns it off. */
-	unsigned bp = env_uint("RPCRDMA_BUSY_POLL_US", 50);
-	o->busy_poll_us = bp ? (bp > 1000000 ? 1000000 : (int)bp) : -1;
+	o->rdma_timeout_ms = 30000;
+	o->busy_poll_us = 50;
+	/* The environment, for programs that take the defaults (rpcgen
+	 * clients, the examples): RPCRDMA_PROVIDER=verbs runs them on an
+	 * RDMA NIC, and so on. */
+	env_apply(o, err);
 }
 
 /* A program built against an older header passes a smaller size: it gets
@@ -101,10 +227,11 @@ static void opts_defaults(struct rpcrdma_opts *o)
 RPCRDMA_EXPORT void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size)
 {
 	struct rpcrdma_opts d;
+	struct env_err err = {.set = false};
 
 	if (!o || size < sizeof(o->size))
 		return;
-	opts_defaults(&d);
+	opts_defaults(&d, &err);
 	memset(o, 0, size);
 	memcpy(o, &d, size < sizeof(d) ? size : sizeof(d));
 	o->size = size;
@@ -114,8 +241,14 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 			  struct rpcrdma_opts *out)
 {
 	struct rpcrdma_opts d;
+	struct env_err err = {.set = false};
 
-	opts_defaults(&d);
+	opts_defaults(&d, &err);
+	if (err.set) {
+		/* The one line; the caller's create fails with CONFIG. */
+		fprintf(stderr, "%s\n", err.line);
+		return RPCRDMA_ERR_CONFIG;
+	}
 	if (!in) {
 		*out = d;
 		return 0;
@@ -196,14 +329,31 @@ void rpcrdma_rpc_trace(const char *fmt, ...)
 
 	int v = atomic_load_explicit(&on, memory_order_relaxed);
 	if (v < 0) {
-		v = getenv("RPCRDMA_DEBUG") != NULL;
+		const char *e = getenv("RPCRDMA_DEBUG");
+		v = e && !strcmp(e, "1");
 		atomic_store_explicit(&on, v, memory_order_relaxed);
 	}
 	if (!v)
 		return;
+	/* A log line: who, when (wall clock, to line up with other logs),
+	 * what; one write, so threads' lines do not interleave. */
+	char line[512];
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	int n = snprintf(line, sizeof line, "rpcrdma[%ld] %02d:%02d:%02d.%06ld ",
+			 (long)getpid(), tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 ts.tv_nsec / 1000);
 	va_start(ap, fmt);
-	fprintf(stderr, "[rpcrdma] ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
+	if (n > 0 && (size_t)n < sizeof line)
+		n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line - 1)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	ssize_t w = write(2, line, (size_t)n);
+	(void)w;
 }

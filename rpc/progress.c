@@ -73,7 +73,7 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			rc = rpcrdma_post_send(x->qp, &w->send, &bad);
 		}
 		if (rc < 0) {
-			rpcrdma_rpc_trace("conn %p: post %s failed: %s", (void *)x,
+			rpcrdma_rpc_trace("%s: post %s failed: %s", x->name,
 					  w->is_recv ? "recv" : "send",
 					  rpcrdma_strerror(rc));
 			post_failed(x);
@@ -97,8 +97,13 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			rpcrdma_rpc_disp_reply_sent_locked(x, &ev, b);
 			break;
 		case RPCRDMA_EV_CLOSE:
-			rpcrdma_rpc_trace("conn %p: engine asks to close: %s",
-					  (void *)x, rpcrdma_strerror(ev.reason));
+			/* Flushed work requests are how every connection
+			 * ends (the QP goes to error after a disconnect):
+			 * nothing to report then. */
+			if (ev.reason != RPCRDMA_ERR_FLUSHED &&
+			    ev.reason != RPCRDMA_ERR_DISCONNECTED)
+				rpcrdma_rpc_trace("%s: closing: %s", x->name,
+						  rpcrdma_strerror(ev.reason));
 			if (ev.reason == RPCRDMA_ERR_PEER_ERR_VERS) {
 				/* The v2 opener was refused and we may not
 				 * fall back (V2_ONLY): another connection
@@ -206,7 +211,7 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 		if (!x->close_req) {
 			/* The CQ lost a completion: some call or reply would
 			 * wait for it for ever. */
-			rpcrdma_rpc_trace("conn %p: poll_cq: %s", (void *)x,
+			rpcrdma_rpc_trace("%s: poll_cq: %s", x->name,
 					  rpcrdma_strerror(n));
 			post_failed(x);
 		}
@@ -217,8 +222,8 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
-			rpcrdma_rpc_trace("conn %p (server %d): wc status %d op %d "
-					  "vendor_err %#x", (void *)x, x->server,
+			rpcrdma_rpc_trace("%s: work completion status %d "
+					  "opcode %d vendor_err %#x", x->name,
 					  wc[i].status, wc[i].opcode,
 					  wc[i].vendor_err);
 		rpcrdma_engine_completion(x->e, &wc[i], now);
@@ -325,6 +330,7 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 			rpcrdma_rpc_v1_server_remember(x->peer_key);
 		x->vers_noted = in.version && !in.negotiating;
 	}
+	rpcrdma_rpc_note_version_locked(x);
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);
 	if (x->cq && (!x->driver || x->driver_busy) && token_take_locked(x)) {

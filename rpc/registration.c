@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 
 #define RPC_CACHE_ENTRIES 64u
@@ -329,6 +330,9 @@ int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 		}
 		mr->rkey = r->mw->rkey;
 	}
+	/* xprtrdma_mr_map: what the peer may now reach, through which
+	 * handle (a window's or the region's own). */
+	RPCRDMA_PROBE4(mr_reg, addr, len, mr->rkey, use_mw);
 	mr->addr = addr;
 	mr->length = len;
 	mr->lkey = base->lkey;
@@ -353,6 +357,9 @@ void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
 	mr->cookie = NULL;
 	if (!r)
 		return;
+	/* xprtrdma_mr_unmap: the handle is dead (invalidated by the peer
+	 * or a LOCAL_INV, or by the deregistration below). */
+	RPCRDMA_PROBE2(mr_inv, mr->rkey, x->rd->inv.local_inv);
 	/* The engine calls this once the rkey is dead, or its connection
 	 * is (then the window is deallocated: it can never be used again). */
 	if (r->mw)

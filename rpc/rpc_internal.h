@@ -51,6 +51,16 @@ bool rpcrdma_rpc_busy_more(struct rpc_busy *b);
 int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
 			   socklen_t *len);
 
+/* "addr:port" or "[v6addr]:port" of a socket address ("?" if none). */
+void rpcrdma_rpc_addr_str(const struct sockaddr_storage *ss, char *out,
+			  size_t cap);
+
+/* The name of a CM event, for messages. */
+const char *rpcrdma_rpc_cm_event_name(int type);
+
+/* s has a port that is not a number from 0 to 65535 ("host:notaport"). */
+bool rpcrdma_rpc_addr_bad_port(const char *s);
+
 /* A line on stderr when RPCRDMA_DEBUG is set in the environment (read
  * once): connection events and failures, for diagnosing a broken peer. */
 void rpcrdma_rpc_trace(const char *fmt, ...)
@@ -248,6 +258,9 @@ struct rpc_xprt {
 	unsigned attempts;           /* failed attempts in a row */
 	uint64_t retry_at;
 	uint64_t reconnects;         /* connections re-established */
+	char name[64];               /* the peer, "addr:port", for messages
+					(rpcrdma_rpc_trace, the counters) */
+	bool vers_logged;            /* version and thresholds traced */
 	char peer_key[64];           /* client: server address, "" on a
 					server; see rpcrdma_rpc_v1_server_* */
 	bool vers_noted;             /* this connection's version is known
@@ -377,6 +390,9 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now);
  * when the event was about it. */
 bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 				      const struct rpcrdma_cm_event *ev);
+/* With x->lock held: once the version is settled, log it and fire the
+ * connect probe (once per connection). */
+void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x);
 /* Adds the engine's counters to *s (under the lock). */
 void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s);
 /* Take / drop a reference; the loop reaps a dead connection when the
@@ -525,6 +541,31 @@ struct rpc_cm_ev {
 };
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,
 			struct rpc_cm_ev *out);
+
+/* ---------------------------------------------------------------------
+ * Counters exported to other processes (stats_export.c, stats_export.h).
+ */
+struct rpc_stat_src {
+	struct rpc_stat_src *next;
+	uint32_t kind;               /* RPCRDMA_STATX_SERVER / _CLIENT */
+	void *obj;                   /* the server or client */
+	struct rpc_loop *loop;       /* whose thread may serve readers */
+	/* Totals into *s (zeroed); returns the connections up. */
+	unsigned (*total)(void *obj, struct rpcrdma_stats *s);
+	/* Server: fn on every connection (under the server's list lock). */
+	void (*each)(void *obj, void (*fn)(void *ctx, struct rpc_xprt *x),
+		     void *ctx);
+	char name[64];
+	char provider[16];
+	uint32_t prog, vers;
+};
+/* After the loop is initialised / before anything is torn down. */
+void rpcrdma_rpc_stats_register(struct rpc_stat_src *src);
+void rpcrdma_rpc_stats_unregister(struct rpc_stat_src *src);
+/* A loop thread found the socket readable (epoll datum
+ * &rpcrdma_rpc_stats_tag): answer every waiting reader. */
+void rpcrdma_rpc_stats_serve(void);
+extern char rpcrdma_rpc_stats_tag;
 
 /* ---------------------------------------------------------------------
  * Dispatch of incoming calls (dispatch.c).

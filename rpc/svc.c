@@ -14,10 +14,12 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rpc/rpc_internal.h"
+#include "rpc/stats_export.h"
 #include "rpcrdma/export.h"
 
 struct rpcrdma_svc {
@@ -25,6 +27,7 @@ struct rpcrdma_svc {
 	struct rpc_dev rd;
 	struct rpc_loop loop;
 	struct rpcrdma_cm_id *listen_id;
+	char name[64];               /* the listening address */
 	uint16_t port;
 	struct rpc_disp *disp;
 	/* Guards loop.xprts against rpcrdma_svc_stats() (only the loop
@@ -32,7 +35,13 @@ struct rpcrdma_svc {
 	 * connections. */
 	pthread_mutex_t list_lock;
 	struct rpcrdma_stats reaped;
+	struct rpc_stat_src stat_src; /* exported (stats_export.c) */
+	bool exported;
 };
+
+static unsigned svc_total(void *obj, struct rpcrdma_stats *all);
+static void svc_each(void *obj, void (*fn)(void *, struct rpc_xprt *),
+		     void *ctx);
 
 /* opts.max_connections: are that many connections still up?  (list_lock
  * then x->lock, as rpcrdma_svc_stats takes them.) */
@@ -75,7 +84,10 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 		/* A reject, not a silent close: the client reports
 		 * RPCRDMA_ERR_CONNREFUSED at once (iwarp: an MPA Reply with
 		 * R set, RFC 5044 §7.1.2 rule 2; verbs: rdma_reject). */
-		rpcrdma_rpc_trace("svc: refusing a connection: %u open",
+		char who[64];
+		rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
+		rpcrdma_rpc_trace("%s: refused: %u connections open "
+				  "(max_connections)", who,
 				  s->opts.max_connections);
 		ops->reject(ev->id, NULL, 0);
 		ops->destroy_id(ev->id);
@@ -220,6 +232,12 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	if (rc < 0)
 		goto fail;
 	const struct sockaddr_storage *la = &s->listen_id->local_addr;
+	rpcrdma_rpc_addr_str(la, s->name, sizeof s->name);
+	rpcrdma_rpc_trace("%s: listening (%s provider, version%s %s)",
+			  s->name, s->opts.provider,
+			  s->opts.versions == RPCRDMA_PREFER_V2 ? "s" : "",
+			  s->opts.versions == RPCRDMA_V1_ONLY ? "1"
+			  : s->opts.versions == RPCRDMA_V2_ONLY ? "2" : "1 and 2");
 	if (la->ss_family == AF_INET6)
 		s->port = ntohs(((const struct sockaddr_in6 *)la)->sin6_port);
 	else
@@ -238,6 +256,15 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	rc = rpcrdma_rpc_loop_start(&s->loop);
 	if (rc < 0)
 		goto fail;
+	s->stat_src = (struct rpc_stat_src){
+		.kind = RPCRDMA_STATX_SERVER, .obj = s, .loop = &s->loop,
+		.total = svc_total, .each = svc_each,
+	};
+	snprintf(s->stat_src.name, sizeof s->stat_src.name, "%s", s->name);
+	snprintf(s->stat_src.provider, sizeof s->stat_src.provider, "%s",
+		 s->opts.provider);
+	rpcrdma_rpc_stats_register(&s->stat_src);
+	s->exported = true;
 	*out = s;
 	return 0;
 fail:
@@ -284,6 +311,8 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	if (!s)
 		return;
 	const struct rpcrdma_provider_ops *ops = s->rd.ops;
+	if (s->exported)
+		rpcrdma_rpc_stats_unregister(&s->stat_src);
 	rpcrdma_rpc_loop_stop(&s->loop);
 	if (s->listen_id)
 		ops->destroy_id(s->listen_id);
@@ -323,6 +352,34 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	rpcrdma_rpc_dev_close(&s->rd);
 	pthread_mutex_destroy(&s->list_lock);
 	free(s);
+}
+
+/* Totals and connections for the export (stats_export.c). */
+static unsigned svc_total(void *obj, struct rpcrdma_stats *all)
+{
+	struct rpcrdma_svc *s = obj;
+	unsigned live = 0;
+	pthread_mutex_lock(&s->list_lock);
+	*all = s->reaped;
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
+		rpcrdma_rpc_xprt_add_stats(x, all);
+		pthread_mutex_lock(&x->lock);
+		live += x->connected && !x->dead;
+		pthread_mutex_unlock(&x->lock);
+	}
+	pthread_mutex_unlock(&s->list_lock);
+	all->credits_granted = 0;
+	return live;
+}
+
+static void svc_each(void *obj, void (*fn)(void *, struct rpc_xprt *),
+		     void *ctx)
+{
+	struct rpcrdma_svc *s = obj;
+	pthread_mutex_lock(&s->list_lock);
+	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
+		fn(ctx, x);
+	pthread_mutex_unlock(&s->list_lock);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,

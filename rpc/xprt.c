@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 
 /* ---------------------------------------------------------------------
@@ -47,6 +48,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	x->rd = rd;
 	x->opts = *o;
 	x->id = id;
+	rpcrdma_rpc_addr_str(&id->peer_addr, x->name, sizeof x->name);
 
 	rpcrdma_engine_config_default(&cfg);
 	cfg.max_calls = server ? o->backchannel_credits : o->credits;
@@ -209,7 +211,7 @@ static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 		 * retries left for the next connection. */
 		x->reconnecting = true;
 		x->retry_at = rpcrdma_rpc_now_ms() + backoff_ms(x->attempts);
-		rpcrdma_rpc_trace("conn %p: reconnecting in %llu ms", (void *)x,
+		rpcrdma_rpc_trace("%s: reconnecting in %llu ms", x->name,
 			  (unsigned long long)backoff_ms(x->attempts));
 		return;
 	}
@@ -225,6 +227,16 @@ void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
 	pthread_mutex_lock(&x->lock);
+	if (!x->dead && x->connected) {
+		/* A connection too short for the loop's tick still says
+		 * what it was. */
+		rpcrdma_rpc_note_version_locked(x);
+		RPCRDMA_PROBE2(disconnect, x->name, status);
+		if (status != RPCRDMA_ERR_DISCONNECTED &&
+		    status != RPCRDMA_ERR_CANCELLED)
+			rpcrdma_rpc_trace("%s: connection lost: %s", x->name,
+					  rpcrdma_strerror(status));
+	}
 	if (!x->dead) {
 		/* Completions that preceded the loss still count (a reply
 		 * that came in before the peer closed); a thread polling
@@ -251,6 +263,7 @@ void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
 		len = sizeof(x->peer);
 	memcpy(&x->peer, sa, len);
 	x->peer_len = len;
+	rpcrdma_rpc_addr_str(&x->peer, x->name, sizeof x->name);
 }
 
 /* One reconnection attempt failed before or at connect(). */
@@ -258,7 +271,7 @@ static void attempt_failed(struct rpc_xprt *x, int rc)
 {
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 
-	rpcrdma_rpc_trace("conn %p: reconnection failed: %s", (void *)x,
+	rpcrdma_rpc_trace("%s: reconnection failed: %s", x->name,
 		  rpcrdma_strerror(rc));
 	pthread_mutex_lock(&x->lock);
 	x->attempts++;
@@ -347,13 +360,36 @@ bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 	x->attempts = 0;
 	x->reconnects++;
 	x->vers_noted = false; /* a new connection negotiates again */
+	x->vers_logged = false;
 	pthread_mutex_unlock(&x->lock);
-	rpcrdma_rpc_trace("conn %p: reconnected", (void *)x);
+	rpcrdma_rpc_trace("%s: reconnected", x->name);
 	/* The engine resends its calls, same XIDs (RFC 8166 §4.5.5). */
 	rpcrdma_rpc_xprt_established(x, ev->private_data_len ? ev->private_data
 							     : NULL,
 				     ev->private_data_len, ord);
 	return true;
+}
+
+void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x)
+{
+	if (x->vers_logged || !x->e || !x->connected || x->dead)
+		return;
+	/* Once per connection, when the version is settled: what the two
+	 * sides agreed (RFC 8797 §4.2, draft §4). */
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	if (!in.version || in.negotiating)
+		return;
+	x->vers_logged = true;
+	uint32_t credits = x->server ? x->opts.credits : in.credits_granted;
+	rpcrdma_rpc_trace("%s: version %u, credits %u granted, inline send %u "
+			  "receive %u, remote invalidation %s", x->name,
+			  in.version, credits, in.send_threshold,
+			  in.recv_threshold, in.send_with_inv ? "yes" : "no");
+	/* xprtrdma_connect / svcrdma accept: the peer, the version
+	 * negotiated, the inline thresholds both ways, the credits. */
+	RPCRDMA_PROBE6(connect, x->name, in.version, in.send_threshold,
+		       in.recv_threshold, credits, x->server);
 }
 
 void rpcrdma_rpc_xprt_get(struct rpc_xprt *x)

@@ -9,7 +9,7 @@ what=${1:-test}
 
 # Building the library, tools and tests (gcc and clang, CMake).
 PKGS_BUILD="build-essential cmake pkg-config clang libclang-rt-14-dev rpcsvc-proto
-            libtirpc-dev libibverbs-dev librdmacm-dev python3 jq"
+            libtirpc-dev libibverbs-dev librdmacm-dev python3 jq systemtap-sdt-dev"
 # Interop checks: tshark dissects our captures.  `rpcrdma-perf cost`
 # counts instructions per call with valgrind's callgrind.  Manual pages:
 # mandoc and man-db lint them.  Debian packages: dpkg-buildpackage

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* rpcrdma-dump: decode and emit one message (see dump_msg.h). */
 #include "dump_msg.h"
+#include "dump_summary.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -579,7 +580,9 @@ static void emit_rpc(struct dump_out *o, const struct rpcrdma_rpc_msg *m,
 	dump_cstr(o, "msg_type_name", rpcrdma_rpc_msg_type_name(m->mtype));
 	if (m->mtype == RPCRDMA_RPC_CALL) {
 		dump_u32(o, "rpcvers", m->call.rpcvers, NULL);
-		dump_u32(o, "prog", m->call.prog, NULL);
+		char pn[64];
+		dump_prog_name(m->call.prog, pn, sizeof pn);
+		dump_u32(o, "prog", m->call.prog, pn);
 		dump_u32(o, "vers", m->call.vers, NULL);
 		dump_u32(o, "proc", m->call.proc, NULL);
 		emit_auth(o, "cred", &m->call.cred);

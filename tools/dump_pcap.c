@@ -16,6 +16,7 @@
  * started mid-connection).
  */
 #include "dump_pcap.h"
+#include "dump_summary.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -106,12 +107,18 @@ struct conn {
 
 struct ctx {
 	struct dump_out *o;
+	struct dump_view *view;
+	bool summary;                /* one line per message (not -V, --json) */
+	uint64_t t0_ns;              /* the first frame's time */
 	const char *src;
 	struct conn *conns;
 	size_t nconns, cap;
 	unsigned frame;
 	uint64_t ts_ns;
 	unsigned nmsgs, nerrors, nnotes;
+	unsigned ndata;              /* summary: RDMA Write / Read Response
+					segments, not shown */
+	uint64_t data_bytes;
 	int status;
 };
 
@@ -157,8 +164,28 @@ static void entry_head(struct ctx *c, struct dir_state *d)
 	dump_cstr(c->o, "dir", d->is_request_side ? "c2s" : "s2c");
 }
 
+/* The summary line's start: frame, seconds since the first frame. */
+static void line_head(struct ctx *c, struct dir_state *d, char *a, char *b,
+		      size_t cap, double *t)
+{
+	fmt_ep(a, cap, d->af, d->src, d->sport);
+	fmt_ep(b, cap, d->af, d->dst, d->dport);
+	*t = (double)(c->ts_ns - c->t0_ns) / 1e9;
+}
+
 static void entry_error(struct ctx *c, struct dir_state *d, const char *what)
 {
+	if (c->summary) {
+		char a[64], b[64];
+		double t;
+		line_head(c, d, a, b, sizeof a, &t);
+		if (!dump_view_filters(c->view))
+			fprintf(c->o->f, "%6u %10.6f %s -> %s error: %s\n",
+				c->frame, t, a, b, what);
+		c->nerrors++;
+		c->status = 1;
+		return;
+	}
 	entry_head(c, d);
 	dump_cstr(c->o, "error", what);
 	dump_obj_end(c->o);
@@ -172,6 +199,26 @@ static void entry_error(struct ctx *c, struct dir_state *d, const char *what)
 static void emit_send(struct ctx *c, struct dir_state *d, struct send_asm *s)
 {
 	struct dump_error err;
+	struct dump_info in;
+	dump_info_parse(c->view, s->buf, s->len, &in);
+	if (!dump_view_match(c->view, &in)) {
+		c->nmsgs++;
+		return;
+	}
+	c->view->shown++;
+	if (c->summary) {
+		char a[64], b[64];
+		double t;
+		line_head(c, d, a, b, sizeof a, &t);
+		dump_summary_line(c->o->f, c->frame, t, a, b, &in);
+		if (!strcmp(in.type, "undecodable") || !s->crc_ok) {
+			c->nerrors++;
+			c->status = 1;
+		} else {
+			c->nmsgs++;
+		}
+		return;
+	}
 	entry_head(c, d);
 	dump_u32(c->o, "msn", s->msn, NULL);
 	dump_u32(c->o, "ddp_segments", s->segments, NULL);
@@ -209,7 +256,27 @@ static void on_ulpdu(struct ctx *c, struct dir_state *d, const uint8_t *u,
 		       h.opcode >= RPCRDMA_IWARP_OP_SEND &&
 		       h.opcode <= RPCRDMA_IWARP_OP_SEND_SE_INV;
 	if (!is_send) {
-		/* Not a Send: one line for people, one entry for tools. */
+		/* Not a Send: no message a filter selects; in the summary,
+		 * a line for the RDMA Read Requests and Terminates, the
+		 * data segments (RDMA Write, Read Response) only counted. */
+		c->nnotes++;
+		if (dump_view_filters(c->view))
+			return;
+		if (c->summary) {
+			if (h.opcode == RPCRDMA_IWARP_OP_READ_REQ ||
+			    h.opcode == RPCRDMA_IWARP_OP_TERMINATE) {
+				char a[64], b[64];
+				double t;
+				line_head(c, d, a, b, sizeof a, &t);
+				fprintf(c->o->f, "%6u %10.6f %s -> %s RDMAP %s\n",
+					c->frame, t, a, b,
+					rpcrdma_iwarp_opcode_name(h.opcode));
+			} else {
+				c->ndata++;
+				c->data_bytes += plen;
+			}
+			return;
+		}
 		entry_head(c, d);
 		dump_cstr(c->o, "rdmap", rpcrdma_iwarp_opcode_name(h.opcode));
 		if (h.tagged) {
@@ -224,7 +291,6 @@ static void on_ulpdu(struct ctx *c, struct dir_state *d, const uint8_t *u,
 		dump_u32(c->o, "payload_length", (uint32_t)plen, NULL);
 		dump_bool(c->o, "crc_ok", crc_ok);
 		dump_obj_end(c->o);
-		c->nnotes++;
 		return;
 	}
 	struct send_asm *s = NULL, *fresh = NULL;
@@ -283,6 +349,24 @@ static void on_ulpdu(struct ctx *c, struct dir_state *d, const uint8_t *u,
 static void on_rr(struct ctx *c, struct dir_state *d,
 		  const struct rpcrdma_iwarp_mpa_rr *rr)
 {
+	if (dump_view_filters(c->view))
+		return; /* not a message any filter selects */
+	if (c->summary) {
+		char a[64], b[64], pd[96] = "";
+		double t;
+		line_head(c, d, a, b, sizeof a, &t);
+		struct rpcrdma_cm_pdata p;
+		size_t at = 0;
+		if (rpcrdma_cm_pdata_find(rr->ulp_pd, rr->ulp_pd_len, &p, &at))
+			snprintf(pd, sizeof pd,
+				 ", RPC-over-RDMA v%u inline send %u receive %u%s",
+				 p.version, p.max_send, p.max_recv,
+				 p.remote_inv ? " R" : "");
+		fprintf(c->o->f, "%6u %10.6f %s -> %s MPA %s%s%s\n", c->frame, t, a,
+			b, rr->reply ? "Reply" : "Request",
+			rr->reject ? " (reject)" : "", pd);
+		return;
+	}
 	entry_head(c, d);
 	dump_cstr(c->o, "mpa", rr->reply ? "reply" : "request");
 	dump_u32(c->o, "rev", rr->rev, NULL);
@@ -662,6 +746,8 @@ static int read_pcap(struct ctx *c, const uint8_t *buf, size_t len,
 		c->frame++;
 		c->ts_ns = (uint64_t)sec * 1000000000u +
 			   (uint64_t)frac * (nano ? 1u : 1000u);
+		if (c->frame == 1)
+			c->t0_ns = c->ts_ns;
 		on_packet(c, linktype, buf + off + 16, incl);
 		off += 16 + (size_t)incl;
 	}
@@ -675,6 +761,7 @@ static int read_pcapng(struct ctx *c, const uint8_t *buf, size_t len,
 {
 	bool swap = false;
 	uint32_t linktypes[NG_MAX_IF];
+	double tsres[NG_MAX_IF];
 	size_t nif = 0;
 	size_t off = 0;
 	while (off < len) {
@@ -711,14 +798,40 @@ static int read_pcapng(struct ctx *c, const uint8_t *buf, size_t len,
 		const uint8_t *b = buf + off + 8;
 		size_t bl = blen - 12; /* body length */
 		if (type == 1) { /* Interface Description Block */
-			if (bl >= 8 && nif < NG_MAX_IF)
+			if (bl >= 8 && nif < NG_MAX_IF) {
+				/* if_tsresol (option 9): 10^-v seconds, or
+				 * 2^-v with the high bit; default 10^-6. */
+				double res = 1e-6;
+				for (uint32_t o = 8; o + 4 <= bl;) {
+					uint16_t code = rd16(b + o, swap);
+					uint16_t olen = rd16(b + o + 2, swap);
+					if (code == 0 || o + 4 + olen > bl)
+						break;
+					if (code == 9 && olen >= 1) {
+						uint8_t v = b[o + 4];
+						res = v & 0x80 ? 1.0 / (double)(1ull << (v & 63))
+							       : 1.0;
+						if (!(v & 0x80))
+							for (int k = 0; k < v && k < 19; k++)
+								res /= 10;
+					}
+					o += 4 + ((olen + 3u) & ~3u);
+				}
+				tsres[nif] = res;
 				linktypes[nif++] = rd16(b, swap);
+			}
 		} else if (type == 6 || type == 2) { /* EPB / obsolete PB */
 			if (bl >= 20) {
 				uint32_t ifid = type == 6 ? rd32(b, swap) : rd16(b, swap);
 				uint32_t caplen = rd32(b + 12, swap);
 				if (caplen <= bl - 20 && ifid < nif) {
 					c->frame++;
+					uint64_t ts = (uint64_t)rd32(b + 4, swap) << 32 |
+						      rd32(b + 8, swap);
+					c->ts_ns = (uint64_t)((double)ts *
+							      tsres[ifid] * 1e9);
+					if (c->frame == 1)
+						c->t0_ns = c->ts_ns;
 					on_packet(c, linktypes[ifid], b + 20, caplen);
 				} else {
 					c->frame++;
@@ -737,21 +850,40 @@ static int read_pcapng(struct ctx *c, const uint8_t *buf, size_t len,
 	return 0;
 }
 
-int dump_pcap(FILE *out, bool json, const char *src, const uint8_t *buf,
-	      size_t len)
+int dump_pcap(FILE *out, bool json, struct dump_view *view, const char *src,
+	      const uint8_t *buf, size_t len)
 {
 	struct dump_out o;
 	struct ctx c;
 	memset(&c, 0, sizeof c);
 	c.o = &o;
 	c.src = src;
+	c.view = view;
+	c.summary = !json && !view->detail;
 	dump_out_init(&o, out, json);
 	bool ng = rd32(buf, false) == 0x0a0d0d0au;
+	char why[200] = "";
+	if (c.summary) {
+		int rc = ng ? read_pcapng(&c, buf, len, why, sizeof why)
+			    : read_pcap(&c, buf, len, why, sizeof why);
+		fprintf(out, "%s: %u frames, %u RPC-over-RDMA messages, %u shown, "
+			"%u errors", src, c.frame, c.nmsgs + c.nerrors,
+			view->shown, c.nerrors);
+		if (c.ndata)
+			fprintf(out, "; %u RDMA Write and Read Response "
+				"segments, %llu bytes (-V lists them)", c.ndata,
+				(unsigned long long)c.data_bytes);
+		fputc('\n', out);
+		if (rc < 0) {
+			fprintf(stderr, "rpcrdma-dump: %s: %s\n", src, why);
+			c.status = c.status ? c.status : 1;
+		}
+		goto out;
+	}
 	dump_obj_begin(&o, NULL);
 	dump_cstr(&o, "capture", src);
 	dump_cstr(&o, "format", ng ? "pcapng" : "pcap");
 	dump_arr_begin(&o, "messages");
-	char why[200] = "";
 	int rc = ng ? read_pcapng(&c, buf, len, why, sizeof why)
 		    : read_pcap(&c, buf, len, why, sizeof why);
 	dump_arr_end(&o);
@@ -778,6 +910,7 @@ int dump_pcap(FILE *out, bool json, const char *src, const uint8_t *buf,
 		fprintf(stderr, "rpcrdma-dump: %s: %s\n", src, why);
 		c.status = c.status ? c.status : 1;
 	}
+out:
 	for (size_t i = 0; i < c.nconns; i++)
 		for (int k = 0; k < 2; k++) {
 			struct dir_state *d = &c.conns[i].d[k];

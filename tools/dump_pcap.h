@@ -26,7 +26,8 @@ bool dump_pcap_is_capture(const uint8_t *buf, size_t len);
  * (each is reported, in JSON as an "error" member), 2 on allocation
  * failure.
  */
-int dump_pcap(FILE *out, bool json, const char *src, const uint8_t *buf,
-	      size_t len);
+struct dump_view;
+int dump_pcap(FILE *out, bool json, struct dump_view *view, const char *src,
+	      const uint8_t *buf, size_t len);
 
 #endif

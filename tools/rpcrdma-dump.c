@@ -3,11 +3,15 @@
  * rpcrdma-dump: decode RPC-over-RDMA messages for people (text) and for
  * programs (--json).
  *
- *   rpcrdma-dump [--json] FILE     a file holding one message, as raw
+ *   rpcrdma-dump [-V] [--json] [FILTER] FILE
+ *                                  a file holding one message, as raw
  *                                  bytes or as hex text, or a pcap/pcapng
  *                                  capture of iWARP (MPA/DDP/RDMAP) TCP
- *   rpcrdma-dump [--json] [-]      the same, read from standard input
+ *   rpcrdma-dump [...] [-]         the same, read from standard input
  *   rpcrdma-dump [--json] --hex HEXSTRING
+ *
+ * A capture is shown one line per message unless -V (every field) or
+ * --json; FILTER (--xid, --prog, --type) selects messages either way.
  *
  * One message is a v1 or v2 transport header (told apart by the version
  * word) with the ONC RPC header after RDMA_MSG / RDMA_MSGP / RDMA2_MSG, or
@@ -22,6 +26,8 @@
  * offset and what was expected there), 2 usage or I/O error.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,17 +36,41 @@
 #include "dump_msg.h"
 #include "dump_out.h"
 #include "dump_pcap.h"
+#include "dump_summary.h"
 
 #define MAX_INPUT (256u * 1024u * 1024u)
 
 static void usage(FILE *f)
 {
-	fputs("usage: rpcrdma-dump [--json] [FILE | - | --hex HEXSTRING]\n"
+	fputs("usage: rpcrdma-dump [-V] [--json] [-x XID] [-p PROG] [-t TYPE]\n"
+	      "                    [FILE | - | --hex HEXSTRING]\n"
 	      "Decode one RPC-over-RDMA v1/v2 transport header (with its ONC RPC\n"
 	      "header) or RFC 8797 CM private data, given as raw bytes or hex\n"
 	      "text; or every RPC-over-RDMA message in a pcap/pcapng capture of\n"
-	      "iWARP over TCP.  Exit status: 0 ok, 1 bad input, 2 usage/I-O.\n",
+	      "iWARP over TCP, one line per message.\n"
+	      "  -V, --verbose        every field of each message of a capture\n"
+	      "  -j, --json           JSON, every field (for programs)\n"
+	      "  -x, --xid XID        only messages with this XID (0x-hex or decimal)\n"
+	      "  -p, --prog PROG      only calls of this program (number or /etc/rpc\n"
+	      "                       name) and the replies to them\n"
+	      "  -t, --type TYPE      only call, reply, error, msg, nomsg, msgp,\n"
+	      "                       done or connprop messages\n"
+	      "      --hex HEX        decode HEX (hex digit pairs) instead of a file\n"
+	      "  -h, --help           this help\n"
+	      "      --version        the version\n"
+	      "Exit status: 0 ok, 1 bad input, 2 usage/I-O.\n",
 	      f);
+}
+
+static bool parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+	if (errno || *end || end == s || *s == '-' || v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
 }
 
 static int hexval(int c)
@@ -149,32 +179,80 @@ static int decode_one(const char *src, const uint8_t *buf, size_t len,
 
 int main(int argc, char **argv)
 {
+	static struct dump_view view;
+	static const struct option lo[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'V'},
+		{"xid", required_argument, NULL, 'x'},
+		{"prog", required_argument, NULL, 'p'},
+		{"type", required_argument, NULL, 't'},
+		{"hex", required_argument, NULL, 'H'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
+	};
+	static const char *const types[] = {"call", "reply", "error", "msg",
+					    "nomsg", "msgp", "done", "connprop",
+					    NULL};
 	bool json = false;
 	const char *path = NULL;
 	const char *hex = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--json") == 0) {
-			json = true;
-		} else if (strcmp(a, "--hex") == 0) {
-			if (i + 1 >= argc || path || hex) {
+	int ch;
+	while ((ch = getopt_long(argc, argv, "jVx:p:t:h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'j': json = true; break;
+		case 'V': view.detail = true; break;
+		case 'x':
+			if (!parse_u32(optarg, &view.xid)) {
+				fprintf(stderr, "rpcrdma-dump: bad XID '%s'\n", optarg);
+				return 2;
+			}
+			view.has_xid = true;
+			break;
+		case 'p':
+			if (!parse_u32(optarg, &view.prog)) {
+				struct rpcent *r = getrpcbyname(optarg);
+				if (!r) {
+					fprintf(stderr, "rpcrdma-dump: unknown "
+						"program '%s'\n", optarg);
+					return 2;
+				}
+				view.prog = (uint32_t)r->r_number;
+			}
+			view.has_prog = true;
+			break;
+		case 't': {
+			size_t i = 0;
+			while (types[i] && strcmp(types[i], optarg))
+				i++;
+			if (!types[i]) {
+				fprintf(stderr, "rpcrdma-dump: --type: '%s' is not "
+					"call, reply, error, msg, nomsg, msgp, "
+					"done or connprop\n", optarg);
+				return 2;
+			}
+			view.type = types[i];
+			break;
+		}
+		case 'H':
+			if (hex) {
 				usage(stderr);
 				return 2;
 			}
-			hex = argv[++i];
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
+			hex = optarg;
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'v':
+			printf("rpcrdma-dump %s\n", RPCRDMA_VERSION_STRING);
 			return 0;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			fprintf(stderr, "rpcrdma-dump: unknown option %s\n", a);
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		path = argv[optind++];
+		if (hex || optind < argc) {
 			usage(stderr);
 			return 2;
-		} else {
-			if (path || hex) {
-				usage(stderr);
-				return 2;
-			}
-			path = a;
 		}
 	}
 
@@ -215,7 +293,7 @@ int main(int argc, char **argv)
 
 	int rc;
 	if (dump_pcap_is_capture(buf, len)) {
-		rc = dump_pcap(stdout, json, src, buf, len);
+		rc = dump_pcap(stdout, json, &view, src, buf, len);
 	} else {
 		uint8_t *bin = malloc(len / 2 + 1);
 		long n = bin ? parse_hex((const char *)buf, len, bin) : -1;

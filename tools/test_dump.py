@@ -7,6 +7,10 @@
       shows the key fields it was written with; text mode works too.
   test_dump.py bad DUMP                   (test dump_bad_input)
       malformed input exits 1 with "offset N: ..." naming the item.
+  test_dump.py summary DUMP SAMPLES_DIR   (test dump_summary)
+      a capture is one line per message (known lines of
+      samples/iwarp-rpcrdma-v1.pcap), -V gives every field, and the
+      filters --xid, --prog and --type select what they say.
 """
 import json
 import os
@@ -184,10 +188,68 @@ def bad(dump):
     check(r.returncode == 2, "missing file exits 2")
 
 
+def summary(dump, sdir):
+    cap = os.path.join(sdir, "iwarp-rpcrdma-v1.pcap")
+    r = run([dump, cap])
+    out = r.stdout.decode()
+    lines = out.splitlines()
+    check(r.returncode == 0, "summary exit %d" % r.returncode)
+    # 2 MPA lines, 8 messages, the footer.
+    check(len(lines) == 11, "summary: %d lines, want 11" % len(lines))
+    want = [
+        ("6   0.000500 127.0.0.1:40001 -> 127.0.0.1:20049 v1 MSG      "
+         "xid 0x1a2b3c01 cr 32 CALL prog 0x186a0"),
+        "vers 2 proc 17 [read 3 segs]",
+        ("7   0.000600 127.0.0.1:20049 -> 127.0.0.1:40001 v1 MSG      "
+         "xid 0x1a2b3c01 cr 31 REPLY to prog 0x186a0"),
+        "v1 NOMSG    xid 0x1a2b3c03 cr 32 CALL (Long Call, in the Read chunk) "
+        "[read 2 segs, reply 16384 B]",
+        "v1 ERROR    xid 0x1a2b3c02 cr 30 ERR_VERS to prog 0x186a0",
+        "MPA Request, RPC-over-RDMA v1 inline send 4096 receive 8192 R",
+        "16 frames, 8 RPC-over-RDMA messages, 8 shown, 0 errors",
+    ]
+    for w in want:
+        check(w in out, "summary lacks: " + w)
+    # -V: today's detail, the program in hex beside its number.
+    r = run([dump, "-V", cap])
+    v = r.stdout.decode()
+    check(r.returncode == 0 and len(v.splitlines()) > 60,
+          "-V gives the detail (%d lines)" % len(v.splitlines()))
+    check("prog: 100000 (0x186a0" in v, "-V: program in hex beside it")
+    # Filters, in summary and detail alike.
+    r = run([dump, "--xid", "0x1a2b3c02", cap])
+    msg = [ln for ln in r.stdout.decode().splitlines() if " xid " in ln]
+    check(len(msg) == 2 and all("0x1a2b3c02" in ln for ln in msg),
+          "--xid: %r" % msg)
+    r = run([dump, "-t", "error", cap])
+    msg = [ln for ln in r.stdout.decode().splitlines() if " xid " in ln]
+    check(len(msg) == 2 and all(" ERROR " in ln for ln in msg),
+          "--type error: %r" % msg)
+    r = run([dump, "-t", "call", cap])
+    msg = [ln for ln in r.stdout.decode().splitlines() if " xid " in ln]
+    check(len(msg) == 4 and all("CALL" in ln for ln in msg),
+          "--type call: %r" % msg)
+    r = run([dump, "-p", "100000", "-t", "reply", cap])
+    msg = [ln for ln in r.stdout.decode().splitlines() if " xid " in ln]
+    check(len(msg) == 1 and "REPLY to prog 0x186a0" in msg[0],
+          "--prog 100000 --type reply: %r" % msg)
+    r = run([dump, "-V", "--xid", "0x1a2b3c04", "--json", cap])
+    d = json.loads(r.stdout)
+    check([m["message"]["rdma_xid"] for m in d["messages"]] == [0x1a2b3c04],
+          "--json obeys the filter")
+    r = run([dump, "-t", "bogus", cap])
+    check(r.returncode == 2 and b"bogus" in r.stderr, "bad --type exits 2")
+    for a in (["--version"], ["-h"], ["--help"]):
+        r = run([dump] + a)
+        check(r.returncode == 0 and r.stdout, "%s exits 0" % a[0])
+
+
 def main():
     mode, dump = sys.argv[1], sys.argv[2]
     if mode == "samples":
         samples(dump, sys.argv[3])
+    elif mode == "summary":
+        summary(dump, sys.argv[3])
     else:
         bad(dump)
     for f in failures:

@@ -28,6 +28,9 @@ enum rpcrdma_error {
 	RPCRDMA_ERR_BUSY = -8,         /* resource in use */
 	RPCRDMA_ERR_NOENT = -9,        /* no such object */
 	RPCRDMA_ERR_OVERFLOW = -10,    /* length arithmetic would overflow */
+	RPCRDMA_ERR_CONFIG = -11,      /* an RPCRDMA_* environment variable
+					  holds a value that is refused (one
+					  line on stderr names it) */
 
 	/* XDR and decoding (-100 .. -199): each maps to a distinct protocol
 	 * error reply in the engine (ERR_VERS, ERR_CHUNK, RDMA2_ERR_BAD_XDR,
@@ -65,6 +68,9 @@ enum rpcrdma_error {
 	RPCRDMA_ERR_PROTOCOL = -207,      /* peer violated the wire protocol */
 	RPCRDMA_ERR_FLUSHED = -208,       /* work request flushed */
 	RPCRDMA_ERR_TERMINATED = -209,    /* peer sent an RDMAP Terminate */
+	RPCRDMA_ERR_NOT_RDMA = -210,      /* the peer answered, but not as an
+					     RDMA endpoint (a plain TCP
+					     service on an iWARP port) */
 
 	/* RPC-over-RDMA / RPC layer (-300 .. -399) */
 	RPCRDMA_ERR_PEER_ERR_VERS = -300,  /* peer answered ERR_VERS */
@@ -89,6 +95,15 @@ enum rpcrdma_error {
 	RPCRDMA_ERR_RPC_MISMATCH = -315,      /* denied, RPC_MISMATCH */
 	RPCRDMA_ERR_RPC_AUTH = -316,          /* denied, AUTH_ERROR */
 	RPCRDMA_ERR_RPC_BAD_REPLY = -317,     /* reply header undecodable */
+	/* Sizes (struct rpcrdma_opts.max_msg, rpcrdma_call.reply_max). */
+	RPCRDMA_ERR_CALL_TOO_BIG = -318,  /* call larger than our max_msg:
+					     not sent */
+	RPCRDMA_ERR_PEER_CALL_TOO_BIG = -319, /* the peer refused a call
+					     sent through chunks: larger than
+					     its max_msg */
+	RPCRDMA_ERR_REPLY_TOO_BIG = -320, /* the reply did not fit the room
+					     the call offered: reply_max, or
+					     max_msg with RPCRDMA_REPLY_ANY */
 };
 
 /* A short, static, English description of an rpcrdma error code.  Never

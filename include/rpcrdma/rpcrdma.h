@@ -9,7 +9,8 @@
  * bound to one program and version.  Calls are thread-safe; many may be in
  * flight up to the credit limit (more wait in a queue, in order).  A
  * server (struct rpcrdma_svc) listens on one address, accepts any number
- * of connections and runs registered procedure handlers on a worker pool.
+ * of connections and runs registered procedure handlers on the thread
+ * that takes each call, or on a worker pool (struct rpcrdma_opts.workers).
  *
  * Arguments and results are XDR streams the caller encodes and decodes
  * itself, described as rpcrdma_iov pieces.  A piece marked ddp is a
@@ -186,12 +187,15 @@ enum rpcrdma_versions {
  * o->size = size; the environment variables RPCRDMA_PROVIDER and
  * RPCRDMA_DEVICE, when set, override provider and device,
  * RPCRDMA_VERSIONS ("1", "2" or "prefer") the versions,
- * RPCRDMA_WORKERS (a number up to 1024) the workers,
- * RPCRDMA_MAX_CONNECTIONS and RPCRDMA_RDMA_TIMEOUT_MS (decimal) the
- * fields of the same names, RPCRDMA_MPA_CRC=1 sets mpa_crc,
- * RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.  Options
- * whose number fields are 0 take these defaults too, so rpcgen programs
- * and every example honour them.  Call it through rpcrdma_opts_default(). */
+ * RPCRDMA_WORKERS (0 to 1024) the workers, RPCRDMA_MAX_CONNECTIONS and
+ * RPCRDMA_RDMA_TIMEOUT_MS (decimal) the fields of the same names,
+ * RPCRDMA_MAX_MSG (bytes, "4M") max_msg, RPCRDMA_MPA_CRC (0 or 1)
+ * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.
+ * Options whose number fields are 0 take these defaults too, so rpcgen
+ * programs and every example honour them.  A value a variable does not
+ * accept is refused: it is not taken here, and every create call fails
+ * with RPCRDMA_ERR_CONFIG after one line on stderr naming it
+ * (rpcrdma(7), ENVIRONMENT).  Call it through rpcrdma_opts_default(). */
 void rpcrdma_opts_init(struct rpcrdma_opts *o, size_t size);
 
 static inline void rpcrdma_opts_default(struct rpcrdma_opts *o)
@@ -225,10 +229,12 @@ struct rpcrdma_clnt;
  * Connects to addr ("host", "host:port", "[v6addr]:port"; numeric
  * addresses or names; default port 20049) and binds the client to
  * (prog, vers).  opts NULL: defaults.  Blocks until connected or the
- * connect time-out.  Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_ADDR,
- * RPCRDMA_ERR_NOTSUP (unknown provider), RPCRDMA_ERR_NO_DEVICE,
- * RPCRDMA_ERR_CONNREFUSED, RPCRDMA_ERR_TIMEOUT, RPCRDMA_ERR_NOMEM,
- * RPCRDMA_ERR_SYSTEM, or the provider's error.
+ * connect time-out.  Errors: RPCRDMA_ERR_INVAL, RPCRDMA_ERR_CONFIG (an
+ * RPCRDMA_* variable refused), RPCRDMA_ERR_ADDR, RPCRDMA_ERR_NOTSUP
+ * (unknown provider), RPCRDMA_ERR_NO_DEVICE, RPCRDMA_ERR_CONNREFUSED,
+ * RPCRDMA_ERR_NOT_RDMA (the peer is not an RDMA endpoint),
+ * RPCRDMA_ERR_DISCONNECTED (closed during set-up), RPCRDMA_ERR_TIMEOUT,
+ * RPCRDMA_ERR_NOMEM, RPCRDMA_ERR_SYSTEM, or the provider's error.
  */
 int rpcrdma_clnt_create(const char *addr, uint32_t prog, uint32_t vers,
 			const struct rpcrdma_opts *opts,
@@ -288,7 +294,11 @@ struct rpcrdma_reply {
 	int status;            /* 0 (SUCCESS) or a negative error: the
 				  RPCRDMA_ERR_RPC_* outcome of the reply,
 				  RPCRDMA_ERR_TIMEOUT, _DISCONNECTED,
-				  _CANCELLED, _PEER_ERR_CHUNK / _VERS ... */
+				  _CANCELLED, _CALL_TOO_BIG (over our
+				  max_msg, not sent), _PEER_CALL_TOO_BIG
+				  (over the peer's), _REPLY_TOO_BIG (over
+				  reply_max, or max_msg), _PEER_ERR_CHUNK
+				  / _VERS ... */
 	uint32_t accept_stat;  /* accepted replies: RFC 5531 accept_stat */
 	uint32_t auth_stat;    /* RPCRDMA_ERR_RPC_AUTH: auth_stat */
 	uint32_t low, high;    /* PROG_MISMATCH / RPC_MISMATCH range */
@@ -426,8 +436,31 @@ struct rpcrdma_stats {
 	 * registrations follow addresses); memory windows bound again
 	 * instead of allocated. */
 	uint64_t reg_cache_hits, reg_cache_misses, windows_reused;
-	/* Append new counters here. */
+	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
+
+/* Every field of struct rpcrdma_stats, in order, as X(name, count)
+ * (count: the elements of an array field, else 1): programs that show
+ * every counter by name expand it, as the library does for the counters
+ * it exports to rpcrdma-stat(1).  Append with the struct. */
+#define RPCRDMA_STATS_FIELDS(X)                                             \
+	X(calls, 1) X(calls_completed, 1) X(short_calls, 1)                  \
+	X(chunked_calls, 1) X(long_calls, 1) X(replies_inline, 1)            \
+	X(replies_long, 1) X(credit_stalls, 1) X(remote_invs, 1)             \
+	X(local_invs, 1) X(calls_received, 1) X(short_replies, 1)            \
+	X(chunked_replies, 1) X(long_replies, 1) X(send_with_inv, 1)         \
+	X(err_chunk_sent, 1) X(rdma_read_bytes, 1) X(rdma_write_bytes, 1)    \
+	X(connections, 1) X(bad_replies, 1) X(err_vers_recv, 1)              \
+	X(err_chunk_recv, 1) X(credits_granted, 1) X(send_threshold, 1)      \
+	X(recv_threshold, 1) X(peer_remote_inv, 1) X(version, 1)             \
+	X(peer_v1_only, 1) X(peer_rbsiz, 1) X(peer_brs, 1)                   \
+	X(vers_fallbacks, 1) X(err_vers_sent, 1) X(connprop_sent, 1)         \
+	X(connprop_recv, 1) X(recoveries, 1) X(retransmissions, 1)           \
+	X(reconnects, 1) X(v2_err_sent, 10) X(v2_err_recv, 10)               \
+	X(rdma_timeouts, 1) X(connections_refused, 1) X(registrations, 1)    \
+	X(chunked_calls_received, 1) X(long_calls_received, 1)             \
+	X(ddp_copied_tx, 1) X(ddp_copied_rx, 1) X(reg_cache_hits, 1)         \
+	X(reg_cache_misses, 1) X(windows_reused, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:
@@ -477,8 +510,8 @@ enum rpcrdma_ulb_flags {
 /*
  * Listens on listen_addr ("host[:port]", "[v6]:port"; port 0 picks an
  * ephemeral one, see rpcrdma_svc_port()) and starts the event loop and
- * opts->workers handler threads.  Errors: RPCRDMA_ERR_INVAL, _ADDR,
- * _BUSY (address in use), _NOTSUP, _NO_DEVICE, _NOMEM, _SYSTEM.
+ * opts->workers handler threads.  Errors: RPCRDMA_ERR_INVAL, _CONFIG,
+ * _ADDR, _BUSY (address in use), _NOTSUP, _NO_DEVICE, _NOMEM, _SYSTEM.
  */
 int rpcrdma_svc_create(const char *listen_addr,
 		       const struct rpcrdma_opts *opts,

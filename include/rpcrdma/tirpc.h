@@ -43,9 +43,11 @@
  * buffers (README, "Memory per connection").  Two calls at once on one
  * connection: the second gets max_msg of its own, registered for it;
  * likewise on a device without memory windows.  A result larger than
- * max_msg fails the call with RPC_CANTSEND (the server's ERR_CHUNK).
- * Client and server should use the same max_msg: a server with a smaller
- * one refuses the larger Reply chunk (ERR_CHUNK).
+ * max_msg fails the call with RPC_CANTRECV, errno EMSGSIZE ("Unable to
+ * receive; errno = Message too long"); arguments larger than this side's
+ * max_msg with RPC_CANTSEND, EMSGSIZE (not sent), larger than the
+ * server's with RPC_CANTDECODEARGS, re_errno EMSGSIZE.  Client and
+ * server need the same max_msg (RPCRDMA_MAX_MSG in the environment).
  *
  * Link with -lrpcrdma -ltirpc (pkg-config rpcrdma).
  */
@@ -86,9 +88,14 @@ struct rpcrdma_ulb_proc {
  * A CLIENT for (prog, vers) at host: "name", "name:port" or
  * "[v6addr]:port" (default port 20049).  opts NULL: defaults (provider
  * "iwarp").  On failure returns NULL with rpc_createerr set
- * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a bad address,
- * RPC_SYSTEMERROR with the rpcrdma error in cf_error.re_errno otherwise
- * (ECONNREFUSED when the server refused, e.g. at its max_connections).
+ * (clnt_pcreateerror prints it): RPC_UNKNOWNHOST for a name that does not
+ * resolve, RPC_TIMEDOUT for a server that does not answer,
+ * RPC_UNKNOWNPROTO for a provider this library lacks, RPC_SYSTEMERROR
+ * with a real errno otherwise: ECONNREFUSED (nothing listens, or the
+ * server is at its max_connections), EPROTO (not an RPC-over-RDMA peer),
+ * ENODEV (no RDMA device), EINVAL (an RPCRDMA_* variable refused, named
+ * on stderr; a port that is not a number) ...  clnt_rdma_create(3),
+ * DIAGNOSTICS, lists every message.
  * The CLIENT starts with AUTH_NONE in cl_auth; replace it as with any
  * libtirpc client (authunix_create_default()); clnt_destroy does not
  * destroy it, as in libtirpc.
@@ -154,7 +161,9 @@ bool_t clnt_rdma_register_callback(CLIENT *c, rpcprog_t prog, rpcvers_t vers,
  * accepted on it is served through this one SVCXPRT: svc_run() wakes on
  * its file descriptor and dispatches one call at a time, as libtirpc does
  * for its own transports; PROG_UNAVAIL, PROG_MISMATCH and AUTH errors come
- * from libtirpc itself.  NULL with rpc_createerr set on failure.
+ * from libtirpc itself.  NULL with rpc_createerr set on failure, and,
+ * as libtirpc's svc_tli_create does, a line on stderr that names the
+ * address (RPC_SYSTEMERROR, EADDRINUSE for an address in use).
  * svc_destroy(xprt) stops it.
  *
  * Dispatch functions run on svc_run()'s thread, which also polls the

@@ -712,8 +712,19 @@ void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events)
 		bool active = ep->state == IW_EP_WAIT_REPLY;
 		if (r < 0) {
 			if (active) {
+				/* Bytes that are not the MPA key: whatever
+				 * listens there does not speak MPA (a plain
+				 * TCP service).  A close before any byte may
+				 * be an RDMA server that failed as well, and
+				 * a bad frame after the key a broken peer. */
+				size_t k = ep->mpa_have < RPCRDMA_IWARP_MPA_KEY_LEN
+						   ? ep->mpa_have
+						   : RPCRDMA_IWARP_MPA_KEY_LEN;
+				bool mpa = !k || !memcmp(ep->mpa,
+							 RPCRDMA_IWARP_MPA_KEY_REP, k);
 				connect_failed(ep, RPCRDMA_CM_EVENT_CONNECT_ERROR,
-					       r == RPCRDMA_ERR_DISCONNECTED
+					       !mpa ? RPCRDMA_ERR_NOT_RDMA
+					       : r == RPCRDMA_ERR_DISCONNECTED
 						       ? RPCRDMA_ERR_DISCONNECTED
 						       : RPCRDMA_ERR_PROTOCOL,
 					       NULL, 0, 0, 0);

@@ -133,34 +133,49 @@ static void map_status(const struct rpcrdma_reply *rep, struct rpc_err *e)
 	case RPCRDMA_ERR_TIMEOUT:
 		e->re_status = RPC_TIMEDOUT;
 		break;
-	case RPCRDMA_ERR_DISCONNECTED:
-	case RPCRDMA_ERR_CANCELLED:
-	case RPCRDMA_ERR_FLUSHED:
-	case RPCRDMA_ERR_TERMINATED:
-		e->re_status = RPC_CANTRECV;
-		e->re_errno = ECONNRESET;
-		break;
 	case RPCRDMA_ERR_PEER_ERR_VERS:
 		/* RFC 8166 §4.5.1: the transport versions did not match. */
 		e->re_status = RPC_VERSMISMATCH;
 		e->re_vers.low = rep->low;
 		e->re_vers.high = rep->high;
 		break;
+	case RPCRDMA_ERR_CALL_TOO_BIG:
+		/* Refused here, before sending: "Unable to send; errno =
+		 * Message too long". */
+		e->re_status = RPC_CANTSEND;
+		e->re_errno = EMSGSIZE;
+		break;
+	case RPCRDMA_ERR_PEER_CALL_TOO_BIG:
+		/* Refused by the server, which could not take the
+		 * arguments: "Server can't decode arguments" (clnt_perror
+		 * prints no errno with it; clnt_geterr has EMSGSIZE). */
+		e->re_status = RPC_CANTDECODEARGS;
+		e->re_errno = EMSGSIZE;
+		break;
+	case RPCRDMA_ERR_REPLY_TOO_BIG:
+		e->re_status = RPC_CANTRECV;
+		e->re_errno = EMSGSIZE;
+		break;
+	case RPCRDMA_ERR_DISCONNECTED:
+	case RPCRDMA_ERR_CANCELLED:
+	case RPCRDMA_ERR_FLUSHED:
+	case RPCRDMA_ERR_TERMINATED:
+		/* The connection went away under the call. */
+		e->re_status = RPC_CANTRECV;
+		e->re_errno = tirpc_errno(rep->status);
+		break;
 	case RPCRDMA_ERR_PEER_ERR_CHUNK:
 	case RPCRDMA_ERR_PEER_ERR_RESOURCE:
 	case RPCRDMA_ERR_PEER_ERROR:
+	case RPCRDMA_ERR_PEER_ERR_SYSTEM:
 		/* The server could not parse our transport header or
 		 * deliver the reply (§4.5.2, §4.5.3). */
 		e->re_status = RPC_CANTSEND;
 		e->re_errno = EPROTO;
 		break;
-	case RPCRDMA_ERR_NOMEM:
-		e->re_status = RPC_SYSTEMERROR;
-		e->re_errno = ENOMEM;
-		break;
 	default:
 		e->re_status = RPC_SYSTEMERROR;
-		e->re_errno = EIO;
+		e->re_errno = tirpc_errno(rep->status);
 		break;
 	}
 }
@@ -410,7 +425,7 @@ RPCRDMA_EXPORT CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog,
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	if (!host || rpcrdma_rpc_parse_addr(host, &addr, &addrlen) < 0) {
-		tirpc_create_error(RPC_UNKNOWNHOST, RPCRDMA_ERR_ADDR);
+		tirpc_create_fail(RPCRDMA_ERR_ADDR, host);
 		return NULL;
 	}
 	struct rpcrdma_clnt *nc;
@@ -418,9 +433,9 @@ RPCRDMA_EXPORT CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog,
 				     &nc);
 	if (rc < 0) {
 		/* A refused connection reads as it does over TCP:
-		 * "Remote system error - Connection refused". */
-		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNHOST : RPC_SYSTEMERROR,
-			     rc == RPCRDMA_ERR_CONNREFUSED ? ECONNREFUSED : rc);
+		 * "Remote system error - Connection refused"; a server that
+		 * does not answer, "Timed out". */
+		tirpc_create_fail(rc, host);
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, &addr, addrlen);

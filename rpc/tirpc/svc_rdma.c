@@ -20,6 +20,7 @@
  * (connections coming and going, time-outs); a call it happens to take
  * is queued and svc_run() woken through the same descriptor.
  */
+#include <err.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -385,7 +386,14 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 		pthread_mutex_destroy(&s->lock);
 		free(x);
 		free(s);
-		tirpc_create_error(rc == RPCRDMA_ERR_ADDR ? RPC_UNKNOWNADDR : RPC_SYSTEMERROR, rc);
+		/* Named on stderr, as libtirpc's svc_tli_create does when it
+		 * cannot bind; an invalid environment said so already. */
+		const char *a = listen_addr ? listen_addr : "0.0.0.0";
+		if (rc != RPCRDMA_ERR_CONFIG)
+			warnx("svc_rdma_create: cannot listen on %s: %s", a,
+			      rc == RPCRDMA_ERR_BUSY ? strerror(EADDRINUSE)
+						     : rpcrdma_strerror(rc));
+		tirpc_create_fail(rc, a);
 		return NULL;
 	}
 	s->loop = rpcrdma_rpc_svc_loop(s->svc);
@@ -528,7 +536,7 @@ RPCRDMA_EXPORT CLIENT *svc_rdma_callback_client(struct svc_req *rq,
 	int rc = c ? rpcrdma_svc_req_clnt(c->req, (uint32_t)prog, (uint32_t)vers, &nc)
 		   : RPCRDMA_ERR_INVAL;
 	if (rc < 0) {
-		tirpc_create_error(RPC_SYSTEMERROR, rc);
+		tirpc_create_fail(rc, NULL);
 		return NULL;
 	}
 	return tirpc_wrap_clnt(nc, (uint32_t)prog, (uint32_t)vers, NULL, 0);

@@ -105,6 +105,12 @@ bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
  * errno or a negative rpcrdma error, kept as a positive re_errno. */
 void tirpc_create_error(enum clnt_stat st, int rc);
 
+/* The errno that names a library error (errmap.c). */
+int tirpc_errno(int rc);
+/* rpc_createerr for a create call that failed with rc (addr: what the
+ * caller asked for, NULL if none). */
+void tirpc_create_fail(int rc, const char *addr);
+
 /* A libtirpc CLIENT around a native client, which it owns from now on
  * (destroyed on failure too).  NULL with rpc_createerr set. */
 CLIENT *tirpc_wrap_clnt(struct rpcrdma_clnt *nc, uint32_t prog, uint32_t vers,

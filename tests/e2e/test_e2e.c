@@ -519,11 +519,10 @@ static void case_long_reply(struct rpcrdma_clnt *c)
 	/* Without reply_max a reply over the inline threshold cannot come
 	 * back: the server answers ERR_CHUNK (RFC 8166 §4.5.3); v2 has a
 	 * code of its own for it, RDMA2_ERR_REPLY_RESOURCE (draft-cel-
-	 * nfsv4-rpcrdma-version-two §5.3.3). */
+	 * nfsv4-rpcrdma-version-two §5.3.3); either way the client tells
+	 * the caller the reply did not fit its reply_max. */
 	call.reply_max = 0;
-	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep),
-		 s1.version == 2 ? RPCRDMA_ERR_PEER_ERR_RESOURCE
-				 : RPCRDMA_ERR_PEER_ERR_CHUNK);
+	CHECK_EQ(rpcrdma_clnt_call(c, &call, &rep), RPCRDMA_ERR_REPLY_TOO_BIG);
 	rpcrdma_reply_free(&rep);
 }
 

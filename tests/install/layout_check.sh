@@ -17,7 +17,7 @@ cmake --install "$build" --prefix "$work/p" >"$work/install.log" 2>&1 ||
 cd "$work/p" || exit 1
 libdir=$(dirname "$(find . -name 'librpcrdma.so.0' | head -1)")
 [ "$libdir" != "." ] || { bad "no librpcrdma.so.0"; libdir=lib; }
-for f in bin/rpcrdma-dump bin/rpcrdma-perf; do
+for f in bin/rpcrdma-dump bin/rpcrdma-perf bin/rpcrdma-stat bin/rpcrdma-ping; do
 	[ -x "$f" ] || bad "$f is not installed"
 done
 for f in "$libdir/librpcrdma.so" "$libdir/librpcrdma.a" "$libdir/pkgconfig/rpcrdma.pc" \
@@ -26,7 +26,10 @@ for f in "$libdir/librpcrdma.so" "$libdir/librpcrdma.a" "$libdir/pkgconfig/rpcrd
 	"$libdir/cmake/rpcrdma/rpcrdmaTargets.cmake" \
 	include/rpcrdma/rpcrdma.h include/rpcrdma/tirpc.h include/rpcrdma/error.h \
 	include/rpcrdma/iov.h share/rpcrdma/wireshark/rpcrdma2.lua \
-	share/man/man7/rpcrdma.7 share/man/man1/rpcrdma-perf.1 share/man/man1/rpcrdma-dump.1; do
+	share/man/man7/rpcrdma.7 share/man/man1/rpcrdma-perf.1 share/man/man1/rpcrdma-dump.1 \
+	share/man/man1/rpcrdma-stat.1 share/man/man1/rpcrdma-ping.1 \
+	share/rpcrdma/rpcrdma-latency.bt share/doc/rpcrdma/examples/Makefile \
+	share/doc/rpcrdma/examples/blockstore.x; do
 	[ -e "$f" ] || bad "$f is not installed"
 done
 # rpcrdma-nfs3d and its page, when the build made it (rpcgen, libtirpc).

@@ -34,6 +34,10 @@ for f in "$man"/man*/*; do
 	out=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 \
 		man --warnings -E UTF-8 -l -Tutf8 -Z "$f" 2>&1 >/dev/null)
 	[ -z "$out" ] || bad "man --warnings -l $(basename "$f"): $out"
+	# At 80 columns (man's MANWIDTH=80 is a 78-column line), every line
+	# breaks: no "can't break line" or other groff warning.
+	out=$(groff -mandoc -Tutf8 -ww -rLL=78n "$f" 2>&1 >/dev/null)
+	[ -z "$out" ] || bad "80 columns: $(basename "$f"): $out"
 	# Every page renders to text that names itself.
 	name=$(basename "$f")
 	name=${name%.*}
@@ -43,7 +47,7 @@ for f in "$man"/man*/*; do
 done
 
 for p in man7/rpcrdma.7 man3/rpcrdma.3 man3/clnt_rdma_create.3 man3/svc_rdma_create.3 \
-	man1/rpcrdma-perf.1 man1/rpcrdma-dump.1; do
+	man1/rpcrdma-perf.1 man1/rpcrdma-dump.1 man1/rpcrdma-stat.1 man1/rpcrdma-ping.1; do
 	[ -e "$man/$p" ] || bad "$p is not installed"
 done
 # The functions of the version script: between "global:" and "local:".

@@ -52,6 +52,32 @@ cmake)
 		{ cat cmake.log; fail "building with rpcrdma::rpcrdma"; }
 	mv greet-build/greet_server greet-build/greet_client .
 	;;
+example)
+	# The README's path with the installed example service: its
+	# Makefile, pkg-config from the prefix, then the program runs only
+	# once the library's directory is on the loader's path.
+	pc=$(find "$work/prefix" -name rpcrdma.pc | head -1)
+	[ -n "$pc" ] || fail "no rpcrdma.pc installed"
+	export PKG_CONFIG_PATH=$(dirname "$pc")
+	libdir=$(pkg-config --variable=libdir rpcrdma)
+	ex=$(find "$work/prefix/share/doc" -type d -name examples | head -1)
+	[ -n "$ex" ] || fail "no example service under share/doc"
+	cp -r "$ex" bs && cd bs || exit 1
+	make CFLAGS="-O1 -g ${EXTRA_CFLAGS:-}" LDFLAGS="${EXTRA_CFLAGS:-}" \
+		>make.log 2>&1 || { cat make.log; fail "make in the installed examples"; }
+	out=$(./blockstore_client 127.0.0.1:1 2>&1)
+	echo "$out" | grep -q 'librpcrdma.so.0: cannot open shared object file' ||
+		fail "without LD_LIBRARY_PATH: '$out'"
+	export LD_LIBRARY_PATH=$libdir
+	./blockstore_server --listen 127.0.0.1:0 --port-file port >server.out 2>&1 &
+	srv_pid=$!
+	for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+	./blockstore_client "127.0.0.1:$(cat port)" >client.out 2>&1 ||
+		{ cat client.out server.out; fail "the example client failed"; }
+	tail -3 client.out
+	echo "install test: PASS ($how)"
+	exit 0
+	;;
 *) fail "unknown way to build: $how" ;;
 esac
 ldd ./greet_client | grep -q "$libdir/librpcrdma" ||

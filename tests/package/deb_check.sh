@@ -67,8 +67,14 @@ for f in man7/rpcrdma.7.gz man3/rpcrdma.3.gz man3/clnt_rdma_create.3.gz \
 done
 for f in /usr/bin/rpcrdma-dump /usr/bin/rpcrdma-perf /usr/share/man/man1/rpcrdma-dump.1.gz \
 	/usr/share/man/man1/rpcrdma-perf.1.gz /usr/share/rpcrdma/wireshark/rpcrdma2.lua \
-	/usr/sbin/rpcrdma-nfs3d /usr/share/man/man8/rpcrdma-nfs3d.8.gz; do
+	/usr/sbin/rpcrdma-nfs3d /usr/share/man/man8/rpcrdma-nfs3d.8.gz \
+	/usr/bin/rpcrdma-stat /usr/bin/rpcrdma-ping /usr/share/man/man1/rpcrdma-stat.1.gz \
+	/usr/share/man/man1/rpcrdma-ping.1.gz /usr/share/rpcrdma/rpcrdma-latency.bt; do
 	has rpcrdma-tools "$f"
+done
+# The example service, under the -dev package's documentation.
+for f in blockstore.x blockstore_server.c blockstore_client.c Makefile; do
+	has librpcrdma-dev "/usr/share/doc/librpcrdma-dev/examples/$f"
 done
 grep -q 'export.h' "$work/librpcrdma-dev.list" && bad "librpcrdma-dev ships the internal export.h"
 # Only the shared library in the library package (Debian policy 8.2).

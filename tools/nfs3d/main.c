@@ -69,14 +69,42 @@ struct nfs3d *nfs3d;
 static atomic_int stop_req, dump_req;
 static int wake_fd[2] = { -1, -1 };
 
-static void usage(void)
+static void usage_to(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: rpcrdma-nfs3d [-l ADDR[:PORT]] [-m MOUNT_PORT] [-p iwarp|verbs]\n"
 		"                     [-d DEVICE] [-a trust|root-squash|squash]\n"
 		"                     [--anonuid N] [--anongid N] [--drc-entries N]\n"
 		"                     [--credits N] [-s STATS_FILE] [--port-file FILE]\n"
 		"                     [--rpcbind] [-v] EXPORT_DIR\n");
+}
+
+static void usage(void)
+{
+	usage_to(stderr);
+}
+
+static void help(void)
+{
+	usage_to(stdout);
+	fputs("Serve EXPORT_DIR over NFSv3 on RPC-over-RDMA (MOUNT on TCP).\n"
+	      "  -l, --listen ADDR[:PORT]   the RPC-over-RDMA address (0.0.0.0:20049)\n"
+	      "  -m, --mount-port PORT      MOUNT's TCP port (20048; 0 picks one)\n"
+	      "  -p, --provider NAME        iwarp or verbs (RPCRDMA_PROVIDER)\n"
+	      "  -d, --device NAME          the verbs device (RPCRDMA_DEVICE)\n"
+	      "  -a, --auth POLICY          AUTH_SYS identities: trust (default),\n"
+	      "                             root-squash or squash\n"
+	      "      --anonuid N            the anonymous user's uid (65534)\n"
+	      "      --anongid N            the anonymous user's gid (65534)\n"
+	      "      --drc-entries N        duplicate-request cache size (1024; 0 off)\n"
+	      "      --credits N            credits granted per connection (32)\n"
+	      "  -s, --stats FILE           counters written here on SIGUSR1 and at exit\n"
+	      "      --port-file FILE       \"RDMA_PORT MOUNT_PORT\" once both listen\n"
+	      "      --rpcbind              register MOUNT with the local rpcbind\n"
+	      "  -v, --verbose              log every failed procedure; twice: every call\n"
+	      "  -h, --help                 this help\n"
+	      "      --version              the version\n",
+	      stdout);
 }
 
 /* --------------------------------------------------------------------- */
@@ -278,7 +306,8 @@ int main(int argc, char **argv)
 	d.auth.policy = NFS3D_AUTH_TRUST;
 	d.auth.anon_uid = 65534;
 	d.auth.anon_gid = 65534;
-	enum { O_ANONUID = 256, O_ANONGID, O_DRC, O_CREDITS, O_PORTFILE, O_RPCBIND };
+	enum { O_ANONUID = 256, O_ANONGID, O_DRC, O_CREDITS, O_PORTFILE, O_RPCBIND,
+	       O_VERSION };
 	static const struct option lo[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "mount-port", required_argument, NULL, 'm' },
@@ -294,6 +323,7 @@ int main(int argc, char **argv)
 		{ "rpcbind", no_argument, NULL, O_RPCBIND },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch;
@@ -325,9 +355,13 @@ int main(int argc, char **argv)
 		case O_PORTFILE: port_file = optarg; break;
 		case O_RPCBIND: rpcbind = true; break;
 		case 'v': d.verbose++; break;
+		case 'h': help(); return 0;
+		case O_VERSION:
+			printf("rpcrdma-nfs3d %s\n", RPCRDMA_VERSION_STRING);
+			return 0;
 		default:
 			usage();
-			return ch == 'h' ? 0 : 2;
+			return 2;
 		}
 	}
 	if (optind != argc - 1) {
