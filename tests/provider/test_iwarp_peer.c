@@ -434,14 +434,16 @@ static void bad_after_bulk(enum bad_kind kind, size_t fpdu_payload,
 	n += put_fpdu(&p, stream + n, &h, payload, BAD_LEN);
 	if (split) {
 		CHECK_EQ(iwpeer_write(&p, stream, first), 0);
-		/* Until the valid data is placed (the progress thread reads
-		 * it), so the bad FPDU comes in a read of its own. */
+		/* Until the provider read the valid data (its counter says
+		 * so), so that the bad FPDU comes in a read of its own. */
 		uint64_t end = now_ms() + TMO;
-		while (region[valid - 1] != valid_byte(valid - 1) &&
-		       now_ms() < end) {
+		struct rpcrdma_qp_counters ctr = {0};
+		while (rpcrdma_qp_counters(c->qp, &ctr) == 0 &&
+		       ctr.rx_tagged_bytes < valid && now_ms() < end) {
 			struct rpcrdma_wc wc;
 			ops->poll_cq(c->cq, 1, &wc);
 		}
+		CHECK(ctr.rx_tagged_bytes == valid);
 		CHECK_EQ(iwpeer_write(&p, stream + first, n - first), 0);
 	} else {
 		CHECK_EQ(iwpeer_write(&p, stream, n), 0);
@@ -459,6 +461,14 @@ static void bad_after_bulk(enum bad_kind kind, size_t fpdu_payload,
 	CHECK_EQ(m.term.layer, RPCRDMA_IWARP_LAYER_DDP);
 	CHECK_EQ(m.term.etype, RPCRDMA_IWARP_DDP_ET_TAGGED);
 	CHECK_EQ(m.term.ecode, want);
+	/* The QP says so too (and its lock orders what its thread placed
+	 * before our look at the memory). */
+	struct rpcrdma_terminate_info ti = {0};
+	uint64_t end = now_ms() + TMO;
+	while (ops->get_terminate(c->qp, &ti) == 0 && !ti.valid &&
+	       now_ms() < end)
+		;
+	CHECK(ti.valid && ti.sent);
 	/* The valid data in place, nothing else touched. */
 	size_t bad_at = SIZE_MAX;
 	for (size_t i = 0; i < valid && bad_at == SIZE_MAX; i++)
@@ -473,14 +483,11 @@ static void bad_after_bulk(enum bad_kind kind, size_t fpdu_payload,
 	if (bad_at != SIZE_MAX)
 		fprintf(stderr, "%s: memory wrong at offset %zu\n", what, bad_at);
 	CHECK(bad_at == SIZE_MAX);
-	struct rpcrdma_terminate_info ti;
-	CHECK_EQ(ops->get_terminate(c->qp, &ti), 0);
-	CHECK(ti.valid && ti.sent);
 	if (rresp) {
 		/* The Read ends with an error completion, not a success. */
 		struct rpcrdma_wc wc;
 		int got = 0;
-		uint64_t end = now_ms() + TMO;
+		end = now_ms() + TMO;
 		while ((got = ops->poll_cq(c->cq, 1, &wc)) == 0 && now_ms() < end)
 			;
 		CHECK(got == 1 && wc.wr_id == 77 &&
