@@ -535,6 +535,8 @@ static void *p_server(void *arg)
 	e.peer_rkey = cri.rkey;
 	if (rc == 0)
 		rc = p_create_qp(&e);
+	if (rc == 0)
+		atomic_store(&sa->qp, e.qp); /* before the client can start */
 	if (rc == 0) {
 		struct remote_info ri = { (uint64_t)(uintptr_t)e.data,
 					  e.dmr->rkey, DATA_LEN };
@@ -555,8 +557,6 @@ static void *p_server(void *arg)
 	}
 	if (rc == 0)
 		rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_ESTABLISHED, NULL, NULL);
-	if (rc == 0)
-		atomic_store(&sa->qp, e.qp);
 	bool quit = false;
 	while (rc == 0 && !quit) {
 		/* Everything that came, in one go: a burst is answered with

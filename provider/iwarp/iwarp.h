@@ -77,7 +77,7 @@
 				   is shorter than 20 bytes */
 #define IW_TX_FPDUS 64          /* FPDUs in one sendmsg */
 #define IW_TX_IOV 512           /* iovecs in one sendmsg (<= IOV_MAX) */
-#define IW_TX_BYTES (256u << 10) /* wire bytes in one sendmsg */
+#define IW_TX_BYTES (64u << 10) /* wire bytes in one sendmsg */
 #define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 
 struct iw_ep;

@@ -22,20 +22,22 @@
  *  - direct: in PAYLOAD with nothing staged, one recvmsg whose iovec is
  *    [the rest of the payload, in place | this FPDU's pad + CRC | the
  *    first IW_PEEK bytes of the next FPDU], the last two into the staging
- *    buffer.  IW_PEEK is exactly a tagged FPDU's length and DDP header,
- *    and no FPDU is shorter, so no byte of the next FPDU's payload is
- *    read before its header is validated: a stream of tagged FPDUs (a
- *    large RDMA Write or Read Response, or several back to back) is
- *    placed with no copy at all, one recvmsg per FPDU.
+ *    buffer (when RX is not careful, see below: the whole staging buffer
+ *    instead).  IW_PEEK is exactly a tagged FPDU's length and DDP
+ *    header, and no FPDU is shorter, so no byte of the next FPDU's
+ *    payload is read before its header is validated: a stream of tagged
+ *    FPDUs (a large RDMA Write or Read Response, or several back to back)
+ *    is placed with no copy at all, one recvmsg per FPDU.
  *  - staged: a recv into the staging buffer, whose FPDUs are then taken
  *    apart in place (headers, trailers) and whose payload bytes are
  *    copied to their target.  Normally it asks for IW_RXBUF bytes, so a
- *    burst of small FPDUs costs one recv.  After an FPDU of IW_BULK_FPDU
- *    bytes or more, RX is careful for the next IW_CALM_FPDUS FPDUs: a
- *    staged read then never goes more than IW_PEEK bytes past the end of
- *    the FPDU it is in (or, between FPDUs, asks for IW_PEEK bytes), and a
- *    payload is always received directly.  So the next large message
- *    after a large one is not read into staging either.
+ *    burst of small FPDUs costs one recv.  RX is careful while it
+ *    receives an FPDU of IW_BULK_FPDU bytes or more and for the next
+ *    IW_CALM_FPDUS FPDUs after one: a staged read then never goes more
+ *    than IW_PEEK bytes past the end of the FPDU it is in (or, between
+ *    FPDUs, asks for IW_PEEK bytes), and a payload is always received
+ *    directly.  So the next large message after a large one is not read
+ *    into staging either.
  * What remains copied: payload that a normal staged read already held,
  * i.e. FPDUs under IW_BULK_FPDU bytes (a recv per FPDU would cost more
  * than the copy: a 1448-byte MSS, a --max-fpdu below 8 KiB, 4 KiB
@@ -665,10 +667,21 @@ void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock)
 	pthread_mutex_unlock(&qp->rx_lock);
 }
 
-/* How many bytes a staged read may take (see the top of the file). */
+/* Careful reads (see the top of the file): a large FPDU came lately, or
+ * the one being received is large (its length is known once its header
+ * has 4 bytes). */
+static bool careful(const struct iw_rx *rx)
+{
+	if (rx->calm < IW_CALM_FPDUS)
+		return true;
+	bool known = rx->st != IW_RX_HDR || rx->have >= 4;
+	return known && rpcrdma_iwarp_fpdu_size(rx->ulpdu_len) >= IW_BULK_FPDU;
+}
+
+/* How many bytes a staged read may take. */
 static size_t staged_max(const struct iw_rx *rx)
 {
-	if (rx->calm >= IW_CALM_FPDUS)
+	if (!careful(rx))
 		return IW_RXBUF;
 	/* Careful: HDR or TRAILER (a payload is received directly). */
 	size_t n;
@@ -697,15 +710,18 @@ static size_t staged_max(const struct iw_rx *rx)
 static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 {
 	struct iw_rx *rx = &qp->rx;
-	bool careful = rx->calm < IW_CALM_FPDUS;
+	bool wary = careful(rx);
 	rx->rd = rx->wr = 0;
-	if (rx->st == IW_RX_PAYLOAD && (careful || rx->left >= IW_DIRECT_MIN)) {
+	if (rx->st == IW_RX_PAYLOAD && (wary || rx->left >= IW_DIRECT_MIN)) {
 		struct iovec iov[IW_MAX_SGE + 1];
 		size_t max = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
 		int cnt = direct_iov(rx, iov, max);
 		size_t tail = 0;
 		if (max == rx->left) {
-			tail = rpcrdma_iwarp_fpdu_pad(rx->ulpdu_len) + 4 + IW_PEEK;
+			/* Careful: up to the next FPDU's first IW_PEEK bytes;
+			 * else a whole staging buffer, as a staged read. */
+			tail = wary ? rpcrdma_iwarp_fpdu_pad(rx->ulpdu_len) + 4 + IW_PEEK
+				    : IW_RXBUF;
 			iov[cnt].iov_base = rx->buf;
 			iov[cnt].iov_len = tail;
 			cnt++;
