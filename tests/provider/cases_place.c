@@ -303,7 +303,8 @@ static void case_place_mixed(void)
 	tp_canary_fill(wdst);
 	tp_canary_fill(rdst);
 	struct rpcrdma_qp_counters cc0, sc0, cc1, sc1;
-	bool have = counters(p.cli.qp, &cc0) & counters(p.srv.qp, &sc0);
+	bool have = counters(p.cli.qp, &cc0);
+	have = counters(p.srv.qp, &sc0) && have;
 	uint64_t sent_c = 0, sent_s = 0, wbytes = 0, rbytes = 0;
 	uint64_t csends = 0, ssends = 0;
 	unsigned srv_slot = 0, cli_slot = 0; /* next receive to complete */
