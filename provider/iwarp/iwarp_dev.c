@@ -284,4 +284,5 @@ const struct rpcrdma_provider_ops rpcrdma_iwarp_ops = {
 	.accept = rpcrdma_iwarp_accept,
 	.reject = rpcrdma_iwarp_reject,
 	.disconnect = rpcrdma_iwarp_disconnect,
+	.qp_counters = rpcrdma_iwarp_qp_counters,
 };
