@@ -282,6 +282,7 @@ struct rpc_xprt {
 	 * (arguments copied into a call), receiving (chunk data decoded into
 	 * memory of the caller's by the libtirpc adapters). */
 	uint64_t ddp_copied_tx, ddp_copied_rx;
+	uint64_t ddp_placed_copied;  /* by the provider, of QPs gone */
 };
 
 /* ---------------------------------------------------------------------

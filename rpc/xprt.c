@@ -279,6 +279,25 @@ static void attempt_failed(struct rpc_xprt *x, int rc)
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 }
 
+/* Tagged payload the provider copied on its way into place (RDMA Write
+ * and Read Response data: chunks) counts as DDP data copied on receive. */
+static uint64_t placed_copies(struct rpcrdma_qp *qp)
+{
+	struct rpcrdma_qp_counters qc;
+	if (!qp || rpcrdma_qp_counters(qp, &qc) < 0)
+		return 0;
+	return qc.rx_tagged_copied;
+}
+
+/* A QP about to go: its counts stay with the connection. */
+static void placed_copies_add(struct rpc_xprt *x, struct rpcrdma_qp *qp)
+{
+	uint64_t n = placed_copies(qp);
+	pthread_mutex_lock(&x->lock);
+	x->ddp_placed_copied += n;
+	pthread_mutex_unlock(&x->lock);
+}
+
 void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 {
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
@@ -299,8 +318,10 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 	/* The old QP's work is over (the engine forgot it at conn_lost and
 	 * ignores its flushed completions by epoch); its id's events have
 	 * all been acknowledged by the loop. */
-	if (oqp)
+	if (oqp) {
+		placed_copies_add(x, oqp);
 		ops->destroy_qp(oqp);
+	}
 	if (oid)
 		ops->destroy_id(oid);
 	struct rpcrdma_cm_id *id = NULL;
@@ -464,7 +485,9 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->registrations += x->registrations +
 			    rpcrdma_rpc_region_registrations(x->rr);
 	s->ddp_copied_tx += x->ddp_copied_tx + k.ddp_inline_tx;
-	s->ddp_copied_rx += x->ddp_copied_rx;
+	uint64_t placed = x->ddp_placed_copied + placed_copies(x->qp);
+	s->ddp_copied_rx += x->ddp_copied_rx + placed;
+	s->ddp_copied_placed += placed;
 	s->windows_reused += x->mw_reuses;
 	pthread_mutex_unlock(&x->lock);
 	for (int i = 0; i < 10; i++) {
