@@ -28,17 +28,21 @@ struct par {
 	const struct rpcrdma_opts *o;
 	pthread_barrier_t *bar, *done;
 	atomic_long *left;
+	CLIENT *shared;
 	int err;
 };
 
-/* One of PR_INFLIGHT threads: its own CLIENT, NULL calls until the shared
- * budget runs out.  Connecting and destroying happen outside the timed
- * part (between the barriers): an RDMA connection costs much more to set
- * up and tear down than a TCP one, and that is not what is measured. */
+/* One of PR_INFLIGHT threads: NULL calls until the shared budget runs
+ * out, on its own CLIENT, or on the one CLIENT all threads share (shared:
+ * a concurrent CLIENT, one connection).  Connecting and destroying happen
+ * outside the timed part (between the barriers): an RDMA connection
+ * costs much more to set up and tear down than a TCP one, and that is not
+ * what is measured. */
 static void *par_main(void *arg)
 {
 	struct par *t = arg;
-	CLIENT *c = t->ops->connect(t->addr, t->len, t->o);
+	CLIENT *c = t->shared ? t->shared
+			      : t->ops->connect(t->addr, t->len, t->o);
 	if (!c)
 		t->err = -1;
 	pthread_barrier_wait(t->bar);
@@ -50,14 +54,15 @@ static void *par_main(void *arg)
 			}
 	}
 	pthread_barrier_wait(t->done);
-	if (c)
+	if (c && !t->shared)
 		clnt_destroy(c);
 	return NULL;
 }
 
 static double parallel(const struct pr_clnt_ops *ops,
 		       const struct sockaddr_storage *addr, socklen_t len,
-		       const struct rpcrdma_opts *o, unsigned long calls)
+		       const struct rpcrdma_opts *o, unsigned long calls,
+		       CLIENT *shared)
 {
 	pthread_t th[PR_INFLIGHT];
 	struct par t[PR_INFLIGHT];
@@ -69,7 +74,8 @@ static double parallel(const struct pr_clnt_ops *ops,
 	pthread_barrier_init(&bar, NULL, PR_INFLIGHT + 1);
 	pthread_barrier_init(&done, NULL, PR_INFLIGHT + 1);
 	for (unsigned i = 0; i < PR_INFLIGHT; i++) {
-		t[i] = (struct par){ops, addr, len, o, &bar, &done, &left, 0};
+		t[i] = (struct par){ops, addr, len, o, &bar, &done, &left,
+				    shared, 0};
 		if (pthread_create(&th[i], NULL, par_main, &t[i]) != 0)
 			break;
 		started++;
@@ -262,7 +268,8 @@ int pr_clnt_run(const struct pr_clnt_ops *ops,
 		r->cps1 = ns ? (double)p->iters * 1e9 / (double)ns : 0;
 
 		pr_progress(p, "%s calls/s, %s", nm, ops->inflight_note);
-		r->cpsN = parallel(ops, addr, len, o, p->iters);
+		r->cpsN = parallel(ops, addr, len, o, p->iters,
+				   ops->concurrent ? c : NULL);
 	}
 
 	for (int k = 0; k < PR_NSIZES; k++) {

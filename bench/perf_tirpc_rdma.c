@@ -145,5 +145,5 @@ const struct pr_clnt_ops pr_tirpc_rdma_ops = {
 	.stats = clnt_rdma_stats,
 	.server_stats = svc_rdma_stats,
 	.concurrent = true,
-	.inflight_note = "32 threads x 1 CLIENT (connection) each",
+	.inflight_note = "32 threads on one CLIENT (connection)",
 };
