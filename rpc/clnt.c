@@ -712,6 +712,14 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	 * into the registered pool (the peer reads it from there by RDMA
 	 * Read), the rest behind the call header in the record. */
 	bool pins = !(cl->x->rd->attr.caps & RPCRDMA_DEV_CAP_REG_VIRTUAL);
+	/* A call that fits the inline threshold goes Short and its Send
+	 * copies every piece anyway: copying one into the pool first
+	 * would copy it twice. */
+	size_t whole = 0;
+	for (unsigned i = 0; i < call->nargs; i++)
+		whole += call->args[i].len + 3;
+	if (whole + 512 <= cl->x->opts.inline_send)
+		pins = false;
 	size_t pool_args = 0;
 	for (unsigned i = 0; i < call->nargs; i++) {
 		const struct rpcrdma_iov *a = &call->args[i];
