@@ -672,10 +672,12 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	ev->reply_chunk_len = 0;
 	ev->msgp = (struct rpcrdma_engine_msgp){0, 0, 0};
 	ev->reason = 0;
+	ev->reconnect = false;
 	switch (v.kind) {
 	case EVK_CLOSE:
 		ev->type = RPCRDMA_EV_CLOSE;
 		ev->reason = v.reason;
+		ev->reconnect = e->fallback_reconnect;
 		return 1;
 	case EVK_RQ_RELEASED: {
 		/* Queued before the call's CALL_DONE, so the slot is still

@@ -181,8 +181,10 @@ struct rpcrdma_engine_config {
 				      follows the first message it gets.
 				      Default false. */
 	uint32_t neg_timeout_ms;   /* client: a v2 opener unanswered this
-				      long counts as lost and the
-				      connection continues in v1 (§7.2).
+				      long counts as lost (§7.2): the
+				      engine asks to close, with
+				      reconnect, and the next connection
+				      starts in v1.
 				      Default 2000. */
 	bool peer_v1_only;         /* client: this server already answered a
 				      v2 opener with ERR_VERS (remembered by
@@ -463,6 +465,10 @@ struct rpcrdma_engine_event {
 	struct rpcrdma_engine_msgp msgp;
 	/* CLOSE */
 	int reason;
+	bool reconnect;      /* the calls the engine holds were never sent:
+				they go on a new connection, whatever
+				their retries (a lost v2 opener falls back
+				to v1 there, docs/v2.md) */
 };
 
 /* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay

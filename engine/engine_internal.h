@@ -274,6 +274,8 @@ struct rpcrdma_engine {
 	uint32_t neg_xid;
 	uint64_t neg_deadline;
 	bool peer_v1_only;     /* remembered across connections (§7.2) */
+	bool fallback_reconnect; /* the opener was lost: the calls held go
+				    on a new connection, in v1 */
 	bool vers_failed;      /* V2_ONLY against a v1 server */
 	bool peer_props;       /* RDMA2_CONNPROP received */
 	uint32_t peer_rbsiz, peer_brs;

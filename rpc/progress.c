@@ -104,6 +104,16 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			    ev.reason != RPCRDMA_ERR_DISCONNECTED)
 				rpcrdma_rpc_trace("%s: closing: %s", x->name,
 						  rpcrdma_strerror(ev.reason));
+			if (ev.reconnect && x->client && !x->no_reconnect) {
+				/* The engine's calls were never sent: a new
+				 * connection takes them (a lost v2 opener
+				 * falls back to v1 there, docs/v2.md). */
+				x->fallback_reconnect = true;
+				rpcrdma_rpc_trace("%s: version 2 opener not "
+						  "answered in time: "
+						  "reconnecting in version 1",
+						  x->name);
+			}
 			if (ev.reason == RPCRDMA_ERR_PEER_ERR_VERS) {
 				/* The v2 opener was refused and we may not
 				 * fall back (V2_ONLY): another connection

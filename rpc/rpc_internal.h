@@ -252,6 +252,9 @@ struct rpc_xprt {
 	bool reconnecting;           /* lost; a new connection is due */
 	bool connect_pending;        /* connect() out on id, no answer yet */
 	bool no_reconnect;           /* being destroyed, or refused for good */
+	bool fallback_reconnect;     /* the engine asked for a new connection
+					for calls it never sent (a lost v2
+					opener): one, whatever max_retries */
 	int refused;                 /* 0, or why the peer will never serve
 					us (PEER_ERR_VERS): later calls fail
 					with it, no reconnection */

@@ -205,8 +205,13 @@ static uint64_t backoff_ms(unsigned attempts)
 static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 {
 	x->connect_pending = false;
-	if (x->client && x->opts.max_retries && !x->no_reconnect &&
-	    x->attempts < x->opts.max_retries) {
+	/* One new connection, whatever max_retries, for calls the engine
+	 * never sent (its v2 opener was lost: the fallback to v1). */
+	bool once = x->fallback_reconnect;
+	x->fallback_reconnect = false;
+	if (x->client && !x->no_reconnect &&
+	    (once || (x->opts.max_retries &&
+		      x->attempts < x->opts.max_retries))) {
 		/* RFC 8166 §4.5.5: the engine keeps the calls that have
 		 * retries left for the next connection. */
 		x->reconnecting = true;
