@@ -117,11 +117,47 @@ static int open_session(int k, const struct sockaddr_storage *ip,
 	}
 }
 
+/* What each measured call is (--op): NULL (size 0), or a synchronous
+ * READ or WRITE of size bytes with DDP, as `rpc` makes them. */
+static struct {
+	bool write;
+	size_t size;
+	char spec[32];              /* as given, passed to cost-run */
+} op = {false, 0, "null"};
+
+static int parse_op(const char *s)
+{
+	char *end;
+	unsigned long v = 0;
+	bool w = false;
+	if (!strcmp(s, "null")) {
+		v = 0;
+	} else if (!strncmp(s, "read:", 5) || (w = !strncmp(s, "write:", 6))) {
+		const char *n = s + (w ? 6 : 5);
+		errno = 0;
+		v = strtoul(n, &end, 10);
+		if (*end == 'k' || *end == 'K')
+			v <<= 10, end++;
+		else if (*end == 'm' || *end == 'M')
+			v <<= 20, end++;
+		if (errno || end == n || *end || !v || v > PR_MAXSZ)
+			return -1;
+	} else {
+		return -1;
+	}
+	op.write = w;
+	op.size = v;
+	snprintf(op.spec, sizeof(op.spec), "%s", s);
+	return 0;
+}
+
 static int calls(struct pr_nullsess *s, unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++)
-		if (s->call(s) < 0) {
-			fprintf(stderr, "rpcrdma-perf: a NULL call failed\n");
+		if (op.size ? s->xfer(s, op.write, op.size) < 0
+			    : s->call(s) < 0) {
+			fprintf(stderr, "rpcrdma-perf: a %s call failed\n",
+				op.spec);
 			return -1;
 		}
 	return 0;
@@ -144,6 +180,7 @@ int perf_cmd_cost_run(int argc, char **argv)
 		{"addr", required_argument, NULL, 'a'},
 		{"provider", required_argument, NULL, 'P'},
 		{"device", required_argument, NULL, 'D'},
+		{"op", required_argument, NULL, 'o'},
 		{NULL, 0, NULL, 0},
 	};
 	struct rpcrdma_opts ro;
@@ -167,6 +204,10 @@ int perf_cmd_cost_run(int argc, char **argv)
 			break;
 		case 'D':
 			ro.device = optarg;
+			break;
+		case 'o':
+			if (parse_op(optarg) < 0)
+				return 2;
 			break;
 		default:
 			return 2;
@@ -322,6 +363,8 @@ static int run_child(const char *const *tool, const struct copts *o, int k,
 		argv[a++] = "--device";
 		argv[a++] = o->ro.device;
 	}
+	argv[a++] = "--op";
+	argv[a++] = op.spec;
 	argv[a] = NULL;
 
 	int efd = temp_file(errf, sizeof(errf));
@@ -519,10 +562,10 @@ static void row(const struct cost *C, const char *name, field_fn f,
 static void print_cpass(const struct copts *o, const struct cpass *p)
 {
 	const struct cost *C = p->c;
-	printf("\n== cost per synchronous NULL call, %s (%s) ==\n"
+	printf("\n== cost per synchronous %s call, %s (%s) ==\n"
 	       "   provider %s, client + server in one process, %lu calls "
 	       "after %lu warm-up\n",
-	       p->pinned ? "pinned" : "unpinned",
+	       op.size ? op.spec : "NULL", p->pinned ? "pinned" : "unpinned",
 	       p->pinned ? "all threads on one CPU" : "free to use every CPU",
 	       o->ro.provider ? o->ro.provider : "iwarp", o->iters, o->warmup);
 	printf("%-30s %10s %10s %10s %10s %8s  %s\n", "per call", kname[0],
@@ -581,6 +624,7 @@ static void print_cjson(const struct copts *o, const struct cpass *ps, int n)
 	printf("{\"benchmark\": \"cost\", \"provider\": \"%s\", "
 	       "\"iters\": %lu, \"warmup\": %lu, ",
 	       o->ro.provider ? o->ro.provider : "iwarp", o->iters, o->warmup);
+	json_str("op", op.spec, true);
 	json_str("callgrind", callgrind_why[0] ? callgrind_why : "ok", true);
 	json_str("perf", perf_why[0] ? perf_why : "ok", true);
 	printf("\"passes\": [");
@@ -638,7 +682,9 @@ static void cost_usage(void)
 		"[--provider iwarp|verbs] [--addr IP]\n"
 		"       [--pin[=both|yes|no]] [--cpu N] "
 		"[--with rpcrdma,rdma-tirpc,libtirpc]\n"
-		"       [--no-callgrind] [--no-perf] [--json] [--quiet]\n");
+		"       [--no-callgrind] [--no-perf] [--json] [--quiet]\n"
+		"       [--op null|read:SIZE|write:SIZE]  (SIZE in bytes, "
+		"or with k/m; default null)\n");
 }
 
 static int parse_copts(int argc, char **argv, struct copts *o)
@@ -657,6 +703,7 @@ static int parse_copts(int argc, char **argv, struct copts *o)
 		{"json", no_argument, NULL, 'j'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
+		{"op", required_argument, NULL, 'o'},
 		{"goals", no_argument, NULL, 'g'},
 		{NULL, 0, NULL, 0},
 	};
@@ -731,6 +778,10 @@ static int parse_copts(int argc, char **argv, struct copts *o)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'o':
+			if (parse_op(optarg) < 0)
+				return -1;
 			break;
 		case 'g':
 			o->goals = show_goals = true;

@@ -21,6 +21,18 @@
  *              and writes the same back; no completion is waited for on
  *              the path, both sides busy-poll memory.  TCP has no
  *              counterpart, so it has no ratio.
+ *   burst:     32 messages of 64 bytes in flight: the client posts 32
+ *              Sends as one chain, the server answers every message it
+ *              polled with one chain of Sends, the client waits for the
+ *              32 answers; messages per second each way.  TCP: 32
+ *              messages in one send(), 32 answers in one send().
+ *
+ * Copies: where the provider counts them (provider.h qp_counters), the
+ * receiver's user-space copies per payload byte placed are printed next
+ * to each workload ("copied"): Writes at the server, Read Responses at the
+ * client, Sends at the client.  --only LIST (pingpong, wlat, burst, write,
+ * read) and --min-size / --max-size pick workloads, --no-tcp skips the
+ * TCP runs: for counting syscalls or instructions of one workload.
  *
  * --max-size limits the Write/Read sizes (the Soft-RoCE lab under TCG
  * keeps to 64 KiB to stay fast).  --spin-us N makes every wait, provider
@@ -35,6 +47,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +58,14 @@
 #include "provider/provider.h"
 
 #define MSG 64
-#define NRECV 16
+#define NRECV 64
+#define BURST 32
 #define DEPTH 8
 #define MAXSZ (4u << 20)
 #define WAIT_MS 20000
 
 enum msg_type { M_PING = 1, M_PONG, M_DONE, M_ACK, M_QUIT, M_STREAM, M_PULL,
-		M_WLAT };
+		M_WLAT, M_BURST, M_BURSTACK };
 /* Write ping-pong slot: past the burst area of each side's data buffer. */
 #define WLAT_OFF MAXSZ
 #define DATA_LEN (MAXSZ + 4096)
@@ -71,6 +85,9 @@ struct opts {
 	const char *addr;
 	unsigned long iters;
 	size_t max_size;           /* largest Write/Read size measured */
+	size_t min_size;           /* smallest */
+	unsigned only;             /* W_* bits of the workloads to run */
+	bool no_tcp;
 	bool json;
 	bool pin;
 	uint16_t port;
@@ -78,13 +95,25 @@ struct opts {
 	socklen_t sslen;
 };
 
+enum { W_PINGPONG = 1, W_WLAT = 2, W_BURST = 4, W_WRITE = 8, W_READ = 16,
+       W_ALL = 31 };
+
 struct results {
 	double lat_p50[2], lat_p99[2];      /* [0] provider, [1] tcp */
 	double wlat_p50, wlat_p99;          /* provider write ping-pong */
+	double burst_rate[2];               /* messages/s each way */
 	double wr_mibs[2][NSIZES];
 	double rd_mibs[2][NSIZES];
+	/* receiver's copied bytes per payload byte placed; < 0: not
+	 * counted (the provider has no counters) */
+	double pp_cp, burst_cp, wr_cp[NSIZES], rd_cp[NSIZES];
 	char devname[64];
 };
+
+static bool size_on(const struct opts *o, size_t size)
+{
+	return size >= o->min_size && size <= o->max_size;
+}
 
 /* --spin-us, in ns: how long a wait polls before it sleeps. */
 static uint64_t spin_ns;
@@ -226,14 +255,14 @@ static int p_setup_common(struct pend *e, const struct opts *o)
 	if (rc < 0)
 		return rc;
 	e->rbuf = calloc(NRECV, MSG);
-	e->sbuf = calloc(1, MSG);
+	e->sbuf = calloc(BURST, MSG);
 	e->data = calloc(1, DATA_LEN);
 	if (!e->rbuf || !e->sbuf || !e->data)
 		return RPCRDMA_ERR_NOMEM;
 	rc = e->ops->reg_mr(e->pd, e->rbuf, NRECV * MSG,
 			    RPCRDMA_ACCESS_LOCAL_WRITE, &e->rmr);
 	if (rc == 0)
-		rc = e->ops->reg_mr(e->pd, e->sbuf, MSG, 0, &e->smr);
+		rc = e->ops->reg_mr(e->pd, e->sbuf, BURST * MSG, 0, &e->smr);
 	if (rc == 0)
 		rc = e->ops->reg_mr(e->pd, e->data, DATA_LEN,
 				    RPCRDMA_ACCESS_LOCAL_WRITE |
@@ -303,8 +332,52 @@ static int p_send_msg(struct pend *e, uint32_t type)
 	return p_send_msg2(e, type, 0);
 }
 
-/* Count field of the message last received in slot (see p_recv_msg2). */
-static uint64_t last_count;
+/* Posts n 64-byte messages of type as one chain, each from its own slot
+ * of the send buffer (by reference, not INLINE), only the last signalled
+ * (the slots are reused once the peer answered, so all went out). */
+static int p_send_chain(struct pend *e, uint32_t type, int n)
+{
+	struct rpcrdma_wc wc[16];
+	struct rpcrdma_sge sge[BURST];
+	struct rpcrdma_send_wr wr[BURST];
+	struct rpcrdma_send_wr *bad;
+	while (e->ops->poll_cq(e->scq, 16, wc) > 0)
+		;
+	if (n > BURST)
+		return RPCRDMA_ERR_INVAL;
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < n; i++) {
+		uint8_t *m = e->sbuf + (size_t)i * MSG;
+		memset(m, 0, MSG);
+		memcpy(m, &type, sizeof(type));
+		sge[i] = (struct rpcrdma_sge){ (uint64_t)(uintptr_t)m, MSG,
+					       e->smr->lkey };
+		wr[i].wr_id = 0xFFFF;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = RPCRDMA_WR_SEND;
+		wr[i].send_flags = i == n - 1 ? RPCRDMA_SEND_SIGNALED : 0;
+		wr[i].next = i == n - 1 ? NULL : &wr[i + 1];
+	}
+	return rpcrdma_post_send(e->qp, wr, &bad);
+}
+
+/* The QP's counters, or all zero when it has none. */
+static bool p_counters(struct rpcrdma_qp *qp, struct rpcrdma_qp_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	return qp && rpcrdma_qp_counters(qp, c) == 0;
+}
+
+static double copied_per_byte(bool ok, uint64_t copied0, uint64_t copied1,
+			      uint64_t bytes0, uint64_t bytes1)
+{
+	if (!ok)
+		return -1;
+	return bytes1 > bytes0 ? (double)(copied1 - copied0) /
+					 (double)(bytes1 - bytes0)
+			       : 0;
+}
 
 /* Waits for the next message; returns its type or a negative error. */
 static int p_recv_msg(struct pend *e)
@@ -317,8 +390,6 @@ static int p_recv_msg(struct pend *e)
 		return RPCRDMA_ERR_DISCONNECTED;
 	uint32_t type;
 	memcpy(&type, e->rbuf + wc.wr_id * MSG, sizeof(type));
-	memcpy(&last_count, e->rbuf + wc.wr_id * MSG + offsetof(struct msg, count),
-	       sizeof(last_count));
 	int rc = p_repost(e, wc.wr_id);
 	return rc < 0 ? rc : (int)type;
 }
@@ -425,6 +496,7 @@ struct server_arg {
 	sem_t ready;
 	int rc;
 	uint16_t port;   /* where it listens */
+	struct rpcrdma_qp *_Atomic qp; /* once connected: for its counters */
 };
 
 static uint16_t port_of(const struct sockaddr_storage *ss)
@@ -463,6 +535,8 @@ static void *p_server(void *arg)
 	e.peer_rkey = cri.rkey;
 	if (rc == 0)
 		rc = p_create_qp(&e);
+	if (rc == 0)
+		atomic_store(&sa->qp, e.qp); /* before the client can start */
 	if (rc == 0) {
 		struct remote_info ri = { (uint64_t)(uintptr_t)e.data,
 					  e.dmr->rkey, DATA_LEN };
@@ -483,21 +557,45 @@ static void *p_server(void *arg)
 	}
 	if (rc == 0)
 		rc = p_wait_cm(&e, RPCRDMA_CM_EVENT_ESTABLISHED, NULL, NULL);
-	while (rc == 0) {
-		int t = p_recv_msg(&e);
-		if (t < 0) {
-			rc = t;
+	bool quit = false;
+	while (rc == 0 && !quit) {
+		/* Everything that came, in one go: a burst is answered with
+		 * one chain. */
+		struct rpcrdma_wc wc[NRECV];
+		int n = p_wait_wc(&e, e.rcq, wc, NRECV);
+		if (n < 0) {
+			rc = n;
 			break;
 		}
-		if (t == M_PING)
-			rc = p_send_msg(&e, M_PONG);
-		else if (t == M_DONE)
-			rc = p_send_msg(&e, M_ACK);
-		else if (t == M_WLAT)
-			rc = cri.len >= DATA_LEN ? wlat_serve(&e, last_count)
-						 : RPCRDMA_ERR_PROTOCOL;
-		else if (t == M_QUIT)
-			break;
+		int burst = 0;
+		for (int i = 0; i < n && rc == 0 && !quit; i++) {
+			if (wc[i].status != RPCRDMA_WC_SUCCESS) {
+				rc = RPCRDMA_ERR_DISCONNECTED;
+				break;
+			}
+			uint32_t t;
+			uint64_t count;
+			const uint8_t *m = e.rbuf + wc[i].wr_id * MSG;
+			memcpy(&t, m, sizeof(t));
+			memcpy(&count, m + offsetof(struct msg, count),
+			       sizeof(count));
+			rc = p_repost(&e, wc[i].wr_id);
+			if (rc < 0)
+				break;
+			if (t == M_PING)
+				rc = p_send_msg(&e, M_PONG);
+			else if (t == M_BURST)
+				burst++;
+			else if (t == M_DONE)
+				rc = p_send_msg(&e, M_ACK);
+			else if (t == M_WLAT)
+				rc = cri.len >= DATA_LEN ? wlat_serve(&e, count)
+							 : RPCRDMA_ERR_PROTOCOL;
+			else if (t == M_QUIT)
+				quit = true;
+		}
+		if (rc == 0 && burst)
+			rc = p_send_chain(&e, M_BURSTACK, burst);
 	}
 	if (rc == 0)
 		p_wait_cm(&e, RPCRDMA_CM_EVENT_DISCONNECTED, NULL, NULL);
@@ -555,6 +653,25 @@ static int p_rdma_burst(struct pend *e, enum rpcrdma_wr_opcode op,
 	return rc < 0 ? rc : (rc == M_ACK ? 0 : RPCRDMA_ERR_PROTOCOL);
 }
 
+/* count RDMA ops of size bytes: MiB/s, and the copies per byte placed
+ * where `target` (the QP that places the data) counts them. */
+static int p_measure(struct pend *e, enum rpcrdma_wr_opcode op, size_t size,
+		     unsigned long count, struct rpcrdma_qp *target,
+		     double *mib_s, double *cp)
+{
+	struct rpcrdma_qp_counters c0, c1;
+	bool ok = p_counters(target, &c0);
+	uint64_t t0 = perf_now_ns();
+	int rc = p_rdma_burst(e, op, size, count);
+	if (rc < 0)
+		return rc;
+	*mib_s = mibs(size, count, perf_now_ns() - t0);
+	ok = ok && p_counters(target, &c1);
+	*cp = copied_per_byte(ok, c0.rx_tagged_copied, c1.rx_tagged_copied,
+			      c0.rx_tagged_bytes, c1.rx_tagged_bytes);
+	return 0;
+}
+
 static int run_provider(const struct opts *o, struct results *r)
 {
 	struct server_arg sa = { .o = o };
@@ -610,49 +727,107 @@ static int run_provider(const struct opts *o, struct results *r)
 	lat = calloc(o->iters, sizeof(*lat));
 	if (!lat)
 		FAIL("out of memory");
-	for (unsigned long i = 0; i < warm + o->iters; i++) {
-		uint64_t t0 = perf_now_ns();
-		if ((rc = p_send_msg(&e, M_PING)) < 0 ||
-		    (rc = p_recv_msg(&e)) < 0)
-			FAIL("ping-pong: %s", rpcrdma_strerror(rc));
-		if (rc != M_PONG)
-			FAIL("ping-pong: unexpected message %d", rc);
-		if (i >= warm)
-			lat[i - warm] = perf_now_ns() - t0;
+	struct rpcrdma_qp_counters c0, c1;
+	bool ok;
+	if (o->only & W_PINGPONG) {
+		ok = p_counters(e.qp, &c0);
+		for (unsigned long i = 0; i < warm + o->iters; i++) {
+			uint64_t t0 = perf_now_ns();
+			if ((rc = p_send_msg(&e, M_PING)) < 0 ||
+			    (rc = p_recv_msg(&e)) < 0)
+				FAIL("ping-pong: %s", rpcrdma_strerror(rc));
+			if (rc != M_PONG)
+				FAIL("ping-pong: unexpected message %d", rc);
+			if (i >= warm)
+				lat[i - warm] = perf_now_ns() - t0;
+		}
+		r->lat_p50[0] = perf_quantile_us(lat, o->iters, 0.50);
+		r->lat_p99[0] = perf_quantile_us(lat, o->iters, 0.99);
+		ok = ok && p_counters(e.qp, &c1);
+		r->pp_cp = copied_per_byte(ok, c0.rx_untagged_copied,
+					   c1.rx_untagged_copied,
+					   c0.rx_untagged_bytes,
+					   c1.rx_untagged_bytes);
 	}
-	r->lat_p50[0] = perf_quantile_us(lat, o->iters, 0.50);
-	r->lat_p99[0] = perf_quantile_us(lat, o->iters, 0.99);
 
-	/* Write ping-pong: seq 1..warm+iters, the first warm not timed. */
-	if ((rc = p_send_msg2(&e, M_WLAT, warm + o->iters)) < 0)
-		FAIL("write ping-pong: %s", rpcrdma_strerror(rc));
-	for (unsigned long i = 0; i < warm + o->iters; i++) {
-		uint64_t t0 = perf_now_ns();
-		if ((rc = wlat_write(&e, i + 1)) < 0 ||
-		    (rc = wlat_spin(&e, i + 1)) < 0)
+	if (o->only & W_WLAT) {
+		/* Write ping-pong: seq 1..warm+iters, the first warm not
+		 * timed. */
+		if ((rc = p_send_msg2(&e, M_WLAT, warm + o->iters)) < 0)
 			FAIL("write ping-pong: %s", rpcrdma_strerror(rc));
-		if (i >= warm)
-			lat[i - warm] = perf_now_ns() - t0;
+		for (unsigned long i = 0; i < warm + o->iters; i++) {
+			uint64_t t0 = perf_now_ns();
+			if ((rc = wlat_write(&e, i + 1)) < 0 ||
+			    (rc = wlat_spin(&e, i + 1)) < 0)
+				FAIL("write ping-pong: %s",
+				     rpcrdma_strerror(rc));
+			if (i >= warm)
+				lat[i - warm] = perf_now_ns() - t0;
+		}
+		r->wlat_p50 = perf_quantile_us(lat, o->iters, 0.50);
+		r->wlat_p99 = perf_quantile_us(lat, o->iters, 0.99);
 	}
-	r->wlat_p50 = perf_quantile_us(lat, o->iters, 0.50);
-	r->wlat_p99 = perf_quantile_us(lat, o->iters, 0.99);
+
+	if (o->only & W_BURST) {
+		unsigned long rounds = o->iters / BURST ? o->iters / BURST : 1;
+		ok = p_counters(e.qp, &c0);
+		uint64_t t0 = perf_now_ns();
+		for (unsigned long i = 0; i < rounds; i++) {
+			if ((rc = p_send_chain(&e, M_BURST, BURST)) < 0)
+				FAIL("burst: %s", rpcrdma_strerror(rc));
+			for (int got = 0; got < BURST;) {
+				struct rpcrdma_wc wc[NRECV];
+				int n = p_wait_wc(&e, e.rcq, wc, NRECV);
+				if (n < 0)
+					FAIL("burst: %s", rpcrdma_strerror(n));
+				for (int k = 0; k < n; k++, got++) {
+					uint32_t t;
+					if (wc[k].status != RPCRDMA_WC_SUCCESS)
+						FAIL("burst: %s",
+						     rpcrdma_strerror(
+							     RPCRDMA_ERR_DISCONNECTED));
+					memcpy(&t, e.rbuf + wc[k].wr_id * MSG,
+					       sizeof(t));
+					if (t != M_BURSTACK)
+						FAIL("burst: unexpected message %u",
+						     t);
+					if ((rc = p_repost(&e, wc[k].wr_id)) < 0)
+						FAIL("burst: %s",
+						     rpcrdma_strerror(rc));
+				}
+			}
+		}
+		uint64_t ns = perf_now_ns() - t0;
+		r->burst_rate[0] = ns ? (double)rounds * BURST * 1e9 / (double)ns
+				      : 0;
+		ok = ok && p_counters(e.qp, &c1);
+		r->burst_cp = copied_per_byte(ok, c0.rx_untagged_copied,
+					      c1.rx_untagged_copied,
+					      c0.rx_untagged_bytes,
+					      c1.rx_untagged_bytes);
+	}
 
 	for (size_t s = 0; s < NSIZES; s++) {
-		if (sizes[s] > o->max_size)
+		if (!size_on(o, sizes[s]))
 			continue;
 		unsigned long n = count_for(o, sizes[s]);
-		uint64_t t0 = perf_now_ns();
-		if ((rc = p_rdma_burst(&e, RPCRDMA_WR_RDMA_WRITE, sizes[s],
-				       n)) < 0)
-			FAIL("RDMA Write %zu: %s", sizes[s],
-			     rpcrdma_strerror(rc));
-		r->wr_mibs[0][s] = mibs(sizes[s], n, perf_now_ns() - t0);
-		t0 = perf_now_ns();
-		if ((rc = p_rdma_burst(&e, RPCRDMA_WR_RDMA_READ, sizes[s], n)) <
-		    0)
-			FAIL("RDMA Read %zu: %s", sizes[s],
-			     rpcrdma_strerror(rc));
-		r->rd_mibs[0][s] = mibs(sizes[s], n, perf_now_ns() - t0);
+		if (o->only & W_WRITE) {
+			/* The Writes are placed at the server. */
+			rc = p_measure(&e, RPCRDMA_WR_RDMA_WRITE, sizes[s], n,
+				       atomic_load(&sa.qp), &r->wr_mibs[0][s],
+				       &r->wr_cp[s]);
+			if (rc < 0)
+				FAIL("RDMA Write %zu: %s", sizes[s],
+				     rpcrdma_strerror(rc));
+		}
+		if (o->only & W_READ) {
+			/* The Read Responses are placed here. */
+			rc = p_measure(&e, RPCRDMA_WR_RDMA_READ, sizes[s], n,
+				       e.qp, &r->rd_mibs[0][s], &r->rd_cp[s]);
+			if (rc < 0)
+				FAIL("RDMA Read %zu: %s", sizes[s],
+				     rpcrdma_strerror(rc));
+		}
 	}
 	p_send_msg(&e, M_QUIT);
 	usleep(10000);
@@ -767,6 +942,16 @@ static void *t_server(void *arg)
 			for (uint64_t i = 0; i < m.count; i++)
 				if (t_write(fd, buf, m.size) < 0)
 					goto out;
+		} else if (m.type == M_BURST) {
+			/* The other BURST - 1 came in the same send(). */
+			struct msg b[BURST];
+			if (t_read(fd, b, (BURST - 1) * sizeof(m)) < 0)
+				goto out;
+			memset(b, 0, sizeof(b));
+			for (int i = 0; i < BURST; i++)
+				b[i].type = M_BURSTACK;
+			if (t_write(fd, b, sizeof(b)) < 0)
+				goto out;
 		} else if (m.type == M_QUIT) {
 			ta->rc = 0;
 			goto out;
@@ -813,7 +998,8 @@ static int run_tcp(const struct opts *o, struct results *r)
 	if (!lat || !buf)
 		FAIL("out of memory");
 	memset(buf, 0xa5, MAXSZ);
-	for (unsigned long i = 0; i < warm + o->iters; i++) {
+	for (unsigned long i = 0; (o->only & W_PINGPONG) && i < warm + o->iters;
+	     i++) {
 		uint64_t t0 = perf_now_ns();
 		if (t_msg(fd, M_PING, 0, 0) < 0 || t_read(fd, &m, sizeof(m)) < 0 ||
 		    m.type != M_PONG)
@@ -821,10 +1007,29 @@ static int run_tcp(const struct opts *o, struct results *r)
 		if (i >= warm)
 			lat[i - warm] = perf_now_ns() - t0;
 	}
-	r->lat_p50[1] = perf_quantile_us(lat, o->iters, 0.50);
-	r->lat_p99[1] = perf_quantile_us(lat, o->iters, 0.99);
+	if (o->only & W_PINGPONG) {
+		r->lat_p50[1] = perf_quantile_us(lat, o->iters, 0.50);
+		r->lat_p99[1] = perf_quantile_us(lat, o->iters, 0.99);
+	}
+	if (o->only & W_BURST) {
+		unsigned long rounds = o->iters / BURST ? o->iters / BURST : 1;
+		struct msg b[BURST];
+		uint64_t t0 = perf_now_ns();
+		for (unsigned long i = 0; i < rounds; i++) {
+			memset(b, 0, sizeof(b));
+			for (int k = 0; k < BURST; k++)
+				b[k].type = M_BURST;
+			if (t_write(fd, b, sizeof(b)) < 0 ||
+			    t_read(fd, b, sizeof(b)) < 0 ||
+			    b[BURST - 1].type != M_BURSTACK)
+				FAIL("tcp burst failed");
+		}
+		uint64_t ns = perf_now_ns() - t0;
+		r->burst_rate[1] = ns ? (double)rounds * BURST * 1e9 / (double)ns
+				      : 0;
+	}
 	for (size_t s = 0; s < NSIZES; s++) {
-		if (sizes[s] > o->max_size)
+		if (!size_on(o, sizes[s]) || !(o->only & (W_WRITE | W_READ)))
 			continue;
 		unsigned long n = count_for(o, sizes[s]);
 		uint64_t t0 = perf_now_ns();
@@ -884,35 +1089,65 @@ static const char *size_str(size_t s, char *b, size_t n)
 	return b;
 }
 
+/* Copied bytes per payload byte, or "-" when not counted. */
+static const char *cp_str(double v, char *b, size_t n)
+{
+	if (v < 0)
+		snprintf(b, n, "%s", "-");
+	else
+		snprintf(b, n, "%.4f", v);
+	return b;
+}
+
 static void print_text(const struct opts *o, const struct results *r)
 {
-	char sb[32];
+	char sb[32], cb[32];
 	printf("rpcrdma-perf provider: %s (device %s) vs tcp, addr %s, %s, "
 	       "%lu iterations, waits poll %llu us before sleeping\n",
 	       o->provider, r->devname, o->addr,
 	       o->pin ? "pinned to CPU 0" : "unpinned", o->iters,
 	       (unsigned long long)(spin_ns / 1000u));
-	printf("ping-pong 64 B       p50 us    p99 us\n");
-	printf("  %-16s %9.1f %9.1f\n", o->provider, r->lat_p50[0],
-	       r->lat_p99[0]);
-	printf("  %-16s %9.1f %9.1f\n", "tcp", r->lat_p50[1], r->lat_p99[1]);
-	printf("  %-16s %9.2f %9.2f\n", "ratio", ratio(r->lat_p50[0], r->lat_p50[1]),
-	       ratio(r->lat_p99[0], r->lat_p99[1]));
-	printf("write ping-pong 64 B p50 us    p99 us  (busy-polled memory; "
-	       "no tcp counterpart)\n");
-	printf("  %-16s %9.1f %9.1f\n", o->provider, r->wlat_p50, r->wlat_p99);
+	printf("(copied: the receiver's user-space copies per payload byte "
+	       "placed, from the provider's counters; - where it has none)\n");
+	if (o->only & W_PINGPONG) {
+		printf("ping-pong 64 B       p50 us    p99 us   copied\n");
+		printf("  %-16s %9.1f %9.1f %8s\n", o->provider, r->lat_p50[0],
+		       r->lat_p99[0], cp_str(r->pp_cp, cb, sizeof(cb)));
+		printf("  %-16s %9.1f %9.1f\n", "tcp", r->lat_p50[1],
+		       r->lat_p99[1]);
+		printf("  %-16s %9.2f %9.2f\n", "ratio",
+		       ratio(r->lat_p50[0], r->lat_p50[1]),
+		       ratio(r->lat_p99[0], r->lat_p99[1]));
+	}
+	if (o->only & W_WLAT) {
+		printf("write ping-pong 64 B p50 us    p99 us  (busy-polled "
+		       "memory; no tcp counterpart)\n");
+		printf("  %-16s %9.1f %9.1f\n", o->provider, r->wlat_p50,
+		       r->wlat_p99);
+	}
+	if (o->only & W_BURST) {
+		printf("burst %d x 64 B in flight   msgs/s   copied\n", BURST);
+		printf("  %-16s %13.0f %8s\n", o->provider, r->burst_rate[0],
+		       cp_str(r->burst_cp, cb, sizeof(cb)));
+		printf("  %-16s %13.0f\n", "tcp", r->burst_rate[1]);
+		printf("  %-16s %13.2f\n", "ratio",
+		       ratio(r->burst_rate[0], r->burst_rate[1]));
+	}
 	const char *names[2] = { "RDMA Write", "RDMA Read" };
 	for (int k = 0; k < 2; k++) {
-		printf("%-10s  size      %8s MiB/s   tcp MiB/s   ratio\n",
+		if (!(o->only & (k ? W_READ : W_WRITE)))
+			continue;
+		printf("%-10s  size      %8s MiB/s   tcp MiB/s   ratio   copied\n",
 		       names[k], o->provider);
 		for (size_t s = 0; s < NSIZES; s++) {
 			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
 			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
-			if (sizes[s] > o->max_size)
+			const double *c = k ? r->rd_cp : r->wr_cp;
+			if (!size_on(o, sizes[s]))
 				continue;
-			printf("            %-8s %14.1f %11.1f %7.2f\n",
+			printf("            %-8s %14.1f %11.1f %7.2f %8s\n",
 			       size_str(sizes[s], sb, sizeof(sb)), v[s], t[s],
-			       ratio(v[s], t[s]));
+			       ratio(v[s], t[s]), cp_str(c[s], cb, sizeof(cb)));
 		}
 	}
 }
@@ -926,12 +1161,16 @@ static void print_json(const struct opts *o, const struct results *r)
 	       o->iters, (unsigned long long)(spin_ns / 1000u));
 	printf("\"pingpong_64\":{\"provider\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
 	       "\"tcp\":{\"p50_us\":%.2f,\"p99_us\":%.2f},"
-	       "\"ratio_p50\":%.3f,\"ratio_p99\":%.3f},",
+	       "\"ratio_p50\":%.3f,\"ratio_p99\":%.3f,\"copied\":%.4f},",
 	       r->lat_p50[0], r->lat_p99[0], r->lat_p50[1], r->lat_p99[1],
 	       ratio(r->lat_p50[0], r->lat_p50[1]),
-	       ratio(r->lat_p99[0], r->lat_p99[1]));
+	       ratio(r->lat_p99[0], r->lat_p99[1]), r->pp_cp);
 	printf("\"write_pingpong_64\":{\"p50_us\":%.2f,\"p99_us\":%.2f},",
 	       r->wlat_p50, r->wlat_p99);
+	printf("\"burst_%d\":{\"provider_msgs_s\":%.0f,\"tcp_msgs_s\":%.0f,"
+	       "\"ratio\":%.3f,\"copied\":%.4f},",
+	       BURST, r->burst_rate[0], r->burst_rate[1],
+	       ratio(r->burst_rate[0], r->burst_rate[1]), r->burst_cp);
 	const char *names[2] = { "rdma_write", "rdma_read" };
 	for (int k = 0; k < 2; k++) {
 		printf("\"%s\":[", names[k]);
@@ -939,12 +1178,13 @@ static void print_json(const struct opts *o, const struct results *r)
 		for (size_t s = 0; s < NSIZES; s++) {
 			const double *v = k ? r->rd_mibs[0] : r->wr_mibs[0];
 			const double *t = k ? r->rd_mibs[1] : r->wr_mibs[1];
-			if (sizes[s] > o->max_size)
+			const double *c = k ? r->rd_cp : r->wr_cp;
+			if (!size_on(o, sizes[s]))
 				continue;
 			printf("%s{\"size\":%zu,\"provider_mib_s\":%.1f,"
-			       "\"tcp_mib_s\":%.1f,\"ratio\":%.3f}",
+			       "\"tcp_mib_s\":%.1f,\"ratio\":%.3f,\"copied\":%.4f}",
 			       first ? "" : ",", sizes[s], v[s], t[s],
-			       ratio(v[s], t[s]));
+			       ratio(v[s], t[s]), c[s]);
 			first = false;
 		}
 		printf("]%s", k ? "" : ",");
@@ -952,14 +1192,42 @@ static void print_json(const struct opts *o, const struct results *r)
 	printf("}\n");
 }
 
+/* --only LIST: comma-separated workload names; 0 when one is unknown. */
+static unsigned parse_only(const char *v)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} w[] = { { "pingpong", W_PINGPONG }, { "wlat", W_WLAT },
+		  { "burst", W_BURST }, { "write", W_WRITE },
+		  { "read", W_READ } };
+	char buf[128];
+	char *save = NULL;
+	unsigned bits = 0;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *t = strtok_r(buf, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		size_t i = 0;
+		while (i < sizeof(w) / sizeof(w[0]) && strcmp(w[i].name, t))
+			i++;
+		if (i == sizeof(w) / sizeof(w[0]))
+			return 0;
+		bits |= w[i].bit;
+	}
+	return bits;
+}
+
 int perf_cmd_provider(int argc, char **argv)
 {
 	struct opts o = { .provider = "iwarp", .addr = "127.0.0.1",
-			  .iters = 10000, .max_size = MAXSZ };
+			  .iters = 10000, .max_size = MAXSZ, .only = W_ALL };
 	struct results r;
 	long port = 0;
 
 	memset(&r, 0, sizeof(r));
+	r.pp_cp = r.burst_cp = -1;
+	for (size_t s = 0; s < NSIZES; s++)
+		r.wr_cp[s] = r.rd_cp[s] = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -978,6 +1246,19 @@ int perf_cmd_provider(int argc, char **argv)
 		} else if (!strcmp(a, "--max-size") && v) {
 			o.max_size = strtoul(v, NULL, 0);
 			i++;
+		} else if (!strcmp(a, "--min-size") && v) {
+			o.min_size = strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--only") && v) {
+			o.only = parse_only(v);
+			i++;
+			if (!o.only) {
+				fprintf(stderr, "rpcrdma-perf: --only takes "
+					"pingpong,wlat,burst,write,read\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--no-tcp")) {
+			o.no_tcp = true;
 		} else if (!strcmp(a, "--spin-us") && v) {
 			spin_ns = strtoull(v, NULL, 0) * 1000u;
 			i++;
@@ -988,8 +1269,10 @@ int perf_cmd_provider(int argc, char **argv)
 		} else {
 			fprintf(stderr,
 				"usage: rpcrdma-perf provider [--provider NAME] "
-				"[--addr IP] [--iters N] [--max-size BYTES] "
-				"[--spin-us N] [--port P] [--pin] [--json]\n");
+				"[--addr IP] [--iters N] [--min-size BYTES] "
+				"[--max-size BYTES] [--spin-us N] [--port P] "
+				"[--only pingpong,wlat,burst,write,read] "
+				"[--no-tcp] [--pin] [--json]\n");
 			return 2;
 		}
 	}
@@ -1024,7 +1307,7 @@ int perf_cmd_provider(int argc, char **argv)
 	}
 	if (run_provider(&o, &r) < 0)
 		return 1;
-	if (run_tcp(&o, &r) < 0)
+	if (!o.no_tcp && run_tcp(&o, &r) < 0)
 		return 1;
 	if (o.json)
 		print_json(&o, &r);

@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -412,7 +413,12 @@ static int rdma_client_run(const char *addr, const struct rpcrdma_opts *o,
 			   const struct pr_params *p, struct pr_result *r)
 {
 	struct rpcrdma_clnt *c;
-	int rc = rpcrdma_clnt_create(addr, PR_PROG, PR_VERS, o, &c);
+	/* The asynchronous calls lend their WRITE data instead of having it
+	 * copied (the buffer stays untouched while they are out), as a
+	 * program that cares about copies would. */
+	struct rpcrdma_opts bo = *o;
+	bo.borrow_args = true;
+	int rc = rpcrdma_clnt_create(addr, PR_PROG, PR_VERS, &bo, &c);
 	if (rc < 0) {
 		snprintf(r->note, sizeof(r->note), "rpcrdma: connect %s: %s",
 			 addr, rpcrdma_strerror(rc));
@@ -480,11 +486,16 @@ static int rdma_client_run(const char *addr, const struct rpcrdma_opts *o,
 		struct rpcrdma_call wc = {.proc = PR_WRITE, .args = wa,
 					  .nargs = 2};
 		struct rpcrdma_stats s0, s1;
+		struct pr_cp_snap cp0, cp1;
 		rpcrdma_clnt_stats(c, &s0);
+		pr_cp_take(p, true, &s0, &cp0);
 		ns = aflow_run(c, &wc, 0, depth, cnt, p->issue_cb, NULL);
 		if (!ns)
 			goto fail;
 		rpcrdma_clnt_stats(c, &s1);
+		pr_cp_take(p, true, &s1, &cp1);
+		pr_cp_result(&cp0, &cp1, true, (uint64_t)sz * cnt,
+			     &r->cp_wr_tx[k], &r->cp_wr_rx[k]);
 		r->wr_mibs[k] = pr_mibs(sz, cnt, ns);
 		/* Every WRITE must have been a Chunked call (Read chunk). */
 		if (s1.chunked_calls - s0.chunked_calls < cnt)
@@ -499,10 +510,18 @@ read:
 		struct rpcrdma_call rc_ = {.proc = PR_READ, .args = &ra,
 					   .nargs = 1, .ddp_result_max = &max,
 					   .nddp_results = 1};
+		struct rpcrdma_stats r0, r1;
+		struct pr_cp_snap rp0, rp1;
+		rpcrdma_clnt_stats(c, &r0);
+		pr_cp_take(p, true, &r0, &rp0);
 		ns = aflow_run(c, &rc_, sz, depth, cnt, p->issue_cb,
 			       &noddp);
 		if (!ns)
 			goto fail;
+		rpcrdma_clnt_stats(c, &r1);
+		pr_cp_take(p, true, &r1, &rp1);
+		pr_cp_result(&rp0, &rp1, false, (uint64_t)sz * cnt,
+			     &r->cp_rd_tx[k], &r->cp_rd_rx[k]);
 		r->rd_mibs[k] = pr_mibs(sz, cnt, ns);
 		bad_ddp += noddp;
 	}
@@ -531,6 +550,26 @@ struct rdma_nullsess {
 static int rns_call(struct pr_nullsess *s)
 {
 	return rdma_null(((struct rdma_nullsess *)s)->c) < 0 ? -1 : 0;
+}
+
+static int rns_xfer(struct pr_nullsess *s, bool write, size_t size)
+{
+	struct rdma_nullsess *n = (struct rdma_nullsess *)s;
+	static uint8_t buf[PR_MAXSZ];
+	uint8_t hdr[4];
+	rpcrdma_be32_put(hdr, (uint32_t)size);
+	struct rpcrdma_iov a[2] = {{hdr, 4, false}, {buf, size, true}};
+	size_t max = size;
+	struct rpcrdma_call call = {.proc = write ? PR_WRITE : PR_READ,
+				    .args = a, .nargs = write ? 2 : 1,
+				    .ddp_result_max = write ? NULL : &max,
+				    .nddp_results = write ? 0 : 1};
+	struct rpcrdma_reply rep;
+	int rc = rpcrdma_clnt_call(n->c, &call, &rep);
+	if (rc == 0 && !write && (rep.nddp != 1 || rep.ddp_len[0] != size))
+		rc = -1;
+	rpcrdma_reply_free(&rep);
+	return rc < 0 ? -1 : 0;
 }
 
 static void rns_close(struct pr_nullsess *s)
@@ -568,6 +607,7 @@ int pr_rdma_nullsess(const struct sockaddr_storage *ip, socklen_t len,
 	}
 	n->s.call = rns_call;
 	n->s.close = rns_close;
+	n->s.xfer = rns_xfer;
 	*out = &n->s;
 	return 0;
 }
@@ -822,6 +862,45 @@ struct pass {
 	struct pr_result r[C_N];
 };
 
+void pr_cp_clear(struct pr_result *r)
+{
+	for (int k = 0; k < PR_NSIZES; k++)
+		r->cp_wr_tx[k] = r->cp_wr_rx[k] = r->cp_rd_tx[k] =
+			r->cp_rd_rx[k] = -1;
+}
+
+void pr_cp_take(const struct pr_params *p, bool have_c,
+		const struct rpcrdma_stats *cs, struct pr_cp_snap *out)
+{
+	struct rpcrdma_stats ss;
+	memset(out, 0, sizeof(*out));
+	if (have_c) {
+		out->have_c = true;
+		out->c_tx = cs->ddp_copied_tx;
+		out->c_rx = cs->ddp_copied_rx;
+	}
+	if (p->srv_stats && p->srv_stats(p->srv_arg, &ss)) {
+		out->have_s = true;
+		out->s_tx = ss.ddp_copied_tx;
+		out->s_rx = ss.ddp_copied_rx;
+	}
+}
+
+void pr_cp_result(const struct pr_cp_snap *a, const struct pr_cp_snap *b,
+		  bool write, uint64_t payload, double *tx, double *rx)
+{
+	double n = payload ? (double)payload : 1;
+	/* WRITE: the client sends, the server receives; READ: the other
+	 * way round. */
+	bool c = a->have_c && b->have_c, sv = a->have_s && b->have_s;
+	double ctx = c ? (double)(b->c_tx - a->c_tx) / n : -1;
+	double crx = c ? (double)(b->c_rx - a->c_rx) / n : -1;
+	double stx = sv ? (double)(b->s_tx - a->s_tx) / n : -1;
+	double srx = sv ? (double)(b->s_rx - a->s_rx) / n : -1;
+	*tx = write ? ctx : stx;
+	*rx = write ? srx : crx;
+}
+
 double pr_ratio(double a, double b)
 {
 	return a > 0 && b > 0 ? a / b : 0;
@@ -935,6 +1014,47 @@ static const char *size_name(size_t sz)
 	return sz >= (1u << 20) ? "1 MiB" : sz >= 65536 ? "64 KiB" : "4 KiB";
 }
 
+static void cp_cell(char *buf, size_t cap, double tx, double rx)
+{
+	char a[16] = "-", b[16] = "-";
+	if (tx >= 0)
+		snprintf(a, sizeof(a), "%.2f", tx);
+	if (rx >= 0)
+		snprintf(b, sizeof(b), "%.2f", rx);
+	snprintf(buf, cap, "%s / %s", a, b);
+}
+
+/* Bytes of DDP-eligible data our library copied per payload byte, at the
+ * sending and the receiving end (rpcrdma_stats.ddp_copied_tx / _rx):
+ * "zero copy" measured, not claimed.  libtirpc and raw TCP are not ours
+ * to count (libtirpc's record streams copy every byte into and out of
+ * their buffers on both sides). */
+static void print_copies(const struct pass *ps)
+{
+	const struct pr_result *R = ps->r;
+	if (!ps->ran[C_RDMA] && !ps->ran[C_RTIRPC])
+		return;
+	printf("copies of DDP-eligible data per payload byte, sender / "
+	       "receiver (user space, by the library):\n");
+	printf("  %-14s %16s %16s\n", "workload", cname[C_RDMA],
+	       cname[C_RTIRPC]);
+	for (int dir = 0; dir < 2; dir++)
+		for (int k = 0; k < PR_NSIZES; k++) {
+			char name[32], c0[40], c1[40];
+			snprintf(name, sizeof(name), "%s %s",
+				 dir ? "WRITE" : "READ", size_name(pr_sizes[k]));
+			const struct pr_result *a = &R[C_RDMA], *b = &R[C_RTIRPC];
+			if (dir) {
+				cp_cell(c0, sizeof(c0), a->cp_wr_tx[k], a->cp_wr_rx[k]);
+				cp_cell(c1, sizeof(c1), b->cp_wr_tx[k], b->cp_wr_rx[k]);
+			} else {
+				cp_cell(c0, sizeof(c0), a->cp_rd_tx[k], a->cp_rd_rx[k]);
+				cp_cell(c1, sizeof(c1), b->cp_rd_tx[k], b->cp_rd_rx[k]);
+			}
+			printf("  %-14s %16s %16s\n", name, c0, c1);
+		}
+}
+
 static void print_pass(const struct ropts *o, const struct pass *ps)
 {
 	const struct pr_result *R = ps->r;
@@ -992,6 +1112,7 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	}
 	if (o->p.quiet)
 		return; /* --quiet: the table alone */
+	print_copies(ps);
 	printf("NULL latency histogram (%% of calls; tcp: 64 B ping-pong):\n");
 	printf("  %-10s", "us");
 	for (int b = 0; b < PR_NHIST; b++) {
@@ -1022,12 +1143,18 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	       "the libtirpc adapters (clnt_rdma_create +\n"
 	       "       rpcgen stubs, svc_rdma_create + a svc_run() loop).\n"
 	       "       calls/s 32 in flight: rpcrdma 32 async calls on one "
-	       "connection; libtirpc and rdma-tirpc\n"
-	       "       32 threads x 1 CLIENT (connection) each.\n"
+	       "connection; rdma-tirpc 32 threads on\n"
+	       "       one CLIENT (connection); libtirpc 32 threads x 1 CLIENT "
+	       "(connection) each (its CLIENT\n"
+	       "       serializes calls).\n"
 	       "       READ/WRITE: rpcrdma with DDP, up to %u calls and %zu KiB "
 	       "in flight (depth per size above);\n"
-	       "       rdma-tirpc with DDP and libtirpc (256 KiB record "
-	       "buffers) one call at a time;\n"
+	       "       rdma-tirpc with DDP, as many calls in flight from as "
+	       "many threads on one CLIENT\n"
+	       "       (READ results decoded into buffers lent with "
+	       "clnt_rdma_result_buffer);\n"
+	       "       libtirpc (256 KiB record buffers) one call at a time "
+	       "(its CLIENT serializes calls);\n"
 	       "       raw tcp one stream.  Ratios: rdma = rpcrdma, rt = "
 	       "rdma-tirpc, over the baseline\n"
 	       "       (latency: lower is better; rates: higher).\n",
@@ -1064,6 +1191,19 @@ static void json_result(const struct pr_result *r)
 		json_num(key, r->rd_mibs[k], true);
 		snprintf(key, sizeof(key), "write_%zu_mibs", pr_sizes[k]);
 		json_num(key, r->wr_mibs[k], true);
+		/* Copies per payload byte; null: not measured. */
+		const double cp[4] = {r->cp_rd_tx[k], r->cp_rd_rx[k],
+				      r->cp_wr_tx[k], r->cp_wr_rx[k]};
+		static const char *const cpk[4] = {"read_%zu_copied_tx",
+			"read_%zu_copied_rx", "write_%zu_copied_tx",
+			"write_%zu_copied_rx"};
+		for (int j = 0; j < 4; j++) {
+			snprintf(key, sizeof(key), cpk[j], pr_sizes[k]);
+			if (cp[j] >= 0)
+				printf("\"%s\": %.4f, ", key, cp[j]);
+			else
+				printf("\"%s\": null, ", key);
+		}
 	}
 	printf("\"note\": \"");
 	for (const char *s = r->note; *s; s++)
@@ -1152,11 +1292,28 @@ static int set_pinned(const struct ropts *o, bool pinned)
 
 /* Each contender's server lives only while its client runs, so idle
  * threads of the others never compete for the CPU. */
+static bool svc_stats_rdma(void *arg, struct rpcrdma_stats *s)
+{
+	return rpcrdma_svc_stats(arg, s) == 0;
+}
+
+struct tirpc_srv {
+	const struct pr_clnt_ops *ops;
+	SVCXPRT *x;
+};
+
+static bool svc_stats_tirpc(void *arg, struct rpcrdma_stats *s)
+{
+	const struct tirpc_srv *t = arg;
+	return t->ops->server_stats(t->x, s);
+}
+
 static int run_pass_local(const struct ropts *o, struct pass *ps)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fails = 0;
+	struct pr_params p = o->p;
 
 	if (pr_parse_addr(o->addr ? o->addr : "127.0.0.1", 0, &ss, &len) < 0) {
 		fprintf(stderr, "rpcrdma-perf: bad address '%s'\n", o->addr);
@@ -1189,7 +1346,11 @@ static int run_pass_local(const struct ropts *o, struct pass *ps)
 		}
 		pr_set_port(&a, ops->server_port(x));
 		ps->ran[k] = true;
-		fails += pr_clnt_run(ops, &a, len, &o->ro, &o->p, &ps->r[k]) < 0;
+		/* The rdma-tirpc server's counters (libtirpc has none). */
+		struct tirpc_srv ts_ = {ops, x};
+		p.srv_stats = ops->server_stats ? svc_stats_tirpc : NULL;
+		p.srv_arg = &ts_;
+		fails += pr_clnt_run(ops, &a, len, &o->ro, &p, &ps->r[k]) < 0;
 		pr_svc_stop(x);
 	}
 
@@ -1204,7 +1365,9 @@ static int run_pass_local(const struct ropts *o, struct pass *ps)
 		pr_set_port(&a, rpcrdma_svc_port(rs));
 		pr_addr_string(&a, target, sizeof(target));
 		ps->ran[C_RDMA] = true;
-		fails += rdma_client_run(target, &o->ro, &o->p,
+		p.srv_stats = svc_stats_rdma;
+		p.srv_arg = rs;
+		fails += rdma_client_run(target, &o->ro, &p,
 					 &ps->r[C_RDMA]) < 0;
 		rpcrdma_svc_destroy(rs);
 	} else {
@@ -1293,6 +1456,16 @@ static void merge_runs(const struct pass *runs, int n, struct pass *out)
 			MED(r[c].rd_mibs[k]);
 			MED(r[c].wr_mibs[k]);
 		}
+		/* Copies: the most any run saw (0 is a measurement). */
+		for (int k = 0; k < PR_NSIZES; k++)
+			for (int i = 1; i < n; i++) {
+				const struct pr_result *a = &runs[i].r[c];
+				struct pr_result *m = &out->r[c];
+				m->cp_wr_tx[k] = fmax(m->cp_wr_tx[k], a->cp_wr_tx[k]);
+				m->cp_wr_rx[k] = fmax(m->cp_wr_rx[k], a->cp_wr_rx[k]);
+				m->cp_rd_tx[k] = fmax(m->cp_rd_tx[k], a->cp_rd_tx[k]);
+				m->cp_rd_rx[k] = fmax(m->cp_rd_rx[k], a->cp_rd_rx[k]);
+			}
 		for (int b = 0; b < PR_NHIST; b++)
 			for (int i = 1; i < n; i++)
 				out->r[c].hist[b] += runs[i].r[c].hist[b];
@@ -1328,6 +1501,8 @@ static int run_passes(const struct ropts *o, bool local)
 				 o->repeat);
 			pass_label = label;
 			runs[k][rep].pinned = pinned;
+			for (int c = 0; c < C_N; c++)
+				pr_cp_clear(&runs[k][rep].r[c]);
 			if ((local ? run_pass_local(o, &runs[k][rep])
 				   : run_pass_remote(o, &runs[k][rep])) < 0)
 				rc = 1;

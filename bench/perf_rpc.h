@@ -48,8 +48,17 @@ struct pr_result {
 	double cps1, cpsN;              /* calls/s, 1 and PR_INFLIGHT in flight */
 	double rd_mibs[PR_NSIZES];      /* READ (server -> client) */
 	double wr_mibs[PR_NSIZES];      /* WRITE (client -> server) */
+	/* Bytes of DDP-eligible data the library copied in user space per
+	 * payload byte (rpcrdma_stats.ddp_copied_tx / _rx of the sending and
+	 * the receiving end over the transfers of one size); negative: not
+	 * measured (not our library, or the other end's counters are out of
+	 * reach). */
+	double cp_wr_tx[PR_NSIZES], cp_wr_rx[PR_NSIZES];
+	double cp_rd_tx[PR_NSIZES], cp_rd_rx[PR_NSIZES];
 	char note[160];                 /* e.g. why something is missing */
 };
+
+struct rpcrdma_stats;
 
 /* Workload sizes. */
 struct pr_params {
@@ -66,7 +75,24 @@ struct pr_params {
 	unsigned workloads;             /* PR_W_* to run (for profiling
 					   one of them) */
 	unsigned sizes;                 /* bit k: pr_sizes[k] is run */
+	/* The server's transport counters, for the copy columns (set when
+	 * the server runs in this process); false: not available. */
+	bool (*srv_stats)(void *arg, struct rpcrdma_stats *s);
+	void *srv_arg;
 };
+
+/* Counters of both ends before and after the transfers of one size, and
+ * the copies per payload byte they give (pr_result.cp_*). */
+struct pr_cp_snap {
+	bool have_c, have_s;
+	uint64_t c_tx, c_rx, s_tx, s_rx;
+};
+void pr_cp_take(const struct pr_params *p, bool have_c,
+		const struct rpcrdma_stats *cs, struct pr_cp_snap *out);
+void pr_cp_result(const struct pr_cp_snap *a, const struct pr_cp_snap *b,
+		  bool write, uint64_t payload, double *tx, double *rx);
+/* Every cp_* of r: not measured. */
+void pr_cp_clear(struct pr_result *r);
 
 #define PR_W_NULL 1u    /* NULL latency */
 #define PR_W_RATE 2u    /* calls/s */
@@ -125,6 +151,9 @@ int pr_tcp_client_run(const struct sockaddr_storage *addr, socklen_t len,
 struct pr_nullsess {
 	int (*call)(struct pr_nullsess *s);   /* one NULL call: 0 or -1 */
 	void (*close)(struct pr_nullsess *s); /* client, then server */
+	/* One synchronous WRITE (write) or READ of size bytes (at most
+	 * PR_MAXSZ) with DDP, as `rpc` makes them: 0 or -1. */
+	int (*xfer)(struct pr_nullsess *s, bool write, size_t size);
 };
 
 /* Native rpcrdma (perf_rpc.c); ip: the address to listen on and connect

@@ -67,8 +67,14 @@ struct pr_clnt_ops {
 	int (*read)(CLIENT *c, uint8_t *buf, size_t size);
 	/* Before the calls of one transfer size (NULL: nothing to do). */
 	int (*set_size)(CLIENT *c, size_t size);
-	/* RDMA transport counters (NULL: not RDMA, nothing to check). */
+	/* RDMA transport counters (NULL: not RDMA, nothing to check), of the
+	 * client and of the server. */
 	bool_t (*stats)(CLIENT *c, struct rpcrdma_stats *s);
+	bool_t (*server_stats)(SVCXPRT *x, struct rpcrdma_stats *s);
+	/* One CLIENT takes calls from several threads at once (ours; a
+	 * libtirpc CLIENT serializes them): READ/WRITE then run with as
+	 * many calls in flight as the native contender, one thread each. */
+	bool concurrent;
 	/* What "N in flight" means for this contender, for the notes. */
 	const char *inflight_note;
 };

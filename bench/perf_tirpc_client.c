@@ -28,17 +28,21 @@ struct par {
 	const struct rpcrdma_opts *o;
 	pthread_barrier_t *bar, *done;
 	atomic_long *left;
+	CLIENT *shared;
 	int err;
 };
 
-/* One of PR_INFLIGHT threads: its own CLIENT, NULL calls until the shared
- * budget runs out.  Connecting and destroying happen outside the timed
- * part (between the barriers): an RDMA connection costs much more to set
- * up and tear down than a TCP one, and that is not what is measured. */
+/* One of PR_INFLIGHT threads: NULL calls until the shared budget runs
+ * out, on its own CLIENT, or on the one CLIENT all threads share (shared:
+ * a concurrent CLIENT, one connection).  Connecting and destroying happen
+ * outside the timed part (between the barriers): an RDMA connection
+ * costs much more to set up and tear down than a TCP one, and that is not
+ * what is measured. */
 static void *par_main(void *arg)
 {
 	struct par *t = arg;
-	CLIENT *c = t->ops->connect(t->addr, t->len, t->o);
+	CLIENT *c = t->shared ? t->shared
+			      : t->ops->connect(t->addr, t->len, t->o);
 	if (!c)
 		t->err = -1;
 	pthread_barrier_wait(t->bar);
@@ -50,14 +54,15 @@ static void *par_main(void *arg)
 			}
 	}
 	pthread_barrier_wait(t->done);
-	if (c)
+	if (c && !t->shared)
 		clnt_destroy(c);
 	return NULL;
 }
 
 static double parallel(const struct pr_clnt_ops *ops,
 		       const struct sockaddr_storage *addr, socklen_t len,
-		       const struct rpcrdma_opts *o, unsigned long calls)
+		       const struct rpcrdma_opts *o, unsigned long calls,
+		       CLIENT *shared)
 {
 	pthread_t th[PR_INFLIGHT];
 	struct par t[PR_INFLIGHT];
@@ -69,7 +74,8 @@ static double parallel(const struct pr_clnt_ops *ops,
 	pthread_barrier_init(&bar, NULL, PR_INFLIGHT + 1);
 	pthread_barrier_init(&done, NULL, PR_INFLIGHT + 1);
 	for (unsigned i = 0; i < PR_INFLIGHT; i++) {
-		t[i] = (struct par){ops, addr, len, o, &bar, &done, &left, 0};
+		t[i] = (struct par){ops, addr, len, o, &bar, &done, &left,
+				    shared, 0};
 		if (pthread_create(&th[i], NULL, par_main, &t[i]) != 0)
 			break;
 		started++;
@@ -115,29 +121,100 @@ static unsigned long ddp_misses(const struct pr_clnt_ops *ops, CLIENT *c,
 	return got >= cnt ? 0 : cnt - (unsigned long)got;
 }
 
-/* cnt WRITEs (write) or READs of size bytes, one at a time: MiB/s in
+/* One thread of a transfer with several calls in flight on one CLIENT. */
+struct xfer_thread {
+	const struct pr_clnt_ops *ops;
+	CLIENT *c;
+	bool write;
+	size_t size;
+	uint8_t *buf;               /* its own (READ results land there) */
+	atomic_long *left;
+	int err;
+};
+
+static void *xfer_main(void *arg)
+{
+	struct xfer_thread *t = arg;
+	while (atomic_fetch_sub(t->left, 1) > 0)
+		if ((t->write ? t->ops->write(t->c, t->buf, t->size)
+			      : t->ops->read(t->c, t->buf, t->size)) < 0) {
+			t->err = -1;
+			break;
+		}
+	return NULL;
+}
+
+/* cnt calls by depth threads on one CLIENT (the calling thread is one
+ * of them).  0 or -1. */
+static int transfer_threads(const struct pr_clnt_ops *ops, CLIENT *c,
+			    bool write, size_t size, unsigned long cnt,
+			    uint8_t *buf, unsigned depth)
+{
+	pthread_t th[16];
+	struct xfer_thread t[16];
+	atomic_long left = (long)cnt;
+	unsigned n = depth > 16 ? 16 : depth, started = 0;
+	int err = 0;
+	for (unsigned i = 1; i < n; i++) {
+		uint8_t *b = write ? buf : malloc(size);
+		if (!b)
+			break;
+		t[i] = (struct xfer_thread){ops, c, write, size, b, &left, 0};
+		if (pthread_create(&th[i], NULL, xfer_main, &t[i]) != 0) {
+			if (!write)
+				free(b);
+			break;
+		}
+		started = i;
+	}
+	t[0] = (struct xfer_thread){ops, c, write, size, buf, &left, 0};
+	xfer_main(&t[0]);
+	err |= t[0].err;
+	for (unsigned i = 1; i <= started; i++) {
+		pthread_join(th[i], NULL);
+		err |= t[i].err;
+		if (!write)
+			free(t[i].buf);
+	}
+	return err;
+}
+
+/* cnt WRITEs (write) or READs of size bytes, one at a time (or as many
+ * in flight as the native contender, for a concurrent CLIENT): MiB/s in
  * *mibs, the calls that did not use DDP added to *bad_ddp.  0 or -1 (a
  * call failed). */
 static int transfer(const struct pr_clnt_ops *ops, CLIENT *c,
 		    const struct pr_params *p, bool write, size_t size,
 		    unsigned long cnt, uint8_t *buf, double *mibs,
-		    unsigned long *bad_ddp)
+		    double *cp_tx, double *cp_rx, unsigned long *bad_ddp)
 {
 	const char *dir = write ? "WRITE" : "READ";
 	char what[48];
 	snprintf(what, sizeof(what), "%s %s", ops->name, dir);
-	pr_progress(p, "%s %zu B x %lu", what, size, cnt);
-	struct rpcrdma_stats s0;
-	if (ops->stats)
-		ops->stats(c, &s0);
+	pr_progress(p, "%s %zu B x %lu, %u in flight", what, size, cnt,
+		    ops->concurrent ? pr_depth_for(p, size) : 1);
+	struct rpcrdma_stats s0, s1;
+	struct pr_cp_snap cp0, cp1;
+	bool have = ops->stats && ops->stats(c, &s0);
+	pr_cp_take(p, have, &s0, &cp0);
+	unsigned depth = ops->concurrent ? pr_depth_for(p, size) : 1;
 	uint64_t t0 = perf_now_ns();
-	for (unsigned long i = 0; i < cnt; i++) {
-		if ((write ? ops->write(c, buf, size)
-			   : ops->read(c, buf, size)) < 0)
+	if (depth > 1) {
+		if (transfer_threads(ops, c, write, size, cnt, buf, depth) < 0)
 			return -1;
-		pr_tick(p, what, i, cnt);
+	} else {
+		for (unsigned long i = 0; i < cnt; i++) {
+			if ((write ? ops->write(c, buf, size)
+				   : ops->read(c, buf, size)) < 0)
+				return -1;
+			pr_tick(p, what, i, cnt);
+		}
 	}
 	*mibs = pr_mibs(size, cnt, perf_now_ns() - t0);
+	have = ops->stats && ops->stats(c, &s1);
+	pr_cp_take(p, have, &s1, &cp1);
+	pr_cp_result(&cp0, &cp1, write, (uint64_t)size * cnt,
+		     cp_tx, cp_rx);
 	*bad_ddp += ddp_misses(ops, c, &s0, write, size, cnt);
 	return 0;
 }
@@ -191,7 +268,8 @@ int pr_clnt_run(const struct pr_clnt_ops *ops,
 		r->cps1 = ns ? (double)p->iters * 1e9 / (double)ns : 0;
 
 		pr_progress(p, "%s calls/s, %s", nm, ops->inflight_note);
-		r->cpsN = parallel(ops, addr, len, o, p->iters);
+		r->cpsN = parallel(ops, addr, len, o, p->iters,
+				   ops->concurrent ? c : NULL);
 	}
 
 	for (int k = 0; k < PR_NSIZES; k++) {
@@ -203,11 +281,11 @@ int pr_clnt_run(const struct pr_clnt_ops *ops,
 			goto fail;
 		if ((p->workloads & PR_W_WRITE) &&
 		    transfer(ops, c, p, true, sz, cnt, buf, &r->wr_mibs[k],
-			     &bad_ddp) < 0)
+			     &r->cp_wr_tx[k], &r->cp_wr_rx[k], &bad_ddp) < 0)
 			goto fail;
 		if ((p->workloads & PR_W_READ) &&
 		    transfer(ops, c, p, false, sz, cnt, buf, &r->rd_mibs[k],
-			     &bad_ddp) < 0)
+			     &r->cp_rd_tx[k], &r->cp_rd_rx[k], &bad_ddp) < 0)
 			goto fail;
 	}
 	if (bad_ddp)
@@ -232,6 +310,8 @@ struct clnt_nullsess {
 	const struct pr_clnt_ops *ops;
 	SVCXPRT *x;
 	CLIENT *c;
+	size_t size;                /* the binding's READ size */
+	uint8_t *buf;
 };
 
 static int cns_call(struct pr_nullsess *s)
@@ -240,11 +320,26 @@ static int cns_call(struct pr_nullsess *s)
 	return n->ops->null(n->c);
 }
 
+static int cns_xfer(struct pr_nullsess *s, bool write, size_t size)
+{
+	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
+	if (!n->buf && !(n->buf = calloc(1, PR_MAXSZ)))
+		return -1;
+	if (!write && n->ops->set_size && n->size != size) {
+		if (n->ops->set_size(n->c, size) < 0)
+			return -1;
+		n->size = size;
+	}
+	return write ? n->ops->write(n->c, n->buf, size)
+		     : n->ops->read(n->c, n->buf, size);
+}
+
 static void cns_close(struct pr_nullsess *s)
 {
 	struct clnt_nullsess *n = (struct clnt_nullsess *)s;
 	clnt_destroy(n->c);
 	pr_svc_stop(n->x);
+	free(n->buf);
 	free(n);
 }
 
@@ -270,6 +365,7 @@ int pr_clnt_nullsess(const struct pr_clnt_ops *ops,
 	}
 	n->s.call = cns_call;
 	n->s.close = cns_close;
+	n->s.xfer = cns_xfer;
 	*out = &n->s;
 	return 0;
 }

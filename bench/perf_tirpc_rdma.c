@@ -118,7 +118,10 @@ static int rt_read(CLIENT *c, uint8_t *buf, size_t size)
 	/* A buffer of PERF_MAXDATA bytes given to xdr_bytes: the result is
 	 * decoded into it, not into memory allocated per call. */
 	perf_data res = {.perf_data_len = 0, .perf_data_val = (char *)buf};
-	if (perf_read_1(&want, &res, c) != RPC_SUCCESS)
+	/* ... and lent to the call as its Write chunk, so the server's RDMA
+	 * Write lands where xdr_bytes decodes: nothing is copied. */
+	if (!clnt_rdma_result_buffer(c, buf, size) ||
+	    perf_read_1(&want, &res, c) != RPC_SUCCESS)
 		return -1;
 	return res.perf_data_len == size && res.perf_data_val == (char *)buf
 		       ? 0
@@ -140,5 +143,7 @@ const struct pr_clnt_ops pr_tirpc_rdma_ops = {
 	.read = rt_read,
 	.set_size = rt_set_size,
 	.stats = clnt_rdma_stats,
-	.inflight_note = "32 threads x 1 CLIENT (connection) each",
+	.server_stats = svc_rdma_stats,
+	.concurrent = true,
+	.inflight_note = "32 threads on one CLIENT (connection)",
 };

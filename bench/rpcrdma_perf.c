@@ -83,8 +83,8 @@ static const struct perf_cmd cmds[] = {
 	  "cost [--iters N] [--warmup N] [--provider iwarp|verbs] [--addr IP] "
 	  "[--pin[=both|yes|no]]\n"
 	  "      [--cpu N] [--with rpcrdma,rdma-tirpc,libtirpc] "
-	  "[--no-callgrind] [--no-perf] [--json]\n"
-	  "      per synchronous NULL call: user-space instructions "
+	  "[--no-callgrind] [--no-perf] [--json] [--op OP]\n"
+	  "      per synchronous NULL (or READ/WRITE) call: user-space instructions "
 	  "(callgrind), context switches\n"
 	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
 	  "libtirpc side by side" },
@@ -163,6 +163,8 @@ static const struct {
 	 "libtirpc\n"
 	 "  --no-callgrind           do not count instructions\n"
 	 "  --no-perf                do not run perf stat\n"
+	 "  --op null|read:SIZE|write:SIZE  what each call is: NULL "
+	 "(default), or a READ / WRITE of SIZE bytes (k, m) with DDP\n"
 	 "  --goals                  the project's targets, MET / MISSED\n"
 	 "  --quiet                  the table alone\n"
 	 "  --json                   JSON instead of tables\n"},

@@ -668,14 +668,26 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	ev->call = NULL;
 	ev->call_len = 0;
 	ev->write_chunks = 0;
+	ev->ddp_items = 0;
 	ev->reply_chunk_len = 0;
 	ev->msgp = (struct rpcrdma_engine_msgp){0, 0, 0};
 	ev->reason = 0;
+	ev->reconnect = false;
 	switch (v.kind) {
 	case EVK_CLOSE:
 		ev->type = RPCRDMA_EV_CLOSE;
 		ev->reason = v.reason;
+		ev->reconnect = e->fallback_reconnect;
 		return 1;
+	case EVK_RQ_RELEASED: {
+		/* Queued before the call's CALL_DONE, so the slot is still
+		 * the call's. */
+		struct rq *q = &e->rq[v.idx];
+		ev->type = RPCRDMA_EV_CALL_RELEASED;
+		ev->xid = q->xid;
+		ev->user = q->req.user;
+		return 1;
+	}
 	case EVK_RQ: {
 		struct rq *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_DONE;
@@ -701,14 +713,25 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			ev->user = s->user;
 			ev->status = s->reply_status;
 			s->event_pending = false;
-			if (!s->send_pending)
-				rpcrdma_rs_free(e, s);
+			rpcrdma_rs_done_maybe_free(e, s);
 			return 1;
 		}
 		ev->type = RPCRDMA_EV_INCOMING_CALL;
 		ev->call = s->callbuf;
 		ev->call_len = s->call_len;
 		ev->msgp = s->msgp;
+		ev->ddp_items = 0;
+		for (uint32_t i = 0; i < s->cl.nreads;) {
+			uint32_t pos = s->cl.reads[i].position;
+			uint64_t len = 0;
+			for (; i < s->cl.nreads && s->cl.reads[i].position == pos;
+			     i++)
+				len += s->cl.reads[i].target.length;
+			if (pos && ev->ddp_items < RPCRDMA_MAX_WRITE_CHUNKS) {
+				ev->ddp_pos[ev->ddp_items] = pos;
+				ev->ddp_len[ev->ddp_items++] = (uint32_t)len;
+			}
+		}
 		ev->write_chunks = s->cl.nwrites;
 		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
 			size_t t = 0;

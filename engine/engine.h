@@ -93,6 +93,12 @@ struct rpcrdma_engine_mr {
 	uint32_t rkey;
 	uint64_t remote_addr;
 	void *cookie; /* the driver's */
+	/* Set by the engine just before release(): the rkey was invalidated
+	 * (by the peer's Send With Invalidate or a LOCAL_INV that completed),
+	 * so the driver may reuse what backed it (a memory window).  False
+	 * for a local-only registration and for an rkey whose connection
+	 * died while it was exposed: the driver must kill it itself. */
+	bool invalidated;
 };
 
 struct rpcrdma_engine_mem_ops {
@@ -112,6 +118,13 @@ struct rpcrdma_engine_mem_ops {
 	 * with cfg.local_inv false, to invalidate it: the driver
 	 * deregisters before returning. */
 	void (*release)(void *ctx, struct rpcrdma_engine_mr *mr);
+	/* Optional (NULL: malloc and free): memory for a Responder's call
+	 * rebuilt from Read chunks and for a Long Reply's staging, which
+	 * the engine then registers through reg().  The driver may hand out
+	 * buffers it keeps registered and reuses (rpc/buf_pool.c).
+	 * *cookie is passed back to buf_free. */
+	void *(*buf_alloc)(void *ctx, size_t len, void **cookie);
+	void (*buf_free)(void *ctx, void *p, void *cookie);
 };
 
 /* ---------------------------------------------------------------------
@@ -168,8 +181,10 @@ struct rpcrdma_engine_config {
 				      follows the first message it gets.
 				      Default false. */
 	uint32_t neg_timeout_ms;   /* client: a v2 opener unanswered this
-				      long counts as lost and the
-				      connection continues in v1 (§7.2).
+				      long counts as lost (§7.2): the
+				      engine asks to close, with
+				      reconnect, and the next connection
+				      starts in v1.
 				      Default 2000. */
 	bool peer_v1_only;         /* client: this server already answered a
 				      v2 opener with ERR_VERS (remembered by
@@ -310,6 +325,23 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 			       const struct rpcrdma_call_req *req,
 			       uint32_t *xid, uint64_t now);
 
+/* The submitter of call xid no longer waits for it (a time-out, a
+ * destroyed client) and takes back the memory it lent the call: the peer
+ * must not reach it any more, and the call is not sent again.  Not an
+ * RPC-level cancel (RFC 8166 has none): a call already sent keeps its
+ * credit and slot until its reply or the end of the connection
+ * (§3.3.1), and completes then (CALL_DONE) with RPCRDMA_ERR_CANCELLED or
+ * its reply's status.  Its chunks are invalidated now (§4.4.1), so a
+ * Responder that still reads or writes them, or names one in a Send
+ * With Invalidate, meets a protection error and the connection closes
+ * (§4.5.4).  Returns 0 when nothing of the call is reachable any more (a
+ * call not yet sent completes at once), RPCRDMA_ERR_AGAIN when LOCAL_INVs
+ * were queued: RPCRDMA_EV_CALL_RELEASED (or CALL_DONE) follows once they
+ * completed or the connection is gone, RPCRDMA_ERR_NOENT for an XID with
+ * no call. */
+int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
+			       uint64_t now);
+
 struct rpcrdma_reply_req {
 	/* The whole RPC Reply message, unreduced, starting with the call's
 	 * XID.  Pieces marked ddp are DDP-eligible results: each goes into
@@ -318,6 +350,11 @@ struct rpcrdma_reply_req {
 	const struct rpcrdma_iov *msg;
 	unsigned nmsg;
 	void *user; /* returned in the REPLY_SENT event */
+	/* Keep the call's slot, and with it the call message and its
+	 * call_id, after REPLY_SENT until rpcrdma_engine_release_reply():
+	 * for an upper layer that sends its reply from inside a handler
+	 * still running (the libtirpc adapter's svc_sendreply). */
+	bool hold;
 };
 
 /* Answer incoming call `call_id` (from its INCOMING_CALL event).  Small
@@ -337,6 +374,10 @@ struct rpcrdma_reply_req {
 int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 				const struct rpcrdma_reply_req *rep,
 				uint64_t now);
+
+/* The slot of a reply submitted with hold is free again once its
+ * REPLY_SENT was polled (no-op for any other call_id). */
+void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id);
 
 /* ---------------------------------------------------------------------
  * Outputs
@@ -366,6 +407,9 @@ enum rpcrdma_engine_event_type {
 	RPCRDMA_EV_INCOMING_CALL, /* the peer called us */
 	RPCRDMA_EV_REPLY_SENT,    /* our reply's buffers are free again */
 	RPCRDMA_EV_CLOSE,         /* the driver must disconnect */
+	RPCRDMA_EV_CALL_RELEASED, /* a cancelled call's memory is no longer
+				     reachable by the peer (user); the call
+				     itself completes later (CALL_DONE) */
 };
 
 /* RFC 5666 §3.7 padding of a message received as RDMA_MSGP: the upper
@@ -384,7 +428,10 @@ struct rpcrdma_engine_event {
 	int status;          /* CALL_DONE: 0, RPCRDMA_ERR_PEER_ERR_VERS /
 				_ERR_CHUNK / _ERR_SYSTEM / _ERR_RESOURCE /
 				_ERROR, _PEER_NO_REVERSE, _DISCONNECTED
-				(retries used up).  REPLY_SENT: 0 (for a
+				(retries used up), _REPLY_TOO_BIG (an
+				inline reply longer than reply_max),
+				_CANCELLED
+				(rpcrdma_engine_cancel_call).  REPLY_SENT: 0 (for a
 				reply that reads none of the caller's
 				memory by RDMA Write: handed to the send
 				queue; otherwise its Send completed), or
@@ -403,6 +450,13 @@ struct rpcrdma_engine_event {
 	uint32_t call_id;
 	const void *call;
 	size_t call_len;
+	unsigned ddp_items;          /* Read chunks (not Position-Zero)
+					reinserted into the call, and where:
+					call[ddp_pos[i] .. + ddp_len[i]) came
+					by RDMA Read (the first
+					RPCRDMA_MAX_WRITE_CHUNKS) */
+	uint32_t ddp_pos[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint32_t ddp_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	unsigned write_chunks;       /* Write chunks offered */
 	size_t write_chunk_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	size_t reply_chunk_len;      /* 0: no Reply chunk */
@@ -411,6 +465,10 @@ struct rpcrdma_engine_event {
 	struct rpcrdma_engine_msgp msgp;
 	/* CLOSE */
 	int reason;
+	bool reconnect;      /* the calls the engine holds were never sent:
+				they go on a new connection, whatever
+				their retries (a lost v2 opener falls back
+				to v1 there, docs/v2.md) */
 };
 
 /* Next event: 1 and *ev filled, or 0 when none.  Pointers in *ev stay
@@ -465,6 +523,9 @@ struct rpcrdma_engine_counters {
 	uint64_t rdma_timeouts;    /* connections closed because a call's
 				      RDMA Read/Write did not complete in
 				      rdma_timeout_ms */
+	uint64_t ddp_inline_tx;    /* bytes of pieces marked DDP-eligible
+				      copied into a Send (Short calls,
+				      results without a Write chunk) */
 };
 
 void rpcrdma_engine_get_counters(const struct rpcrdma_engine *e,

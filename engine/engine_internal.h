@@ -136,6 +136,7 @@ struct rq {
 	struct rpcrdma_engine_mr mr[RPCRDMA_RQ_MAX_MR];
 	bool mr_remote[RPCRDMA_RQ_MAX_MR];
 	bool mr_dead[RPCRDMA_RQ_MAX_MR];  /* rkey invalidated */
+	bool mr_linv[RPCRDMA_RQ_MAX_MR];  /* covered by a LOCAL_INV posted */
 	uint32_t inv_pending;
 	uint32_t sq_held;    /* send queue entries reserved, not posted
 				yet (its LOCAL_INVs) */
@@ -162,6 +163,8 @@ struct rq {
 	uint32_t max_writes; /* Write chunks at most (ERR_WRITE_CHUNKS) */
 	uint32_t empty_mask; /* Write chunks offered empty (WRITE_RESOURCE) */
 	bool want_bounce;    /* one-segment Long Call (ERR_SEGMENTS) */
+	bool cancelled;      /* its submitter left (cancel_call): never
+				sent again, its chunks invalidated */
 	uint8_t *bounce;     /* the whole Payload stream, contiguous */
 };
 
@@ -175,10 +178,13 @@ struct rs {
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
 	bool send_pending;   /* its Send not completed (send_queue.c) */
 	bool event_pending;  /* REPLY_SENT queued, not polled */
+	bool hold;           /* kept after REPLY_SENT until the upper
+				layer releases it (reply_req.hold) */
 	uint8_t *sbuf;
 	uint8_t *small;      /* preallocated call buffer (recv size) */
-	uint8_t *callbuf;    /* rebuilt call: small or malloc'd */
+	uint8_t *callbuf;    /* rebuilt call: small or from buf_get */
 	bool call_malloced;
+	void *call_cookie, *staging_cookie; /* buf_alloc's */
 	bool mr_stalled;     /* waiting for registrations (counted once) */
 	size_t call_len;
 	struct rpcrdma_engine_mr callmr; /* LOCAL_WRITE on callbuf */
@@ -268,6 +274,8 @@ struct rpcrdma_engine {
 	uint32_t neg_xid;
 	uint64_t neg_deadline;
 	bool peer_v1_only;     /* remembered across connections (§7.2) */
+	bool fallback_reconnect; /* the opener was lost: the calls held go
+				    on a new connection, in v1 */
 	bool vers_failed;      /* V2_ONLY against a v1 server */
 	bool peer_props;       /* RDMA2_CONNPROP received */
 	uint32_t peer_rbsiz, peer_brs;
@@ -323,7 +331,7 @@ struct rpcrdma_engine {
 					  chunk lists come from tx_hdr */
 };
 
-enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE };
+enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };
 
 static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 					uint32_t idx)
@@ -437,6 +445,13 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+/* Memory for a rebuilt call or a staged Long Reply (mem.buf_alloc, or
+ * malloc), and back. */
+void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie);
+void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie);
+/* An RS_DONE slot is free once its REPLY_SENT was polled, its Send
+ * completed and the upper layer no longer holds it. */
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);
 
 /* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the

@@ -123,6 +123,7 @@ void rpcrdma_neg_answered(struct rpcrdma_engine *e, const struct rpcrdma_v2_hdr 
 
 void rpcrdma_neg_start(struct rpcrdma_engine *e, uint64_t now)
 {
+	e->fallback_reconnect = false;
 	e->vers = 0;
 	e->negotiating = false;
 	e->vers_failed = false;
@@ -157,7 +158,21 @@ bool rpcrdma_neg_tick(struct rpcrdma_engine *e, uint64_t now)
 		return false;
 	/* §7.2: "A client can assume the same situation (no server support
 	 * for RPC-over-RDMA version 2) if the initial negotiation message is
-	 * lost or dropped." */
+	 * lost or dropped."  Not on this connection, though: a server that
+	 * was only slow (starved, a connection storm) got the opener and
+	 * follows it (§7.1): it would answer every v1 message here with
+	 * ERR_VERS.  So the fallback is a new connection, which starts in
+	 * v1 (peer_v1_only) and whose first message the server follows.
+	 * Nothing but the opener went on this one (§7), so the calls held
+	 * go there whatever their retries (docs/v2.md). */
+	if (e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2) {
+		e->negotiating = false;
+		e->peer_v1_only = true;
+		e->ctr.vers_fallbacks++;
+		e->fallback_reconnect = true;
+		rpcrdma_ask_close(e, RPCRDMA_ERR_TIMEOUT);
+		return true;
+	}
 	negotiation_failed(e, 1, 1, RPCRDMA_ERR_TIMEOUT);
 	return true;
 }

@@ -42,8 +42,10 @@ void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
 
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 {
-	for (uint32_t i = 0; i < q->nmr; i++)
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		q->mr[i].invalidated = q->mr_remote[i] && q->mr_dead[i];
 		e->mem.release(e->mem.ctx, &q->mr[i]);
+	}
 	q->nmr = 0;
 }
 
@@ -128,6 +130,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	q->max_writes = UINT32_MAX;
 	q->empty_mask = 0;
 	q->want_bounce = false;
+	q->cancelled = false;
 	q->bounce = NULL;
 	memset(q->result_len, 0, sizeof q->result_len);
 	memset(q->pad, 0, sizeof q->pad);
@@ -166,6 +169,7 @@ static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
 		return rc;
 	q->mr_remote[q->nmr] = true;
 	q->mr_dead[q->nmr] = false;
+	q->mr_linv[q->nmr] = false;
 	q->nmr++;
 	seg->handle = mr->rkey;
 	seg->length = (uint32_t)len;
@@ -347,6 +351,10 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
+	if (q->cancelled) {
+		complete_call(e, q, RPCRDMA_ERR_CANCELLED);
+		return;
+	}
 	if (e->vers_failed) {
 		complete_call(e, q, RPCRDMA_ERR_PEER_ERR_VERS);
 		return;
@@ -449,6 +457,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 				continue; /* reduced, padding dropped too */
 			if (v->len)
 				memcpy(p, v->base, v->len);
+			if (v->ddp)
+				e->ctr.ddp_inline_tx += v->len;
 			p += v->len;
 			memset(p, 0, pad4(v->len));
 			p += pad4(v->len);
@@ -503,7 +513,7 @@ static void requeue(struct rpcrdma_engine *e, struct rq *q)
 /* Copy an inline reply out and complete. */
 static void finish(struct rpcrdma_engine *e, struct rq *q)
 {
-	if (q->resend) {
+	if (q->resend && !q->cancelled) {
 		requeue(e, q);
 		return;
 	}
@@ -610,6 +620,47 @@ static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
 	return 0;
 }
 
+/* §4.4.1: every handle q exposed that is not dead yet (the peer's
+ * Send With Invalidate killed one) is invalidated: a LOCAL_INV each,
+ * in the send queue entries reserved with the call's Send, or, without
+ * LOCAL_INV, by the deregistration in release_mrs.  Handles covered by
+ * LOCAL_INVs already out (a cancelled call's, inv_pending) are not
+ * invalidated twice. */
+static void invalidate_exposed(struct rpcrdma_engine *e, struct rq *q)
+{
+	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
+	uint32_t nposted = 0;
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
+			continue;
+		bool dup = false; /* the pad may back several segments */
+		for (uint32_t j = 0; j < nposted; j++)
+			if (posted_rkeys[j] == q->mr[i].rkey)
+				dup = true;
+		q->mr_linv[i] = e->cfg.local_inv;
+		if (dup)
+			continue;
+		posted_rkeys[nposted++] = q->mr[i].rkey;
+		e->ctr.local_invs++;
+		if (!e->cfg.local_inv)
+			continue; /* deregistered when released */
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		if (!w) {
+			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
+			break;
+		}
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
+		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
+		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
+		w->send.invalidate_rkey = q->mr[i].rkey;
+		q->inv_pending++;
+		if (q->sq_held)
+			q->sq_held--; /* reserved at the Send, posted now */
+		else if (e->sq_avail)
+			e->sq_avail--;
+	}
+}
+
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
@@ -618,6 +669,17 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	if (!q) {
 		e->ctr.bad_replies++;
 		return false;
+	}
+	/* RFC 8797 §4.1 / RFC 5040 §5.3: a Send With Invalidate killed the
+	 * handle before its receive completed, whatever the message says:
+	 * it must never be invalidated again (a LOCAL_INV on it would fail
+	 * and take the connection down), even if the reply is discarded. */
+	for (uint32_t i = 0; with_inv && i < q->nmr; i++) {
+		if (!q->mr_remote[i] || q->mr_dead[i] ||
+		    q->mr[i].rkey != inv_rkey)
+			continue;
+		q->mr_dead[i] = true;
+		e->ctr.remote_invs++;
 	}
 	int status = 0;
 	size_t reply_len = 0;
@@ -649,10 +711,17 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
 		if (cl->nreads || !check_writes(q, cl) ||
-		    (cl->has_reply && chunk_len(&cl->reply)) ||
-		    len > q->req.reply_max) {
+		    (cl->has_reply && chunk_len(&cl->reply))) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
+		}
+		if (len > q->req.reply_max) {
+			/* A sound reply larger than the memory the call set
+			 * aside for it (its reply_max, §6.2): the call fails
+			 * now with that reason rather than time out. */
+			status = RPCRDMA_ERR_REPLY_TOO_BIG;
+			e->ctr.bad_replies++;
+			break;
 		}
 		reply_len = len;
 		e->ctr.replies_inline++;
@@ -702,54 +771,9 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		q->vers_high = v->err.vers_high;
 	}
 
-	/* Remote invalidation (RFC 8797 §4.1) killed one handle; every
-	 * other exposed handle is invalidated here before the call
-	 * completes (§4.4.1). */
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i])
-			continue;
-		if (with_inv && q->mr[i].rkey == inv_rkey) {
-			q->mr_dead[i] = true;
-			e->ctr.remote_invs++;
-			continue;
-		}
-	}
-	q->inv_pending = 0;
-	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
-	uint32_t nposted = 0;
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i])
-			continue;
-		bool dup = false; /* the pad may back several segments */
-		for (uint32_t j = 0; j < nposted; j++)
-			if (posted_rkeys[j] == q->mr[i].rkey)
-				dup = true;
-		if (dup)
-			continue;
-		if (!e->cfg.local_inv) {
-			/* No LOCAL_INV: complete_call()'s release
-			 * deregisters it, which invalidates it. */
-			posted_rkeys[nposted++] = q->mr[i].rkey;
-			e->ctr.local_invs++;
-			continue;
-		}
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w) {
-			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
-			break;
-		}
-		posted_rkeys[nposted++] = q->mr[i].rkey;
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
-		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
-		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
-		w->send.invalidate_rkey = q->mr[i].rkey;
-		q->inv_pending++;
-		e->ctr.local_invs++;
-		if (q->sq_held)
-			q->sq_held--; /* reserved at the Send, posted now */
-		else if (e->sq_avail)
-			e->sq_avail--;
-	}
+	/* Every exposed handle the peer did not invalidate is invalidated
+	 * here before the call completes (§4.4.1). */
+	invalidate_exposed(e, q);
 	/* Give back the entries reserved for invalidations not needed. */
 	e->sq_avail += q->sq_held;
 	q->sq_held = 0;
@@ -773,9 +797,17 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	(void)wc;
 	switch (op) {
 	case WRO_LINV:
-		if (q->inv_pending && --q->inv_pending == 0 &&
-		    q->state == RQ_INVALIDATING)
+		if (!q->inv_pending || --q->inv_pending)
+			break;
+		/* Every LOCAL_INV of the call completed (in order: the last
+		 * one's completion is the last to come). */
+		for (uint32_t i = 0; i < q->nmr; i++)
+			if (q->mr_linv[i])
+				q->mr_dead[i] = true;
+		if (q->state == RQ_INVALIDATING)
 			finish(e, q);
+		else if (q->state == RQ_SENT && q->cancelled)
+			rpcrdma_ev_push(e, EVK_RQ_RELEASED, q->idx, 0);
 		break;
 	default:
 		break;
@@ -789,7 +821,10 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
 	switch (q->state) {
 	case RQ_SENT:
 		rpcrdma_rq_release_mrs(e, q);
-		if (q->retries < e->cfg.max_retries) {
+		q->inv_pending = 0;
+		if (q->cancelled) {
+			complete_call(e, q, RPCRDMA_ERR_CANCELLED);
+		} else if (q->retries < e->cfg.max_retries) {
 			q->retries++;
 			q->retransmit = true;
 			q->state = RQ_QUEUED;
@@ -824,4 +859,34 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 	for (uint32_t k = 0; k < e->nrq; k++)
 		if (e->rq[k].state == RQ_QUEUED) /* none should be left */
 			complete_call(e, &e->rq[k], status);
+}
+
+int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
+			       uint64_t now)
+{
+	(void)now;
+	struct rq *q = NULL;
+	for (uint32_t i = 0; i < e->nrq && !q; i++)
+		if (e->rq[i].xid == xid &&
+		    (e->rq[i].state == RQ_QUEUED || e->rq[i].state == RQ_SENT ||
+		     e->rq[i].state == RQ_INVALIDATING))
+			q = &e->rq[i];
+	if (!q)
+		return RPCRDMA_ERR_NOENT;
+	q->cancelled = true;
+	if (q->state == RQ_QUEUED) {
+		/* Holds nothing (a failed attempt releases what it took):
+		 * it completes on this pass of the pending queue. */
+		rpcrdma_progress(e);
+		return 0;
+	}
+	if (q->state == RQ_INVALIDATING)
+		return RPCRDMA_ERR_AGAIN; /* CALL_DONE follows */
+	invalidate_exposed(e, q);
+	if (!e->cfg.local_inv) {
+		/* Deregistration is the invalidation: done right here. */
+		rpcrdma_rq_release_mrs(e, q);
+		return 0;
+	}
+	return q->inv_pending ? RPCRDMA_ERR_AGAIN : 0;
 }

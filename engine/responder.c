@@ -41,6 +41,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->nmr = 0;
 		s->staging = NULL;
 		s->event_pending = false;
+		s->hold = false;
 		s->err = 0;
 		s->err_v2 = false;
 		memset(&s->ebody, 0, sizeof s->ebody);
@@ -58,18 +59,36 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 	return NULL;
 }
 
+void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie)
+{
+	*cookie = NULL;
+	if (e->mem.buf_alloc)
+		return e->mem.buf_alloc(e->mem.ctx, len, cookie);
+	return malloc(len);
+}
+
+void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie)
+{
+	if (!p)
+		return;
+	if (e->mem.buf_free)
+		e->mem.buf_free(e->mem.ctx, p, cookie);
+	else
+		free(p);
+}
+
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
-	free(s->staging);
+	rpcrdma_buf_put(e, s->staging, s->staging_cookie);
 	s->staging = NULL;
 	if (s->callmr_valid)
 		e->mem.release(e->mem.ctx, &s->callmr);
 	s->callmr_valid = false;
 	if (s->call_malloced)
-		free(s->callbuf);
+		rpcrdma_buf_put(e, s->callbuf, s->call_cookie);
 	s->call_malloced = false;
 	s->callbuf = NULL;
 	if (s->state != RS_FREE) {
@@ -333,7 +352,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	s->scratch = inserts ? (size_t)total : 0;
 	s->base_len = (size_t)base_len;
 	size_t cap = (size_t)total + (inserts ? (size_t)base_len : 0);
-	s->callbuf = malloc(cap ? cap : 1);
+	s->callbuf = rpcrdma_buf_get(e, cap ? cap : 1, &s->call_cookie);
 	if (!s->callbuf) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
 		return;
@@ -669,7 +688,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	 * a state with a queue), and nothing may be emitted before. */
 	uint32_t lkey[RPCRDMA_ENGINE_MAX_IOV] = {0};
 	if (lng && !s->staging) {
-		s->staging = malloc(reduced ? (size_t)reduced : 1);
+		s->staging = rpcrdma_buf_get(e, reduced ? (size_t)reduced : 1,
+					     &s->staging_cookie);
 		if (!s->staging)
 			goto err_system;
 	}
@@ -730,6 +750,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 			continue; /* removed with its padding, §3.4.4.4 */
 		if (v->len)
 			memcpy(p, v->base, v->len);
+		if (v->ddp)
+			e->ctr.ddp_inline_tx += v->len;
 		p += v->len;
 		memset(p, 0, pad4(v->len));
 		p += pad4(v->len);
@@ -818,6 +840,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	memcpy(s->msg, rep->msg, rep->nmsg * sizeof *s->msg);
 	s->nmsg = rep->nmsg;
 	s->user = rep->user;
+	s->hold = rep->hold;
 	s->ulp = true;
 	s->err = 0;
 	s->reply_status = 0;
@@ -852,8 +875,22 @@ static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
-	if (!s->event_pending)
+	rpcrdma_rs_done_maybe_free(e, s);
+}
+
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (s->state == RS_DONE && !s->event_pending && !s->send_pending &&
+	    !s->hold)
 		rpcrdma_rs_free(e, s);
+}
+
+void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id)
+{
+	if (call_id >= e->nrs || !e->rs[call_id].hold)
+		return;
+	e->rs[call_id].hold = false;
+	rpcrdma_rs_done_maybe_free(e, &e->rs[call_id]);
 }
 
 void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,

@@ -174,7 +174,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, false};
 	}
-	struct rpcrdma_reply_req rep = {v, n, ic};
+	struct rpcrdma_reply_req rep = {v, n, ic, false};
 	int rc = rpcrdma_engine_submit_reply(E, call_id, &rep, now);
 	if (rc == 0)
 		ic->state = 2;
@@ -1206,7 +1206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	C.xid_seed = u32(&in);
 
 	static const struct rpcrdma_engine_mem_ops ops = {
-		NULL, fake_reg, fake_release,
+		NULL, fake_reg, fake_release, NULL, NULL,
 	};
 	int rc = rpcrdma_engine_create(&C, &ops, &E);
 	if (rc)

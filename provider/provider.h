@@ -88,6 +88,18 @@ enum rpcrdma_dev_cap {
 	RPCRDMA_DEV_CAP_IWARP = 1u << 6,       /* iWARP transport (RFC 5040):
 						  RDMA Read sinks are placed
 						  by tagged DDP (READ_SINK) */
+	RPCRDMA_DEV_CAP_REG_VIRTUAL = 1u << 7, /* a registration names
+						  virtual addresses, not
+						  pages: nothing is pinned,
+						  the device reads and writes
+						  the process's memory at
+						  that address when it is
+						  used (a software provider
+						  in the same process).  A
+						  registration cached by
+						  address stays right when
+						  the memory behind it is
+						  freed and mapped again */
 };
 
 struct rpcrdma_dev_attr {
@@ -308,6 +320,30 @@ struct rpcrdma_terminate_info {
 	uint8_t ecode;
 };
 
+/* Where a QP's payload went, for measuring copies (docs: "zero copy" is
+ * measured, not claimed).  Bytes since the QP was created.  A software
+ * provider moves the data itself and counts the bytes it copied in user
+ * space; hardware places data itself, and its provider leaves the
+ * qp_counters op NULL (rpcrdma_qp_counters() then says NOTSUP).
+ * iwarp: payload in FPDUs of 8 KiB or more (any large message on
+ * loopback, where the MSS is 32-64 KiB) is received straight from the
+ * socket into the target memory, except at most 16 KiB of the first FPDU
+ * of a large message that arrives after a run of small ones; payload in
+ * smaller FPDUs is read in batches and copied, which costs less than a
+ * recv per FPDU (provider/iwarp/iwarp_qp_rx.c). */
+struct rpcrdma_qp_counters {
+	uint64_t rx_tagged_bytes;    /* RDMA Write and Read Response payload
+					placed */
+	uint64_t rx_tagged_copied;   /* ...of which went through a
+					user-space copy (staging) */
+	uint64_t rx_untagged_bytes;  /* Send payload placed in posted
+					receives */
+	uint64_t rx_untagged_copied; /* ...of which copied from staging */
+	uint64_t tx_bytes;           /* payload sent (all opcodes) */
+	uint64_t tx_copied;          /* ...of which copied in user space
+					(INLINE sends) */
+};
+
 /* ---------------------------------------------------------------------
  * Connection manager
  */
@@ -428,6 +464,12 @@ struct rpcrdma_provider_ops {
 	int (*reject)(struct rpcrdma_cm_id *id, const void *private_data,
 		      uint8_t private_data_len);
 	int (*disconnect)(struct rpcrdma_cm_id *id);
+
+	/* Optional (NULL: RPCRDMA_ERR_NOTSUP through the wrapper): the
+	 * QP's placement and copy counters.  Any thread, any time while the
+	 * QP exists. */
+	int (*qp_counters)(struct rpcrdma_qp *qp,
+			   struct rpcrdma_qp_counters *out);
 };
 
 /* Registry: "iwarp" always; "verbs" when built with rdma-core.  NULL if
@@ -462,6 +504,14 @@ static inline int rpcrdma_poll_cq(struct rpcrdma_cq *cq, int n,
 				  struct rpcrdma_wc *wc)
 {
 	return cq->dev->ops->poll_cq(cq, n, wc);
+}
+
+static inline int rpcrdma_qp_counters(struct rpcrdma_qp *qp,
+				      struct rpcrdma_qp_counters *out)
+{
+	if (!qp->dev->ops->qp_counters)
+		return RPCRDMA_ERR_NOTSUP;
+	return qp->dev->ops->qp_counters(qp, out);
 }
 
 /* STag layout (RFC 5040 §8.1 leaves it to the implementation; siw and

@@ -43,6 +43,15 @@ struct rpc_call {
 	bool held;           /* the engine held it when delivery began */
 	bool dpending;       /* delivery (of a held record) under way */
 	bool engine_finished; /* ...and the engine completed it meanwhile */
+	/* The arguments are the caller's memory, borrowed until delivery
+	 * (synchronous calls, opts.borrow_args): a call given up before
+	 * its reply (time-out, destroy) is delivered only once the engine
+	 * says the peer can no longer reach that memory (cancelling). */
+	bool borrowed;
+	bool cancelling;
+	int cancel_status;             /* delivered with it then */
+	uint64_t ddp_copied;           /* DDP-eligible bytes build_call
+					  copied (rpcrdma_stats) */
 	int status;                    /* delivery status (0: decode) */
 	uint64_t deadline;             /* 0: none */
 	rpcrdma_call_cb cb;            /* asynchronous */
@@ -65,6 +74,9 @@ struct rpc_call {
 	bool reply_inline;             /* no Reply chunk (reply_max 0) */
 	struct rpc_reply_region *region; /* reply_buf is the connection's
 					    reply region, borrowed */
+	struct rpc_buf *big;           /* reply and result buffers from the
+					  registered pool (buf_pool.c) */
+	struct rpc_bufpool *pool;
 	size_t cap;                    /* bytes of mem[] */
 	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
 };
@@ -202,9 +214,13 @@ static struct rpc_call *call_alloc(size_t need)
 
 static void call_free(struct rpc_call *c)
 {
-	/* A borrowed reply region goes back with the record. */
+	/* A borrowed reply region goes back with the record, and so do
+	 * its pooled buffers. */
 	rpcrdma_rpc_region_put(c->region);
 	c->region = NULL;
+	if (c->big)
+		rpcrdma_rpc_buf_put(c->pool, c->big, rpcrdma_rpc_now_ms());
+	c->big = NULL;
 	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
 		struct call_cache *k = cache_self();
 		if (k && k->n < CALL_CACHE) {
@@ -319,6 +335,10 @@ void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
 static int size_status(struct rpc_xprt *x, const struct rpc_call *c,
 		       const struct rpcrdma_engine_event *ev)
 {
+	if (ev->status == RPCRDMA_ERR_REPLY_TOO_BIG)
+		rpcrdma_rpc_trace("%s: call xid 0x%08x: an inline reply larger "
+				  "than the %zu bytes set aside (reply_max)",
+				  x->name, ev->xid, c->reply_max);
 	if (ev->status != RPCRDMA_ERR_PEER_ERR_CHUNK &&
 	    ev->status != RPCRDMA_ERR_PEER_ERR_RESOURCE)
 		return ev->status;
@@ -356,6 +376,12 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 	c->in_engine = false;
 	x->in_engine--;
 	unlink_call(x, c);
+	if (c->cancelling) {
+		/* Given up and now over: nothing of it is reachable. */
+		c->cancelling = false;
+		deliver_later(x, b, c, c->cancel_status);
+		return;
+	}
 	if (c->delivered) {
 		/* Its caller already had a time-out or an error; if that
 		 * delivery is still running, it frees the record. */
@@ -374,9 +400,40 @@ void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 	deliver_later(x, b, c, 0);
 }
 
+void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b)
+{
+	struct rpc_call *c = ev->user;
+	if (!c || !c->cancelling)
+		return;
+	/* The engine keeps the record until the reply or the end of the
+	 * connection (RFC 8166 §3.3.1): delivered now, freed then. */
+	c->cancelling = false;
+	deliver_later(x, b, c, c->cancel_status);
+}
+
 static void fail_call_locked(struct rpc_xprt *x, struct rpc_call *c,
 			     int status, struct rpc_evbuf *b)
 {
+	if (c->cancelling)
+		return; /* delivered once the engine released it */
+	if (c->borrowed && c->in_engine && !x->dead) {
+		/* The caller takes its memory back: first make sure the peer
+		 * cannot reach it (engine.h, rpcrdma_engine_cancel_call). */
+		int rc = rpcrdma_engine_cancel_call(x->e, c->xid,
+						    rpcrdma_rpc_now_ms());
+		if (rc == RPCRDMA_ERR_AGAIN) {
+			c->cancelling = true;
+			c->cancel_status = status;
+			if (c->sync)
+				c->sync->deadline = 0; /* wait for it */
+			rpcrdma_rpc_xprt_pump_locked(x, b);
+			return;
+		}
+		/* 0: nothing reachable (a call not sent yet completed at
+		 * once: its CALL_DONE finds it delivered). */
+	}
 	if (c->in_waitq)
 		waitq_remove(x, c);
 	if (!c->in_engine)
@@ -393,7 +450,8 @@ void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
 
 	for (; c; c = n) {
 		n = c->next;
-		if (c->delivered || (owner && c->owner != owner))
+		if (c->delivered || c->cancelling ||
+		    (owner && c->owner != owner))
 			continue;
 		if (now && (!c->deadline || c->deadline > now))
 			continue;
@@ -406,6 +464,15 @@ void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
 {
 	if (!c->delivered)
 		fail_call_locked(x, c, status, b);
+}
+
+bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
+					 const void *owner)
+{
+	for (const struct rpc_call *c = x->calls; c; c = c->next)
+		if (c->cancelling && (!owner || c->owner == owner))
+			return true;
+	return false;
 }
 
 struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
@@ -600,7 +667,33 @@ static void free_hdr_tails(struct rpcrdma_clnt *cl)
 	}
 }
 
+/* A piece a borrowing call references instead of copying: DDP-eligible
+ * ones (they go by RDMA Read from where they are), and pieces large
+ * enough that a Long Call is better off reading them in place than
+ * copying them; smaller ones are gathered behind the call header, where
+ * the Send copies them anyway. */
+#define BORROW_MIN 1024u
+
+/* On a device that pins pages, exposing the caller's memory costs a
+ * registration (a system call and page pinning) per call: a DDP-eligible
+ * piece up to this size is cheaper copied into the registered pool
+ * (docs/DEVICES.md); beyond it, it is lent. */
+#define PINNED_COPY_MAX 65536u
+
+static bool referenced(const struct rpcrdma_iov *a, bool borrow, bool pins)
+{
+	if (!borrow || !a->len)
+		return false;
+	if (a->ddp)
+		return !pins || a->len > PINNED_COPY_MAX;
+	return a->len >= BORROW_MIN && !(a->len & 3);
+}
+
+/* res (nres of them): the caller's own buffers for the DDP-eligible
+ * results (rpcrdma_clnt_call_into), borrowed like the arguments; NULL:
+ * the record's memory holds them. */
 static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		      bool borrow, const struct rpcrdma_iov *res, unsigned nres,
 		      struct rpc_call **out)
 {
 	size_t args_len = 0, res_len = 0, reply_max;
@@ -608,17 +701,41 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	if (!call || call->nargs > RPCRDMA_MAX_ARGS ||
 	    (call->nargs && !call->args) ||
 	    call->nddp_results > RPCRDMA_MAX_DDP_RESULTS ||
-	    (call->nddp_results && !call->ddp_result_max))
+	    (call->nddp_results && !call->ddp_result_max && !res) ||
+	    nres > RPCRDMA_MAX_DDP_RESULTS || (nres && !res) ||
+	    (res && call->nddp_results && call->nddp_results != nres))
 		return RPCRDMA_ERR_INVAL;
-	for (unsigned i = 0; i < call->nargs; i++) {
-		if (call->args[i].len && !call->args[i].base)
+	for (unsigned i = 0; res && i < nres; i++)
+		if (res[i].len && !res[i].base)
 			return RPCRDMA_ERR_INVAL;
-		args_len += round8(call->args[i].len);
+	/* Each piece is lent (referenced), or copied: a DDP-eligible one
+	 * into the registered pool (the peer reads it from there by RDMA
+	 * Read), the rest behind the call header in the record. */
+	bool pins = !(cl->x->rd->attr.caps & RPCRDMA_DEV_CAP_REG_VIRTUAL);
+	/* A call that fits the inline threshold goes Short and its Send
+	 * copies every piece anyway: copying one into the pool first
+	 * would copy it twice. */
+	size_t whole = 0;
+	for (unsigned i = 0; i < call->nargs; i++)
+		whole += call->args[i].len + 3;
+	if (whole + 512 <= cl->x->opts.inline_send)
+		pins = false;
+	size_t pool_args = 0;
+	for (unsigned i = 0; i < call->nargs; i++) {
+		const struct rpcrdma_iov *a = &call->args[i];
+		if (a->len && !a->base)
+			return RPCRDMA_ERR_INVAL;
+		if (referenced(a, borrow, pins))
+			continue;
+		if (a->ddp && a->len)
+			pool_args += round8(a->len);
+		else
+			args_len += round8(a->len);
 	}
 	size_t msg_len = 0;
 	for (unsigned i = 0; i < call->nargs; i++)
 		msg_len += call->args[i].len;
-	for (unsigned i = 0; i < call->nddp_results; i++)
+	for (unsigned i = 0; !res && i < call->nddp_results; i++)
 		res_len += round8(call->ddp_result_max[i]);
 	/* Without a stated maximum the reply must fit inline, so no Reply
 	 * chunk is offered (RFC 8166 §4.3.3 leaves the choice to us).  An
@@ -647,10 +764,24 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	/* A reply that may need a Reply chunk lands in the connection's
 	 * reply region when it is free: no registration for this call
 	 * (reply_region.c). */
-	uint8_t *region = reply_max > cl->x->opts.inline_recv
+	bool may_chunk = reply_max > cl->x->opts.inline_recv;
+	uint8_t *region = may_chunk
 		? rpcrdma_rpc_region_get(cl->x->rr, reply_max) : NULL;
-	size_t total = round8(hl) + args_len + (region ? 0 : reply_max) +
-		       res_len;
+	/* Memory the peer reaches (Write chunks, a Reply chunk, copied
+	 * Read chunk data) comes from the registered pool: no allocation,
+	 * page faults or registration per call (buf_pool.c).  The record
+	 * keeps the rest. */
+	size_t reply_pool = region || !may_chunk ? 0 : reply_max;
+	size_t big_len = reply_pool + res_len + pool_args;
+	struct rpc_bufpool *pool = cl->x->rd->pool;
+	struct rpc_buf *big = big_len ? rpcrdma_rpc_buf_get(pool, big_len)
+				      : NULL;
+	size_t total = round8(hl) + args_len + pool_args +
+		       (region ? 0 : reply_max) + res_len;
+	if (big)
+		total -= big_len;
+	uint8_t *bp = big ? rpcrdma_rpc_buf_base(big) : NULL;
+	uint8_t *bp_args = bp ? bp + reply_pool + res_len : NULL;
 	/* Only the bookkeeping is initialised: the reply and Write chunk
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
@@ -659,11 +790,19 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	if (!c) {
 		if (region)
 			rpcrdma_rpc_region_put(cl->x->rr);
+		if (big)
+			rpcrdma_rpc_buf_put(pool, big, rpcrdma_rpc_now_ms());
 		return RPCRDMA_ERR_NOMEM;
 	}
 	c->region = region ? cl->x->rr : NULL;
+	c->big = big;
+	c->pool = pool;
 	c->in_engine = c->in_waitq = c->delivered = false;
 	c->held = c->dpending = c->engine_finished = false;
+	c->borrowed = borrow || res;
+	c->cancelling = false;
+	c->cancel_status = 0;
+	c->ddp_copied = 0;
 	c->status = 0;
 	c->sync = NULL;
 	c->cb = NULL;
@@ -682,10 +821,23 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	*cur = (struct rpcrdma_iov){p, hl, false};
 	c->niov = 1;
 	uint8_t *run_end = c->mem + hl;
+	bool in_run = true; /* cur is a run of copied non-DDP pieces */
 	for (unsigned i = 0; i < call->nargs; i++) {
 		const struct rpcrdma_iov *a = &call->args[i];
+		if (referenced(a, borrow, pins)) {
+			/* Borrowed: the engine reads it where it is (a Read
+			 * chunk, or the Send gathers it). */
+			if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
+				call_free(c);
+				return RPCRDMA_ERR_INVAL;
+			}
+			cur = &c->iov[c->niov++];
+			*cur = (struct rpcrdma_iov){a->base, a->len, a->ddp};
+			in_run = false;
+			continue;
+		}
 		if (!a->ddp) {
-			if (!cur->ddp && (uint8_t *)cur->base + cur->len == run_end) {
+			if (in_run) {
 				if (a->len)
 					memcpy(run_end, a->base, a->len);
 				cur->len += a->len;
@@ -697,13 +849,26 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
+		if (a->ddp && a->len && bp_args) {
+			/* Into registered memory the Read chunk exposes. */
+			memcpy(bp_args, a->base, a->len);
+			c->ddp_copied += a->len;
+			cur = &c->iov[c->niov++];
+			*cur = (struct rpcrdma_iov){bp_args, a->len, true};
+			bp_args += round8(a->len);
+			in_run = false;
+			continue;
+		}
 		/* Past everything written so far, 8-aligned. */
 		p = c->mem + round8((size_t)(run_end - c->mem));
 		if (a->len)
 			memcpy(p, a->base, a->len);
+		if (a->ddp)
+			c->ddp_copied += a->len;
 		cur = &c->iov[c->niov++];
 		*cur = (struct rpcrdma_iov){p, a->len, a->ddp};
 		run_end = p + a->len;
+		in_run = !a->ddp;
 	}
 	for (unsigned i = 0; i < c->niov; i++)
 		if (!c->iov[i].ddp && (c->iov[i].len & 3)) {
@@ -711,14 +876,29 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
-	c->reply_buf = region ? region : p;
+	if (region) {
+		c->reply_buf = region;
+	} else if (bp && reply_pool) {
+		c->reply_buf = bp;
+		bp += reply_pool;
+	} else {
+		c->reply_buf = p;
+		p += reply_max;
+	}
 	c->reply_max = reply_max;
 	c->reply_inline = reply_inline;
 	c->msg_len = msg_len;
-	if (!region)
-		p += reply_max;
-	c->nresults = call->nddp_results;
-	for (unsigned i = 0; i < call->nddp_results; i++) {
+	if (bp)
+		p = bp; /* the results follow in the pooled buffer */
+	c->nresults = res ? nres : call->nddp_results;
+	for (unsigned i = 0; i < c->nresults; i++) {
+		if (res) {
+			/* The server writes straight into the caller's
+			 * buffer (a Write chunk over it, RFC 8166 §4.3.2). */
+			c->results[i] = (struct rpcrdma_iov){res[i].base,
+							     res[i].len, true};
+			continue;
+		}
 		c->results[i] = (struct rpcrdma_iov){p, call->ddp_result_max[i],
 						     true};
 		p += round8(call->ddp_result_max[i]);
@@ -747,6 +927,7 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 		return rc;
 	}
 	link_call(x, c);
+	x->ddp_copied_tx += c->ddp_copied;
 	/* FIFO: nobody overtakes calls already waiting for a slot. */
 	int rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
 	if (rc == RPCRDMA_ERR_AGAIN) {
@@ -770,16 +951,17 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
-					   const struct rpcrdma_call *call,
-					   rpcrdma_call_cb cb, void *arg)
+static int call_async(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		      const struct rpcrdma_iov *res, unsigned nres,
+		      rpcrdma_call_cb cb, void *arg)
 {
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
 
 	if (!cl || !cb)
 		return RPCRDMA_ERR_INVAL;
-	int rc = build_call(cl, call, &c);
+	int rc = build_call(cl, call, cl->x->opts.borrow_args || res, res,
+			    nres, &c);
 	if (rc < 0)
 		return rc;
 	c->cb = cb;
@@ -794,9 +976,27 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
 	return 0;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
-				     const struct rpcrdma_call *call,
-				     struct rpcrdma_reply *rep)
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
+					   const struct rpcrdma_call *call,
+					   rpcrdma_call_cb cb, void *arg)
+{
+	return call_async(cl, call, NULL, 0, cb, arg);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_async_into(struct rpcrdma_clnt *cl,
+						const struct rpcrdma_call *call,
+						const struct rpcrdma_iov *res,
+						unsigned nres, rpcrdma_call_cb cb,
+						void *arg)
+{
+	if (!res && nres)
+		return RPCRDMA_ERR_INVAL;
+	return call_async(cl, call, res, nres, cb, arg);
+}
+
+static int call_sync(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
+		     const struct rpcrdma_iov *res, unsigned nres,
+		     struct rpcrdma_reply *rep)
 {
 	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
@@ -813,7 +1013,8 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 		rep->status = RPCRDMA_ERR_NOMEM;
 		return rep->status;
 	}
-	int rc = build_call(cl, call, &c);
+	/* The caller waits: its memory is borrowed, not copied. */
+	int rc = build_call(cl, call, true, res, nres, &c);
 	if (rc < 0) {
 		rep->status = rc;
 		return rc;
@@ -834,6 +1035,38 @@ RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
 	rpcrdma_rpc_xprt_wait_call(x, c, &s);
 	pthread_mutex_unlock(&x->lock);
 	return rep->status;
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
+				     const struct rpcrdma_call *call,
+				     struct rpcrdma_reply *rep)
+{
+	return call_sync(cl, call, NULL, 0, rep);
+}
+
+RPCRDMA_EXPORT int rpcrdma_clnt_call_into(struct rpcrdma_clnt *cl,
+					  const struct rpcrdma_call *call,
+					  const struct rpcrdma_iov *res,
+					  unsigned nres,
+					  struct rpcrdma_reply *rep)
+{
+	if (!res && nres) {
+		if (rep) {
+			memset(rep, 0, sizeof(*rep));
+			rep->status = RPCRDMA_ERR_INVAL;
+		}
+		return RPCRDMA_ERR_INVAL;
+	}
+	return call_sync(cl, call, res, nres, rep);
+}
+
+void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx)
+{
+	if (!cl || !rx)
+		return;
+	pthread_mutex_lock(&cl->x->lock);
+	cl->x->ddp_copied_rx += rx;
+	pthread_mutex_unlock(&cl->x->lock);
 }
 
 RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
@@ -1245,5 +1478,7 @@ RPCRDMA_EXPORT int rpcrdma_clnt_stats_sized(struct rpcrdma_clnt *c,
 		return RPCRDMA_ERR_INVAL;
 	memset(&all, 0, sizeof(all));
 	rpcrdma_rpc_xprt_add_stats(c->x, &all);
+	rpcrdma_rpc_reg_cache_stats(c->x->rd->cache, &all.reg_cache_hits,
+				    &all.reg_cache_misses);
 	return rpcrdma_rpc_stats_out(&all, s, size);
 }

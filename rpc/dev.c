@@ -121,6 +121,10 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd)
 		rc = rd->ops->alloc_pd(rd->dev, &rd->pd);
 	if (rc == 0)
 		rc = rd->ops->create_channel(rd->dev, &rd->ch);
+	if (rc == 0) {
+		rd->cache = rpcrdma_rpc_reg_cache_new(rd); /* NULL: none */
+		rd->pool = rpcrdma_rpc_bufpool_new(rd);    /* NULL: malloc */
+	}
 	if (rc < 0) {
 		rpcrdma_rpc_dev_close(rd);
 		return rc;
@@ -132,6 +136,8 @@ void rpcrdma_rpc_dev_close(struct rpc_dev *rd)
 {
 	if (!rd->ops)
 		return;
+	rpcrdma_rpc_reg_cache_free(rd->cache);
+	rpcrdma_rpc_bufpool_close(rd->pool);
 	if (rd->ch)
 		rd->ops->destroy_channel(rd->ch);
 	if (rd->pd)

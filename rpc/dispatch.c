@@ -243,7 +243,7 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 		if (!r->niov)
 			r->niov = 1;
 	}
-	struct rpcrdma_reply_req rr = {r->iov, r->niov, r};
+	struct rpcrdma_reply_req rr = {r->iov, r->niov, r, false};
 	pthread_mutex_lock(&x->lock);
 	int rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
 	if (rc == RPCRDMA_ERR_INVAL) {
@@ -311,9 +311,86 @@ static bool inline_all(struct rpcrdma_svc_req *r)
 	return true;
 }
 
+/* A handler that replied early (rpcrdma_rpc_req_reply_sync) is over:
+ * the request and its engine slot go. */
+static void early_over(struct rpcrdma_svc_req *r)
+{
+	struct rpc_xprt *x = r->x;
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	pthread_mutex_lock(&x->lock);
+	r->early = false;
+	rpcrdma_engine_release_reply(x->e, r->call_id);
+	req_release_locked(r, &b);
+	/* The slot may have been all that held up a new call. */
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	bool guard = b.done || b.in_head;
+	if (guard)
+		x->refs++;
+	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	if (guard) {
+		pthread_mutex_lock(&x->lock);
+		bool wake = --x->refs == 0 && x->dead && x->loop;
+		pthread_mutex_unlock(&x->lock);
+		if (wake)
+			rpcrdma_rpc_loop_wake(x->loop);
+	}
+}
+
+void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx)
+{
+	if (!r->x || !rx)
+		return;
+	pthread_mutex_lock(&r->x->lock);
+	r->x->ddp_copied_rx += rx;
+	pthread_mutex_unlock(&r->x->lock);
+}
+
+int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
+			       const struct rpcrdma_iov *msg, unsigned n)
+{
+	int rc = rpcrdma_svc_req_reply_raw(r, msg, n);
+	if (rc < 0)
+		return rc;
+	if (!(r->reg.flags & RPCRDMA_ULB_DDP_RESULT) && !inline_all(r))
+		return RPCRDMA_ERR_NOMEM;
+	struct rpc_xprt *x = r->x;
+	struct rpc_sync s = {.w = rpcrdma_rpc_waiter_self()};
+	if (!s.w)
+		return RPCRDMA_ERR_NOMEM;
+	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpcrdma_reply_req rr = {r->iov, r->niov, r, true};
+	pthread_mutex_lock(&x->lock);
+	r->sent_wait = &s;
+	rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
+	if (rc < 0) {
+		/* INVAL: nothing happened; DISCONNECTED: the engine freed
+		 * the slot and no REPLY_SENT follows. */
+		r->sent_wait = NULL;
+		r->early = rc == RPCRDMA_ERR_DISCONNECTED;
+		pthread_mutex_unlock(&x->lock);
+		return rc;
+	}
+	r->early = true;
+	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	if (!rpc_evbuf_empty(&b)) {
+		pthread_mutex_unlock(&x->lock);
+		rpcrdma_rpc_xprt_deliver(x, &b);
+		pthread_mutex_lock(&x->lock);
+	}
+	rpcrdma_rpc_xprt_wait_call(x, NULL, &s);
+	r->sent_wait = NULL;
+	rc = s.status;
+	pthread_mutex_unlock(&x->lock);
+	return rc;
+}
+
 /* What follows a handler's return (or a deferred request's answer). */
 static void handler_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st)
 {
+	if (r->early) {
+		early_over(r);
+		return;
+	}
 	if (st == RPCRDMA_SVC_GARBAGE_ARGS) {
 		answer(r, RPCRDMA_RPC_GARBAGE_ARGS, 0, 0);
 		return;
@@ -424,6 +501,11 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	r->pad.align = ev->msgp.align;
 	r->pad.thresh = ev->msgp.thresh;
 	r->pad.base = ev->msgp.offset;
+	r->ddp_items = ev->ddp_items;
+	for (unsigned i = 0; i < r->ddp_items; i++) {
+		r->ddp_pos[i] = ev->ddp_pos[i];
+		r->ddp_len[i] = ev->ddp_len[i];
+	}
 	r->nwc = ev->write_chunks;
 	for (unsigned i = 0; i < r->nwc && i < RPCRDMA_MAX_WRITE_CHUNKS; i++)
 		r->wc_len[i] = ev->write_chunk_len[i];
@@ -431,6 +513,8 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	r->small_used = 0;
 	r->niov = 0;
 	r->raw = false;
+	r->early = false;
+	r->sent_wait = NULL;
 	/* svcrdma_decode_rqst: XID, the call's length and the room the
 	 * caller offered for the reply (Write chunks, a Reply chunk). */
 	RPCRDMA_PROBE4(svc_call, ev->xid, ev->call_len, ev->write_chunks,
@@ -447,8 +531,21 @@ void rpcrdma_rpc_disp_reply_sent_locked(struct rpc_xprt *x,
 					const struct rpcrdma_engine_event *ev,
 					struct rpc_evbuf *b)
 {
-	(void)x;
 	struct rpcrdma_svc_req *r = ev->user;
+	if (r && r->early) {
+		/* Its handler is still running and waits for this: the
+		 * request stays until the handler is over (early_over). */
+		struct rpc_sync *s = r->sent_wait;
+		if (s) {
+			s->status = ev->status == RPCRDMA_ERR_DISCONNECTED
+				    ? RPCRDMA_ERR_DISCONNECTED : 0;
+			atomic_store(&s->finished, true);
+			pthread_cond_signal(&s->w->cv);
+			if (x->driver == s->w && s->w != rpcrdma_rpc_waiter_self())
+				rpcrdma_rpc_xprt_kick(x);
+		}
+		return;
+	}
 	if (r && r->x)
 		req_release_locked(r, b);
 }

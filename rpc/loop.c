@@ -206,6 +206,8 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 
 static void tick(struct rpc_loop *l, uint64_t now)
 {
+	/* Registered buffers unused for a while go back to the system. */
+	rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
 	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
 		rpcrdma_rpc_xprt_tick(x, now);
 	if (l->on_round)

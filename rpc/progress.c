@@ -60,21 +60,39 @@ static void post_failed(struct rpc_xprt *x)
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 {
 	struct rpcrdma_engine_wr *w;
-
+	/* Every work request the engine has goes out in one chain per queue
+	 * (a provider can then send several messages in one system call:
+	 * the iwarp provider batches their FPDUs).  The engine's entries
+	 * stay valid until its next input, and nothing here gives it one.
+	 * Receives first: one must never come after the Send whose reply
+	 * it is for (an iWARP Send with no receive posted is fatal). */
+	struct rpcrdma_send_wr *sh = NULL, **st = &sh;
+	struct rpcrdma_recv_wr *rh = NULL, **rt = &rh;
 	while ((w = rpcrdma_engine_next_wr(x->e))) {
-		int rc;
 		if (x->dead || x->close_req)
 			continue; /* nothing may go out any more */
 		if (w->is_recv) {
-			struct rpcrdma_recv_wr *bad = NULL;
-			rc = rpcrdma_post_recv(x->qp, &w->recv, &bad);
+			*rt = &w->recv;
+			rt = &w->recv.next;
 		} else {
-			struct rpcrdma_send_wr *bad = NULL;
-			rc = rpcrdma_post_send(x->qp, &w->send, &bad);
+			*st = &w->send;
+			st = &w->send.next;
 		}
+	}
+	if (rh) {
+		struct rpcrdma_recv_wr *bad = NULL;
+		int rc = rpcrdma_post_recv(x->qp, rh, &bad);
 		if (rc < 0) {
-			rpcrdma_rpc_trace("%s: post %s failed: %s", x->name,
-					  w->is_recv ? "recv" : "send",
+			rpcrdma_rpc_trace("%s: post recv failed: %s", x->name,
+					  rpcrdma_strerror(rc));
+			post_failed(x);
+		}
+	}
+	if (sh && !x->close_req) {
+		struct rpcrdma_send_wr *bad = NULL;
+		int rc = rpcrdma_post_send(x->qp, sh, &bad);
+		if (rc < 0) {
+			rpcrdma_rpc_trace("%s: post send failed: %s", x->name,
 					  rpcrdma_strerror(rc));
 			post_failed(x);
 		}
@@ -86,6 +104,9 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			/* Bookkeeping needs the lock; the caller's completion
 			 * happens after it is dropped. */
 			rpcrdma_rpc_call_engine_done_locked(x, &ev, b);
+			break;
+		case RPCRDMA_EV_CALL_RELEASED:
+			rpcrdma_rpc_call_released_locked(x, &ev, b);
 			break;
 		case RPCRDMA_EV_INCOMING_CALL:
 			rpcrdma_rpc_disp_incoming_locked(x, &ev, b);
@@ -101,6 +122,16 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 			    ev.reason != RPCRDMA_ERR_DISCONNECTED)
 				rpcrdma_rpc_trace("%s: closing: %s", x->name,
 						  rpcrdma_strerror(ev.reason));
+			if (ev.reconnect && x->client && !x->no_reconnect) {
+				/* The engine's calls were never sent: a new
+				 * connection takes them (a lost v2 opener
+				 * falls back to v1 there, docs/v2.md). */
+				x->fallback_reconnect = true;
+				rpcrdma_rpc_trace("%s: version 2 opener not "
+						  "answered in time: "
+						  "reconnecting in version 1",
+						  x->name);
+			}
 			if (ev.reason == RPCRDMA_ERR_PEER_ERR_VERS) {
 				/* The v2 opener was refused and we may not
 				 * fall back (V2_ONLY): another connection
@@ -423,7 +454,7 @@ void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
 	x->inside++;
 	while (!atomic_load(&s->finished)) {
 		struct rpc_evbuf b = RPC_EVBUF_INIT;
-		if (!s->queued && s->deadline &&
+		if (c && !s->queued && s->deadline &&
 		    rpcrdma_rpc_now_ms() >= s->deadline) {
 			/* Exactly once: a reply queued meanwhile wins (and
 			 * the record is then no longer ours to touch). */

@@ -92,6 +92,9 @@ struct rpc_inv {
 void rpcrdma_rpc_inv_choose(const struct rpcrdma_dev_attr *a,
 			    bool want_remote_inv, struct rpc_inv *out);
 
+struct rpc_reg_cache;
+struct rpc_bufpool;
+
 struct rpc_dev {
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_dev *dev;
@@ -99,6 +102,8 @@ struct rpc_dev {
 	struct rpcrdma_cm_channel *ch;
 	struct rpcrdma_dev_attr attr;
 	struct rpc_inv inv;
+	struct rpc_reg_cache *cache; /* registration.c; NULL: none */
+	struct rpc_bufpool *pool;    /* buf_pool.c; NULL: out of memory */
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
@@ -125,6 +130,7 @@ struct rpc_sync {
 					caller's to touch */
 	_Atomic bool finished;       /* rep is filled in */
 	uint64_t deadline;           /* 0: none */
+	int status;                  /* without a call: the outcome */
 };
 
 /* ---------------------------------------------------------------------
@@ -158,12 +164,20 @@ struct rpcrdma_svc_req {
 	bool raw;          /* the handler gave the whole reply message */
 	unsigned nwc;
 	size_t wc_len[RPCRDMA_MAX_WRITE_CHUNKS];
+	/* Where DDP items came into the call by RDMA Read (engine event). */
+	unsigned ddp_items;
+	uint32_t ddp_pos[RPCRDMA_MAX_WRITE_CHUNKS];
+	uint32_t ddp_len[RPCRDMA_MAX_WRITE_CHUNKS];
 	struct req_block *blocks;
 	size_t small_used;
 	_Alignas(16) uint8_t small[RPCRDMA_RPC_REQ_SMALL];
 	uint8_t hdr[64];
 	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
 	unsigned niov;
+	/* Replied from inside the handler (rpcrdma_rpc_req_reply_sync):
+	 * its engine slot is held until the handler is over. */
+	bool early;
+	struct rpc_sync *sent_wait;   /* the thread waiting for REPLY_SENT */
 };
 
 /* ---------------------------------------------------------------------
@@ -238,6 +252,9 @@ struct rpc_xprt {
 	bool reconnecting;           /* lost; a new connection is due */
 	bool connect_pending;        /* connect() out on id, no answer yet */
 	bool no_reconnect;           /* being destroyed, or refused for good */
+	bool fallback_reconnect;     /* the engine asked for a new connection
+					for calls it never sent (a lost v2
+					opener): one, whatever max_retries */
 	int refused;                 /* 0, or why the peer will never serve
 					us (PEER_ERR_VERS): later calls fail
 					with it, no reconnection */
@@ -258,7 +275,66 @@ struct rpc_xprt {
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
 	uint64_t registrations;
+	/* Registration (registration.c), under the lock: windows whose
+	 * rkey was invalidated, ready to be bound again, and free cookies. */
+	struct rpcrdma_mw **mw_pool;
+	unsigned nmw_pool;
+	uint64_t mw_reuses;
+	struct rpc_mreg *reg_free;
+	/* DDP-eligible bytes copied in user space (rpcrdma_stats): sending
+	 * (arguments copied into a call), receiving (chunk data decoded into
+	 * memory of the caller's by the libtirpc adapters). */
+	uint64_t ddp_copied_tx, ddp_copied_rx;
+	uint64_t ddp_placed_copied;  /* by the provider, of QPs gone */
 };
+
+/* ---------------------------------------------------------------------
+ * Memory registration (registration.c): the engine's mem ops, a
+ * registration cache per protection domain on devices whose
+ * registrations follow virtual addresses, and windows pooled per
+ * connection.
+ */
+struct rpc_mreg;
+/* NULL when the device pins pages (no cache there) or out of memory. */
+struct rpc_reg_cache *rpcrdma_rpc_reg_cache_new(struct rpc_dev *rd);
+/* Every connection of the domain is gone. */
+void rpcrdma_rpc_reg_cache_free(struct rpc_reg_cache *c);
+/* Adds the cache's hits and misses (c may be NULL). */
+void rpcrdma_rpc_reg_cache_stats(struct rpc_reg_cache *c, uint64_t *hits,
+				 uint64_t *misses);
+/* struct rpcrdma_engine_mem_ops, ctx the connection (its lock held). */
+int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
+			struct rpcrdma_engine_mr *mr);
+void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr);
+void *rpcrdma_rpc_mem_buf_alloc(void *ctx, size_t len, void **cookie);
+void rpcrdma_rpc_mem_buf_free(void *ctx, void *p, void *cookie);
+/* The engine is destroyed: free the connection's pooled windows. */
+void rpcrdma_rpc_reg_conn_free(struct rpc_xprt *x);
+
+/* ---------------------------------------------------------------------
+ * Registered buffers (buf_pool.c): chunk targets and sinks, registered
+ * once and reused, per protection domain.
+ */
+struct rpc_buf;
+struct rpc_bufpool *rpcrdma_rpc_bufpool_new(struct rpc_dev *rd);
+/* The domain goes: registrations now, memory once the last buffer an
+ * application holds comes back. */
+void rpcrdma_rpc_bufpool_close(struct rpc_bufpool *p);
+/* A buffer of at least len bytes (up to 8 MiB), or NULL (p NULL, too
+ * large, out of memory). */
+struct rpc_buf *rpcrdma_rpc_buf_get(struct rpc_bufpool *p, size_t len);
+void *rpcrdma_rpc_buf_base(const struct rpc_buf *b);
+void rpcrdma_rpc_buf_put(struct rpc_bufpool *p, struct rpc_buf *b,
+			 uint64_t now_ms);
+/* Buffers unused for a while go back to the system. */
+void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms);
+/* The registration of the buffer holding [addr, addr+len) when it has
+ * access (for a window over it: LOCAL_WRITE), else NULL. */
+struct rpcrdma_mr *rpcrdma_rpc_bufpool_mr(struct rpc_bufpool *p,
+					  const void *addr, size_t len,
+					  unsigned access);
+void rpcrdma_rpc_bufpool_stats(struct rpc_bufpool *p, uint64_t *gets,
+			       uint64_t *allocs);
 
 /* ---------------------------------------------------------------------
  * The reply region (reply_region.c): max_msg bytes per connection,
@@ -350,8 +426,9 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
  * disconnect asked for, and a poll of a connection nobody attends. */
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
 /* With x->lock held: wait until synchronous call c (s on the caller's
- * stack) is delivered, driving x meanwhile when no other thread does.
- * Returns with the lock held. */
+ * stack) is delivered, driving x meanwhile when no other thread does;
+ * c NULL: until s->finished is set by whoever sees the event s waits
+ * for (no time-out).  Returns with the lock held. */
 void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
 				struct rpc_sync *s);
 /* With x->lock held: the loop should (or need not) watch x's CQ fd. */
@@ -374,6 +451,15 @@ void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x);
 void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
 					 const struct rpcrdma_engine_event *ev,
 					 struct rpc_evbuf *b);
+/* With x->lock held: a call given up (RPCRDMA_EV_CALL_RELEASED) can be
+ * delivered: the peer no longer reaches the memory it borrowed. */
+void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
+				      const struct rpcrdma_engine_event *ev,
+				      struct rpc_evbuf *b);
+/* With x->lock held: a call of owner (NULL: any) was given up and waits
+ * for the engine to release its memory before it is delivered. */
+bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
+					 const void *owner);
 /* With x->lock held: submit waiting calls while slots are free. */
 void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
 					     struct rpc_evbuf *b);
@@ -521,8 +607,27 @@ void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
 /* A deferred request (RPCRDMA_RPC_REG_DEFER) is answered: st as a
  * handler would return it. */
 void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st);
+/* From inside r's handler: sends the whole reply message msg (as
+ * rpcrdma_svc_req_reply_raw gives it) now, and returns once it is sent
+ * (REPLY_SENT): the memory it points at is the caller's again, so it is
+ * neither copied nor kept (the libtirpc adapter's svc_sendreply, whose
+ * results rpcgen's dispatch frees as soon as it returns).  r, its call
+ * message and its call_id stay the handler's until the handler is over;
+ * what the handler returns then is ignored.  0, or RPCRDMA_ERR_INVAL (a
+ * bad description; nothing was sent, the handler may still answer),
+ * RPCRDMA_ERR_DISCONNECTED (the connection is gone: the reply was not
+ * sent, the client will send the call again). */
+int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
+			       const struct rpcrdma_iov *msg, unsigned n);
+/* The libtirpc adapter copied rx bytes of r's DDP items out of the call
+ * (rpcrdma_stats.ddp_copied_rx). */
+void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx);
 /* Frees the blocks of replies sent (b->to_free). */
 void rpcrdma_rpc_blocks_free(struct req_block *b);
+
+/* The libtirpc adapter copied rx bytes of DDP results out of their
+ * chunks (rpcrdma_stats.ddp_copied_rx). */
+void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx);
 
 /* A reverse-direction client handle on x (clnt.c). */
 int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,

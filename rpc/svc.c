@@ -395,6 +395,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,
 	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
 		rpcrdma_rpc_xprt_add_stats(x, &all);
 	pthread_mutex_unlock(&s->list_lock);
+	rpcrdma_rpc_reg_cache_stats(s->rd.cache, &all.reg_cache_hits,
+				    &all.reg_cache_misses);
 	all.credits_granted = 0;
 	return rpcrdma_rpc_stats_out(&all, st, size);
 }

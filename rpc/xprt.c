@@ -20,113 +20,6 @@
 #include "rpc/rpc_internal.h"
 
 /* ---------------------------------------------------------------------
- * Memory registration for the engine
- *
- * Local-only registrations are plain MRs.  A registration with remote
- * access is exposed to the peer and must be invalidatable (the engine
- * fences it with the peer's Send With Invalidate or its own LOCAL_INV
- * before release, RFC 8166 §4.4.1 / RFC 8797 §4.1).  iWARP invalidates
- * only memory windows (RFC 5040 §5.4), so when the device has them the
- * region is an MR with MW_BIND and the rkey handed out is that of a
- * type-2 window bound over it by an unsignaled BIND_MW posted right
- * away: it precedes, in send queue order, the Send that advertises it.
- */
-struct xprt_reg {
-	struct rpcrdma_mr *mr;      /* ours, or NULL */
-	struct rpcrdma_mw *mw;
-	struct rpcrdma_mr *base;    /* what the window is bound over: mr,
-				       or the connection's reply region */
-};
-
-static int mem_reg(void *ctx, void *addr, size_t len, unsigned access,
-		   struct rpcrdma_engine_mr *mr)
-{
-	struct rpc_xprt *x = ctx;
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	unsigned remote = access & (RPCRDMA_ACCESS_REMOTE_READ |
-				    RPCRDMA_ACCESS_REMOTE_WRITE);
-	bool use_mw = remote && x->rd->inv.use_mw;
-	struct xprt_reg *r = calloc(1, sizeof(*r));
-	int rc;
-
-	if (!r)
-		return RPCRDMA_ERR_AGAIN;
-	/* Local write always: RDMA Read results and receives land here. */
-	unsigned acc = access | RPCRDMA_ACCESS_LOCAL_WRITE;
-	if (use_mw)
-		acc |= RPCRDMA_ACCESS_MW_BIND;
-	/* A Reply chunk in the connection's reply region is registered
-	 * already: only the window is per call. */
-	r->base = use_mw ? rpcrdma_rpc_region_mr(x->rr, addr, len) : NULL;
-	if (!r->base) {
-		rc = ops->reg_mr(x->rd->pd, addr, len, acc, &r->mr);
-		if (rc < 0)
-			goto fail;
-		r->base = r->mr;
-		if (remote)
-			x->registrations++;
-	}
-	mr->rkey = remote ? r->base->rkey : 0;
-	if (use_mw) {
-		rc = ops->alloc_mw(x->rd->pd, &r->mw);
-		if (rc < 0)
-			goto fail;
-		struct rpcrdma_send_wr w, *bad = NULL;
-		memset(&w, 0, sizeof(w));
-		w.opcode = RPCRDMA_WR_BIND_MW;
-		w.bind_mw.mw = r->mw;
-		w.bind_mw.mr = r->base;
-		w.bind_mw.addr = (uint64_t)(uintptr_t)addr;
-		w.bind_mw.length = len;
-		w.bind_mw.access = remote;
-		w.bind_mw.key = ++x->mw_key;
-		rc = rpcrdma_post_send(x->qp, &w, &bad);
-		if (rc < 0)
-			goto fail;
-		mr->rkey = r->mw->rkey;
-	}
-	/* xprtrdma_mr_map: what the peer may now reach, through which
-	 * handle (a window's or the region's own). */
-	RPCRDMA_PROBE4(mr_reg, addr, len, mr->rkey, use_mw);
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = r->base->lkey;
-	mr->remote_addr = (uint64_t)(uintptr_t)addr;
-	mr->cookie = r;
-	return 0;
-fail:
-	if (r->mw)
-		ops->dealloc_mw(r->mw);
-	if (r->mr)
-		ops->dereg_mr(r->mr);
-	free(r);
-	return rc == RPCRDMA_ERR_NOMEM ? RPCRDMA_ERR_AGAIN : rc;
-}
-
-static void mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
-{
-	struct rpc_xprt *x = ctx;
-	struct xprt_reg *r = mr->cookie;
-
-	/* The engine calls this once the rkey is dead; freeing the window
-	 * and the region makes sure it can never be used again. */
-	if (r) {
-		/* xprtrdma_mr_unmap: the handle is dead (invalidated by the
-		 * peer or a LOCAL_INV, or by this deregistration). */
-		RPCRDMA_PROBE2(mr_inv, mr->rkey, x->rd->inv.local_inv);
-		if (r->mw)
-			x->rd->ops->dealloc_mw(r->mw);
-		/* Without LOCAL_INV this is the invalidation of an exposed
-		 * MR; if it fails, RFC 8166 §4.5.4: close the connection. */
-		if (r->mr && x->rd->ops->dereg_mr(r->mr) < 0 && !r->mw &&
-		    mr->rkey && !x->rd->inv.local_inv)
-			x->close_req = true;
-		free(r);
-	}
-	mr->cookie = NULL;
-}
-
-/* ---------------------------------------------------------------------
  * Create / destroy
  */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
@@ -221,7 +114,10 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	if (rc < 0)
 		goto fail;
 	struct rpcrdma_engine_mem_ops mem = {
-		.ctx = x, .reg = mem_reg, .release = mem_release,
+		.ctx = x, .reg = rpcrdma_rpc_mem_reg,
+		.release = rpcrdma_rpc_mem_release,
+		.buf_alloc = rpcrdma_rpc_mem_buf_alloc,
+		.buf_free = rpcrdma_rpc_mem_buf_free,
 	};
 	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
 	if (rc < 0)
@@ -258,6 +154,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 	if (x->e)
 		rpcrdma_engine_destroy(x->e);
 	rpcrdma_rpc_calls_free_all(x);
+	rpcrdma_rpc_reg_conn_free(x);
 	rpcrdma_rpc_region_close(x->rr);
 	free(x->reqs);
 	if (x->qp)
@@ -308,8 +205,13 @@ static uint64_t backoff_ms(unsigned attempts)
 static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 {
 	x->connect_pending = false;
-	if (x->client && x->opts.max_retries && !x->no_reconnect &&
-	    x->attempts < x->opts.max_retries) {
+	/* One new connection, whatever max_retries, for calls the engine
+	 * never sent (its v2 opener was lost: the fallback to v1). */
+	bool once = x->fallback_reconnect;
+	x->fallback_reconnect = false;
+	if (x->client && !x->no_reconnect &&
+	    (once || (x->opts.max_retries &&
+		      x->attempts < x->opts.max_retries))) {
 		/* RFC 8166 §4.5.5: the engine keeps the calls that have
 		 * retries left for the next connection. */
 		x->reconnecting = true;
@@ -382,6 +284,25 @@ static void attempt_failed(struct rpc_xprt *x, int rc)
 	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
 }
 
+/* Tagged payload the provider copied on its way into place (RDMA Write
+ * and Read Response data: chunks) counts as DDP data copied on receive. */
+static uint64_t placed_copies(struct rpcrdma_qp *qp)
+{
+	struct rpcrdma_qp_counters qc;
+	if (!qp || rpcrdma_qp_counters(qp, &qc) < 0)
+		return 0;
+	return qc.rx_tagged_copied;
+}
+
+/* A QP about to go: its counts stay with the connection. */
+static void placed_copies_add(struct rpc_xprt *x, struct rpcrdma_qp *qp)
+{
+	uint64_t n = placed_copies(qp);
+	pthread_mutex_lock(&x->lock);
+	x->ddp_placed_copied += n;
+	pthread_mutex_unlock(&x->lock);
+}
+
 void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 {
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
@@ -402,8 +323,10 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 	/* The old QP's work is over (the engine forgot it at conn_lost and
 	 * ignores its flushed completions by epoch); its id's events have
 	 * all been acknowledged by the loop. */
-	if (oqp)
+	if (oqp) {
+		placed_copies_add(x, oqp);
 		ops->destroy_qp(oqp);
+	}
 	if (oid)
 		ops->destroy_id(oid);
 	struct rpcrdma_cm_id *id = NULL;
@@ -566,6 +489,11 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->reconnects += x->reconnects;
 	s->registrations += x->registrations +
 			    rpcrdma_rpc_region_registrations(x->rr);
+	s->ddp_copied_tx += x->ddp_copied_tx + k.ddp_inline_tx;
+	uint64_t placed = x->ddp_placed_copied + placed_copies(x->qp);
+	s->ddp_copied_rx += x->ddp_copied_rx + placed;
+	s->ddp_copied_placed += placed;
+	s->windows_reused += x->mw_reuses;
 	pthread_mutex_unlock(&x->lock);
 	for (int i = 0; i < 10; i++) {
 		s->v2_err_sent[i] += k.v2_err_sent[i];

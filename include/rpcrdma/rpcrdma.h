@@ -147,9 +147,20 @@ struct rpcrdma_opts {
 				       more than one CPU: a peer's answer
 				       within it costs no wake-up.  0: the
 				       default, 50; negative: never */
+	bool borrow_args;           /* client: an asynchronous call borrows
+				       the memory its argument pieces
+				       describe until its callback has run
+				       (the peer reads DDP-eligible pieces
+				       from there by RDMA Read, RFC 8166
+				       §3.4.5), instead of copying them
+				       before rpcrdma_clnt_call_async()
+				       returns: the caller must not change
+				       or free it before then.  Synchronous
+				       calls always borrow it until they
+				       return.  Default false */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD busy_poll_us
+#define RPCRDMA_OPTS_LAST_FIELD borrow_args
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -249,9 +260,13 @@ int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c, uint32_t flavor,
 /* One call. */
 struct rpcrdma_call {
 	uint32_t proc;
-	/* The XDR-encoded arguments; DDP-eligible items marked ddp.  Copied
-	 * before the call function returns (the caller's memory is free
-	 * again at once). */
+	/* The XDR-encoded arguments; DDP-eligible items marked ddp.  A
+	 * synchronous call reads them where they are, until it returns: a
+	 * DDP-eligible piece goes to the server from there by RDMA Read
+	 * (a Read chunk), and so does any piece of 1 KiB or more of a Long
+	 * Call, with no copy.  An asynchronous call copies them before
+	 * rpcrdma_clnt_call_async() returns, unless opts.borrow_args: then
+	 * they are read where they are until the callback has run. */
 	const struct rpcrdma_iov *args;
 	unsigned nargs;                  /* <= RPCRDMA_MAX_ARGS */
 	/* Largest results stream expected, not counting DDP results; a Reply
@@ -332,6 +347,35 @@ int rpcrdma_clnt_call_async(struct rpcrdma_clnt *c,
 			    const struct rpcrdma_call *call,
 			    rpcrdma_call_cb cb, void *arg);
 
+/*
+ * The same calls with the DDP-eligible results placed straight into the
+ * caller's memory: res[i] is the buffer of result i, and the Write chunk
+ * offered for it (RFC 8166 §4.3.2) is that buffer itself, res[i].len bytes
+ * (0 offers an empty chunk, forcing the result inline, §4.3.2.3), so the
+ * server's RDMA Write lands there and nothing is copied.  nres <=
+ * RPCRDMA_MAX_DDP_RESULTS; call->ddp_result_max is not read (its count,
+ * call->nddp_results, must be 0 or nres).  On success rep->ddp[i] is
+ * res[i].base and rep->ddp_len[i] the bytes written into it.  The buffers
+ * are lent to the library until the synchronous call returns, or until
+ * the asynchronous call's callback has run (its arguments are borrowed
+ * likewise, as with opts.borrow_args); a call given up (time-out,
+ * rpcrdma_clnt_destroy) returns or calls back only once the server can no
+ * longer reach them: its chunks are invalidated first, so a server that
+ * still writes one, later, meets a protection error and the connection
+ * closes (RFC 8166 §4.5.4; calls then fail or are sent again, see
+ * opts.max_retries).  Errors as rpcrdma_clnt_call() and
+ * rpcrdma_clnt_call_async(), and RPCRDMA_ERR_INVAL for res NULL with nres
+ * > 0 or a count that does not match.
+ */
+int rpcrdma_clnt_call_into(struct rpcrdma_clnt *c,
+			   const struct rpcrdma_call *call,
+			   const struct rpcrdma_iov *res, unsigned nres,
+			   struct rpcrdma_reply *rep);
+int rpcrdma_clnt_call_async_into(struct rpcrdma_clnt *c,
+				 const struct rpcrdma_call *call,
+				 const struct rpcrdma_iov *res, unsigned nres,
+				 rpcrdma_call_cb cb, void *arg);
+
 /* Transport counters (the engine's, RFC 8166 names): how calls and
  * replies went (Short / Chunked / Long), bytes moved by RDMA Read and
  * Write, invalidations.  A server's are summed over all its connections,
@@ -378,6 +422,26 @@ struct rpcrdma_stats {
 	/* as Responder, by shape (RFC 8166 §3.5) */
 	uint64_t chunked_calls_received; /* calls with Read chunks (DDP) */
 	uint64_t long_calls_received;    /* Long Calls received */
+	/* Copies of DDP-eligible data (RFC 8166 §6.1) in user space by the
+	 * library, in bytes.  Sending: arguments an asynchronous call
+	 * copied (without opts.borrow_args), DDP-eligible items sent inline
+	 * (copied into a Send).  Receiving: data that came by RDMA Read or
+	 * Write copied on its way to the application: by the iwarp
+	 * provider through its staging buffer, and by the libtirpc adapters
+	 * decoding it into memory other than where it landed (rpcgen's
+	 * allocating decoders; clnt_rdma_result_buffer avoids it). */
+	uint64_t ddp_copied_tx, ddp_copied_rx;
+	/* Registration (docs/DEVICES.md): local registrations found in the
+	 * cache of the protection domain, and made for it (devices whose
+	 * registrations follow addresses); memory windows bound again
+	 * instead of allocated. */
+	uint64_t reg_cache_hits, reg_cache_misses, windows_reused;
+	/* Of ddp_copied_rx, what the provider copied placing RDMA Write
+	 * and Read Response payload (the iwarp provider: payload in FPDUs
+	 * under 8 KiB, where a copy costs less than a system call per
+	 * FPDU, and at most 16 KiB of the first FPDU of a large message
+	 * after small ones; hardware copies nothing). */
+	uint64_t ddp_copied_placed;
 	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
 
@@ -400,7 +464,9 @@ struct rpcrdma_stats {
 	X(connprop_recv, 1) X(recoveries, 1) X(retransmissions, 1)           \
 	X(reconnects, 1) X(v2_err_sent, 10) X(v2_err_recv, 10)               \
 	X(rdma_timeouts, 1) X(connections_refused, 1) X(registrations, 1)    \
-	X(chunked_calls_received, 1) X(long_calls_received, 1)
+	X(chunked_calls_received, 1) X(long_calls_received, 1)             \
+	X(ddp_copied_tx, 1) X(ddp_copied_rx, 1) X(reg_cache_hits, 1)         \
+	X(reg_cache_misses, 1) X(windows_reused, 1) X(ddp_copied_placed, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:

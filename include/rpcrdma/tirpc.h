@@ -115,6 +115,24 @@ CLIENT *clnt_rdma_create(const char *host, rpcprog_t prog, rpcvers_t vers,
 bool_t clnt_rdma_set_ulb(CLIENT *c, const struct rpcrdma_ulb_proc *procs,
 			 unsigned n);
 
+/*
+ * The DDP-eligible result of the next call this thread makes on c goes
+ * straight into buf: the Write chunk offered for it (RFC 8166 §4.3.2) is
+ * buf itself, len bytes at most (and no more than the binding's
+ * ddp_result_max), so the server's RDMA Write lands there; when the
+ * results routine then decodes that opaque into buf too — give it buf in
+ * the results structure, as rpcgen allows (res.data.data_val = buf before
+ * the call: xdr_bytes decodes into memory it is given) — not a byte is
+ * copied.  Into other memory (a NULL pointer: xdr_bytes allocates) it is
+ * copied once from buf.  buf is lent to the library for that one call
+ * (it returns only once the server can no longer reach it, a time-out
+ * included: see rpcrdma_clnt_call_into()); the setting is then
+ * forgotten.  Without it, the result lands in the library's memory and
+ * the results routine copies it once.  FALSE for a CLIENT of another
+ * kind.
+ */
+bool_t clnt_rdma_result_buffer(CLIENT *c, void *buf, size_t len);
+
 /* The transport counters of the client's connection, filled as by
  * rpcrdma_clnt_stats_sized() (rpcrdma.h).  Call it through
  * clnt_rdma_stats(). */

@@ -9,12 +9,15 @@
  * microseconds on small VMs (shared/specs/README.md):
  *
  *  - TX: post_send() appends to the send queue and runs the TX engine
- *    right there (non-blocking sendmsg of whole FPDUs).  Only when TCP
+ *    right there (non-blocking sendmsg of whole FPDUs, as many ready
+ *    messages per call as fit one batch: iwarp_qp_tx.c).  Only when TCP
  *    pushes back (EAGAIN) does the QP ask the progress thread for EPOLLOUT;
  *    poll_cq() also retries a blocked TX inline.
  *  - RX: poll_cq() and ack_cq_events() run the RX engine of every QP
  *    attached to the CQ inline (trylock of the QP's RX side) before
  *    returning, so a busy-polling consumer never waits for another thread.
+ *    One pass takes apart everything the socket holds; large payloads
+ *    are received straight into place (iwarp_qp_rx.c).
  *  - cq_fd() is an epoll fd holding the CQ's eventfd (signalled by
  *    completions produced on other threads while armed) AND the sockets of
  *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
@@ -65,6 +68,16 @@
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
 #define IW_RXBUF 16384          /* RX staging buffer */
 #define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
+#define IW_BULK_FPDU 8192       /* an FPDU this long or longer makes RX
+				   careful (iwarp_qp_rx.c) */
+#define IW_CALM_FPDUS 16        /* ...for this many smaller FPDUs after it */
+#define IW_PEEK 16              /* a careful read takes at most this much
+				   of an FPDU whose header it has not seen:
+				   2 + the tagged DDP header, and no FPDU
+				   is shorter than 20 bytes */
+#define IW_TX_FPDUS 64          /* FPDUs in one sendmsg */
+#define IW_TX_IOV 512           /* iovecs in one sendmsg (<= IOV_MAX) */
+#define IW_TX_BYTES (64u << 10) /* wire bytes in one sendmsg */
 #define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 
 struct iw_ep;
@@ -192,6 +205,8 @@ struct iw_swqe {
 	uint64_t bind_addr, bind_len;
 	unsigned bind_access;
 	uint32_t bind_rkey;
+	bool in_orq;          /* RDMA Read whose ORQ entry exists: leaves
+				 the SQ without a completion of its own */
 	uint8_t inl[IW_MAX_INLINE]; /* INLINE payload copied at post */
 };
 
@@ -238,9 +253,32 @@ struct iw_place {
 	uint64_t off;
 };
 
-enum iw_tx_kind { IW_TX_NONE = 0, IW_TX_SQ, IW_TX_RRESP, IW_TX_RTR };
+enum iw_tx_kind { IW_TX_NONE = 0, IW_TX_MSG };
+
+/* What an FPDU finishes once TCP took the whole of it. */
+enum iw_retire {
+	IW_RET_NONE = 0,  /* not a message's last FPDU, or the RTR */
+	IW_RET_SQ,        /* a Send or Write: history, completion, SQ pop */
+	IW_RET_SQ_READ,   /* a Read Request: SQ pop (it lives in the ORQ) */
+	IW_RET_IRQ,       /* a Read Response: IRQ pop */
+};
+
+/* One FPDU of the batch being sent. */
+struct iw_txf {
+	uint8_t hdr[2 + RPCRDMA_IWARP_DDP_UNTAGGED_HLEN +
+		    RPCRDMA_IWARP_READ_REQ_LEN];
+	uint8_t trailer[8];
+	uint8_t retire;       /* enum iw_retire */
+	bool inl;             /* payload copied at post (INLINE) */
+	bool tagged;          /* IW_RET_SQ: for the history */
+	uint16_t iov_end;     /* one past its last iovec in the batch */
+	uint32_t end;         /* one past its last byte in the batch */
+	uint32_t payload;
+	uint32_t stag, msn;   /* IW_RET_SQ: for the history */
+};
 
 struct iw_tx {
+	/* The message being cut into FPDUs. */
 	enum iw_tx_kind kind;
 	struct rpcrdma_iwarp_ddp_hdr ddp;   /* template for each segment */
 	uint8_t extra[RPCRDMA_IWARP_READ_REQ_LEN]; /* Read Request header */
@@ -248,13 +286,31 @@ struct iw_tx {
 	struct iw_place src;
 	uint64_t total, done;
 	uint32_t msn;
-	/* current FPDU */
-	bool fpdu_active;
-	uint8_t hdr[2 + RPCRDMA_IWARP_DDP_UNTAGGED_HLEN + RPCRDMA_IWARP_TERM_MAX_LEN];
-	uint8_t trailer[8];
-	struct iovec iov[IW_MAX_SGE + 2];
-	int iovcnt, iovidx;
+	bool inl;
+	uint8_t retire;       /* what its last FPDU finishes */
+	/* The batch: whole FPDUs, of one or more messages in order, for
+	 * one sendmsg (iwarp_qp_tx.c). */
+	struct iw_txf f[IW_TX_FPDUS];
+	struct iovec iov[IW_TX_IOV];
+	int nf, niov;         /* built */
+	int rf;               /* next FPDU to retire */
+	int iovidx;           /* next iovec to send */
+	size_t bytes, sent;   /* wire bytes built, sent */
 };
+
+/* Placement and copy counters (struct rpcrdma_qp_counters): each has one
+ * writer, the holder of the lock named, and is read by anyone. */
+struct iw_ctr {
+	_Atomic uint64_t tagged, tagged_copied;      /* rx_lock */
+	_Atomic uint64_t untagged, untagged_copied;  /* rx_lock */
+	_Atomic uint64_t tx, tx_copied;              /* tx_lock */
+};
+
+static inline void iw_ctr_add(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
 
 enum iw_rx_state { IW_RX_HDR = 0, IW_RX_PAYLOAD, IW_RX_TRAILER, IW_RX_DEAD };
 
@@ -280,6 +336,11 @@ struct iw_rx {
 	uint64_t recv_cap, recv_got;
 	uint32_t msn[3];         /* next expected MSN per queue */
 	bool first_seen;         /* at least one FPDU validated */
+	uint32_t calm;           /* FPDUs since the last one of IW_BULK_FPDU
+				    bytes or more (up to IW_CALM_FPDUS);
+				    below IW_CALM_FPDUS RX is careful */
+	bool kick_tx;            /* TX has new work (Read Responses, an ORD
+				    slot): run it after this batch */
 };
 
 struct iw_qp {
@@ -296,17 +357,25 @@ struct iw_qp {
 	_Atomic int fd;          /* connected socket, -1 before RTS */
 	bool crc;
 	size_t mulpdu;
+	size_t emss;             /* TCP segment size: FPDUs of one sendmsg
+				    never straddle its multiples */
+	struct iw_ctr ctr;
 	uint32_t ird, ord;       /* negotiated */
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
 	struct iw_lkey_cache tx_lkc; /* under tx_lock */
 	struct iw_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_count;
+	uint32_t sq_built;       /* SQ entries from sq_head taken into the
+				    TX batch, not yet sent */
 	struct iw_orqe *orq;
 	uint32_t orq_head, orq_count;
 	struct iw_irqe *irq;
 	uint32_t irq_head, irq_count;
+	uint32_t irq_built;      /* IRQ entries taken into the TX batch */
 	struct iw_tx tx;
+	bool tx_stopped;         /* a Terminate went or came: send nothing
+				    more, the QP is going to error */
 	bool tx_hold;            /* responder: no FPDU before the first one
 				    received (RFC 5044 §7.1.2 rule 4) */
 	bool rtr_pending;        /* initiator: send the RTR first */
@@ -445,6 +514,8 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 			    struct rpcrdma_recv_wr **bad);
 int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *qp,
 				struct rpcrdma_terminate_info *info);
+int rpcrdma_iwarp_qp_counters(struct rpcrdma_qp *qp,
+			      struct rpcrdma_qp_counters *out);
 void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 			    uint32_t ord, bool responder, bool rtr);
 void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status);

@@ -222,7 +222,8 @@ static int iw_query(struct rpcrdma_dev *d, struct rpcrdma_dev_attr *attr)
 	attr->max_private_data = RPCRDMA_IWARP_MPA_MAX_PD - RPCRDMA_IWARP_MPA_IRDORD_LEN;
 	attr->caps = RPCRDMA_DEV_CAP_MW | RPCRDMA_DEV_CAP_SEND_WITH_INV |
 		     RPCRDMA_DEV_CAP_TERMINATE_INFO | RPCRDMA_DEV_CAP_LOCAL_INV |
-		     RPCRDMA_DEV_CAP_RECV_INV | RPCRDMA_DEV_CAP_IWARP;
+		     RPCRDMA_DEV_CAP_RECV_INV | RPCRDMA_DEV_CAP_IWARP |
+		     RPCRDMA_DEV_CAP_REG_VIRTUAL;
 	snprintf(attr->caps_why, sizeof(attr->caps_why),
 		 "userspace soft-iWARP: windows, Send With Invalidate and "
 		 "Local Invalidate (RFC 5040 §1.2, §5.3)");
@@ -283,4 +284,5 @@ const struct rpcrdma_provider_ops rpcrdma_iwarp_ops = {
 	.accept = rpcrdma_iwarp_accept,
 	.reject = rpcrdma_iwarp_reject,
 	.disconnect = rpcrdma_iwarp_disconnect,
+	.qp_counters = rpcrdma_iwarp_qp_counters,
 };

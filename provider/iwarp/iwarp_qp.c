@@ -70,11 +70,18 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	}
 	qp->sq_cap = sq;
 	qp->rq_cap = rq;
-	qp->sq_head = qp->sq_count = 0;
+	qp->sq_head = qp->sq_count = qp->sq_built = 0;
 	qp->rq_head = qp->rq_count = 0;
 	qp->orq_head = qp->orq_count = 0;
-	qp->irq_head = qp->irq_count = 0;
+	qp->irq_head = qp->irq_count = qp->irq_built = 0;
 	memset(&qp->tx, 0, sizeof(qp->tx));
+	qp->tx_stopped = false;
+	atomic_store(&qp->ctr.tagged, 0);
+	atomic_store(&qp->ctr.tagged_copied, 0);
+	atomic_store(&qp->ctr.untagged, 0);
+	atomic_store(&qp->ctr.untagged_copied, 0);
+	atomic_store(&qp->ctr.tx, 0);
+	atomic_store(&qp->ctr.tx_copied, 0);
 	qp->tx_lkc.valid = false;
 	qp->rx_lkc.valid = false;
 	memset(&qp->term, 0, sizeof(qp->term));
@@ -200,6 +207,24 @@ int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *b,
 	return 0;
 }
 
+int rpcrdma_iwarp_qp_counters(struct rpcrdma_qp *b,
+			      struct rpcrdma_qp_counters *out)
+{
+	if (!b || !out)
+		return RPCRDMA_ERR_INVAL;
+	struct iw_ctr *c = &((struct iw_qp *)b)->ctr;
+	out->rx_tagged_bytes = atomic_load_explicit(&c->tagged, memory_order_relaxed);
+	out->rx_tagged_copied =
+		atomic_load_explicit(&c->tagged_copied, memory_order_relaxed);
+	out->rx_untagged_bytes =
+		atomic_load_explicit(&c->untagged, memory_order_relaxed);
+	out->rx_untagged_copied =
+		atomic_load_explicit(&c->untagged_copied, memory_order_relaxed);
+	out->tx_bytes = atomic_load_explicit(&c->tx, memory_order_relaxed);
+	out->tx_copied = atomic_load_explicit(&c->tx_copied, memory_order_relaxed);
+	return 0;
+}
+
 /* Re-arms the progress thread's one-shot registration of the socket from
  * what the QP currently needs. */
 void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
@@ -241,7 +266,12 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	pthread_mutex_lock(&qp->tx_lock);
 	qp->fd = fd;
 	qp->crc = crc;
-	qp->mulpdu = rpcrdma_iwarp_mulpdu((size_t)mss, qp->dev->max_fpdu);
+	/* FPDUs are a multiple of four bytes (RFC 5044 §4.1 pad): rounding
+	 * the limits down first keeps a whole FPDU within them. */
+	unsigned cap = qp->dev->max_fpdu;
+	qp->mulpdu = rpcrdma_iwarp_mulpdu((size_t)mss & ~(size_t)3,
+					  cap > 3 ? cap & ~3u : cap);
+	qp->emss = (size_t)mss;
 	qp->ird = ird;
 	qp->ord = ord;
 	/* RFC 5044 §7.1.2 rule 4: the responder sends no FPDU before it

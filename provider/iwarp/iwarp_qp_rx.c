@@ -9,16 +9,41 @@
  *            access, bounds, MSN, MO, receive buffer -- BEFORE any byte of
  *            payload is placed (RFC 5040 §8, RFC 5041 §7): a violation
  *            sends a Terminate and touches no memory.
- *   PAYLOAD  copy (or recv() straight, for large runs) into the target
- *            buffer: the tagged region, the posted receive, or the Read's
- *            sink; never into an intermediate whole-message buffer.
+ *   PAYLOAD  receive straight from the socket into the target buffer (the
+ *            tagged region, the posted receive, or the Read's sink), or
+ *            copy there what a staging read already holds; never into an
+ *            intermediate whole-message buffer.
  *   TRAILER  pad + CRC; verify (RFC 5044 §4.4), then act on the segment:
  *            complete a receive/Read, queue a Read Response, process a
  *            Terminate.
  *   DEAD     the QP failed; input is ignored.
- * Socket bytes go through a small staging buffer so a burst of small
- * FPDUs costs one recv(); payload runs of IW_DIRECT_MIN bytes or more are
- * received directly into their destination.
+ *
+ * Reading the socket.  Two kinds of read, chosen before each recv:
+ *  - direct: in PAYLOAD with nothing staged, one recvmsg whose iovec is
+ *    [the rest of the payload, in place | this FPDU's pad + CRC | the
+ *    first IW_PEEK bytes of the next FPDU], the last two into the staging
+ *    buffer (when RX is not careful, see below: the whole staging buffer
+ *    instead).  IW_PEEK is exactly a tagged FPDU's length and DDP
+ *    header, and no FPDU is shorter, so no byte of the next FPDU's
+ *    payload is read before its header is validated: a stream of tagged
+ *    FPDUs (a large RDMA Write or Read Response, or several back to back)
+ *    is placed with no copy at all, one recvmsg per FPDU.
+ *  - staged: a recv into the staging buffer, whose FPDUs are then taken
+ *    apart in place (headers, trailers) and whose payload bytes are
+ *    copied to their target.  Normally it asks for IW_RXBUF bytes, so a
+ *    burst of small FPDUs costs one recv.  RX is careful while it
+ *    receives an FPDU of IW_BULK_FPDU bytes or more and for the next
+ *    IW_CALM_FPDUS FPDUs after one: a staged read then never goes more
+ *    than IW_PEEK bytes past the end of the FPDU it is in (or, between
+ *    FPDUs, asks for IW_PEEK bytes), and a payload is always received
+ *    directly.  So the next large message after a large one is not read
+ *    into staging either.
+ * What remains copied: payload that a normal staged read already held,
+ * i.e. FPDUs under IW_BULK_FPDU bytes (a recv per FPDU would cost more
+ * than the copy: a 1448-byte MSS, a --max-fpdu below 8 KiB, 4 KiB
+ * Writes), and at most IW_RXBUF - IW_PEEK bytes of the first FPDU of a
+ * large message that arrives after IW_CALM_FPDUS small ones (or first on
+ * the connection).  struct iw_ctr counts every byte placed and copied.
  */
 #include <errno.h>
 #include <string.h>
@@ -34,6 +59,7 @@ void rpcrdma_iwarp_rx_init(struct iw_rx *rx)
 	rx->buf = buf;
 	rx->st = IW_RX_HDR;
 	rx->need = 4;
+	rx->calm = IW_CALM_FPDUS;
 	for (int i = 0; i < 3; i++)
 		rx->msn[i] = 1;
 }
@@ -328,12 +354,14 @@ static void got_terminate(struct iw_qp *qp)
 			: w->opcode == RPCRDMA_WR_LOCAL_INV ? RPCRDMA_WC_LOCAL_INV
 			: w->opcode == RPCRDMA_WR_BIND_MW ? RPCRDMA_WC_BIND_MW
 			: RPCRDMA_WC_SEND;
-		rpcrdma_iwarp_complete(qp, true, w->wr_id, op, st, 0, 0, 0, vendor);
+		if (!w->in_orq)
+			rpcrdma_iwarp_complete(qp, true, w->wr_id, op, st, 0, 0, 0, vendor);
 		qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
 		qp->sq_count--;
-		if (qp->tx.kind == IW_TX_SQ)
-			qp->tx.kind = IW_TX_NONE; /* it was in flight */
 	}
+	/* Nothing more goes out (the batch in flight may name the WR just
+	 * completed); the flush below takes the rest. */
+	qp->tx_stopped = true;
 	pthread_mutex_unlock(&qp->tx_lock);
 	/* RFC 5040 §6.9: after a Terminate the stream is closed; it is never
 	 * answered with another Terminate. */
@@ -353,7 +381,7 @@ static bool segment_done(struct iw_qp *qp)
 		qp->tx_hold = false;
 		pthread_mutex_unlock(&qp->tx_lock);
 		if (held)
-			rpcrdma_iwarp_tx_progress(qp);
+			rx->kick_tx = true;
 	}
 	uint64_t plen = payload_len(rx);
 	if (h->tagged && h->opcode == RPCRDMA_IWARP_OP_READ_RESP) {
@@ -369,7 +397,7 @@ static bool segment_done(struct iw_qp *qp)
 		}
 		pthread_mutex_unlock(&qp->tx_lock);
 		if (more) /* ORD slot or fence released */
-			rpcrdma_iwarp_tx_progress(qp);
+			rx->kick_tx = true;
 		return true;
 	}
 	if (h->tagged)
@@ -419,7 +447,9 @@ static bool segment_done(struct iw_qp *qp)
 		e->sink_to = rr.sink_to;
 		qp->irq_count++;
 		pthread_mutex_unlock(&qp->tx_lock);
-		rpcrdma_iwarp_tx_progress(qp);
+		/* Answered once this batch of input is taken apart, so the
+		 * responses to a burst of requests leave in one sendmsg. */
+		rx->kick_tx = true;
 		return true;
 	}
 	rx->msn[RPCRDMA_IWARP_QN_TERMINATE]++;
@@ -484,6 +514,11 @@ static bool header_step(struct iw_qp *qp, bool *complete)
 static void place(struct iw_qp *qp, const uint8_t *src, size_t n)
 {
 	struct iw_rx *rx = &qp->rx;
+	bool untagged = rx->pl == IW_PL_RECV;
+	iw_ctr_add(untagged ? &qp->ctr.untagged : &qp->ctr.tagged, n);
+	if (src)
+		iw_ctr_add(untagged ? &qp->ctr.untagged_copied
+				    : &qp->ctr.tagged_copied, n);
 	if (rx->pl == IW_PL_TAGGED) {
 		if (src)
 			memcpy(rx->dst, src, n);
@@ -606,6 +641,11 @@ static bool consume(struct iw_qp *qp)
 					return false;
 				}
 			}
+			/* A large FPDU makes the reads after it careful. */
+			if (rpcrdma_iwarp_fpdu_size(rx->ulpdu_len) >= IW_BULK_FPDU)
+				rx->calm = 0;
+			else if (rx->calm < IW_CALM_FPDUS)
+				rx->calm++;
 			if (!segment_done(qp))
 				return false;
 			hdr_reset(rx);
@@ -627,56 +667,122 @@ void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock)
 	pthread_mutex_unlock(&qp->rx_lock);
 }
 
+/* Careful reads (see the top of the file): a large FPDU came lately, or
+ * the one being received is large (its length is known once its header
+ * has 4 bytes). */
+static bool careful(const struct iw_rx *rx)
+{
+	if (rx->calm < IW_CALM_FPDUS)
+		return true;
+	bool known = rx->st != IW_RX_HDR || rx->have >= 4;
+	return known && rpcrdma_iwarp_fpdu_size(rx->ulpdu_len) >= IW_BULK_FPDU;
+}
+
+/* How many bytes a staged read may take. */
+static size_t staged_max(const struct iw_rx *rx)
+{
+	if (!careful(rx))
+		return IW_RXBUF;
+	/* Careful: HDR or TRAILER (a payload is received directly). */
+	size_t n;
+	if (rx->st == IW_RX_TRAILER) {
+		n = rx->tr_need - rx->tr_have + IW_PEEK;
+	} else if (rx->have < IW_PEEK) {
+		n = IW_PEEK - rx->have;
+	} else {
+		/* An untagged header (a tagged one is whole at IW_PEEK).  A
+		 * small payload is staged with the rest of its FPDU and the
+		 * next one's first bytes; a large one is received in place
+		 * once its header is whole. */
+		size_t hl = RPCRDMA_IWARP_DDP_UNTAGGED_HLEN;
+		if (rx->ulpdu_len - hl < IW_DIRECT_MIN)
+			n = rpcrdma_iwarp_fpdu_size(rx->ulpdu_len) - rx->have + IW_PEEK;
+		else
+			n = rx->need - rx->have;
+	}
+	return n < IW_RXBUF ? n : IW_RXBUF;
+}
+
+/* One read from the socket: into the staging buffer, or straight into the
+ * payload's destination with the trailer and the next FPDU's first bytes
+ * staged.  Returns the bytes read, 0 when the socket had none (EAGAIN),
+ * negative when the stream ended or failed; *asked what it asked for. */
+static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
+{
+	struct iw_rx *rx = &qp->rx;
+	bool wary = careful(rx);
+	rx->rd = rx->wr = 0;
+	if (rx->st == IW_RX_PAYLOAD && (wary || rx->left >= IW_DIRECT_MIN)) {
+		struct iovec iov[IW_MAX_SGE + 1];
+		size_t max = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
+		int cnt = direct_iov(rx, iov, max);
+		size_t tail = 0;
+		if (max == rx->left) {
+			/* Careful: up to the next FPDU's first IW_PEEK bytes;
+			 * else a whole staging buffer, as a staged read. */
+			tail = wary ? rpcrdma_iwarp_fpdu_pad(rx->ulpdu_len) + 4 + IW_PEEK
+				    : IW_RXBUF;
+			iov[cnt].iov_base = rx->buf;
+			iov[cnt].iov_len = tail;
+			cnt++;
+		}
+		*asked = max + tail;
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+		ssize_t n;
+		do
+			n = recvmsg(qp->fd, &m, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n <= 0)
+			return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+		size_t placed = (size_t)n < max ? (size_t)n : max;
+		place(qp, NULL, placed);
+		rx->left -= placed;
+		if (!rx->left)
+			enter_trailer(rx);
+		rx->wr = (size_t)n - placed;
+		return n;
+	}
+	*asked = staged_max(rx);
+	ssize_t n;
+	do
+		n = recv(qp->fd, rx->buf, *asked, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	rx->wr = (size_t)n;
+	return n;
+}
+
 void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 {
 	struct iw_rx *rx = &qp->rx;
 	/* A read that returned less than asked for emptied the socket: stop
 	 * after consuming it instead of asking again for an EAGAIN.  Bytes
 	 * that arrive later make the socket (part of cq_fd, and watched by
-	 * the progress thread) readable again. */
+	 * the progress thread) readable again.  Every complete message read
+	 * is taken apart in this one pass. */
 	bool drained = false;
 	while (!drained && qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
 	       rx->st != IW_RX_DEAD) {
-		if (rx->st == IW_RX_PAYLOAD && rx->rd == rx->wr &&
-		    rx->left >= IW_DIRECT_MIN) {
-			struct iovec iov[IW_MAX_SGE];
-			size_t max = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
-			int cnt = direct_iov(rx, iov, max);
-			struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
-			ssize_t n = recvmsg(qp->fd, &m, MSG_DONTWAIT);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				break;
-			if (n <= 0) {
-				rx->st = IW_RX_DEAD;
-				rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_WR_FLUSH_ERR);
-				break;
-			}
-			place(qp, NULL, (size_t)n);
-			rx->left -= (uint64_t)n;
-			if (!rx->left)
-				enter_trailer(rx);
-			drained = (size_t)n < max;
-			continue;
-		}
 		if (rx->rd == rx->wr) {
-			ssize_t n = recv(qp->fd, rx->buf, IW_RXBUF, MSG_DONTWAIT);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			size_t asked;
+			ssize_t n = rx_read(qp, &asked);
+			if (n == 0)
 				break;
-			if (n <= 0) {
+			if (n < 0) {
 				/* LLP closed (RFC 5044 error 1): disconnect. */
 				rx->st = IW_RX_DEAD;
 				rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_WR_FLUSH_ERR);
 				break;
 			}
-			rx->rd = 0;
-			rx->wr = (size_t)n;
-			drained = (size_t)n < IW_RXBUF;
+			drained = (size_t)n < asked;
 		}
-		if (!consume(qp))
+		bool ok = consume(qp);
+		if (rx->kick_tx) {
+			rx->kick_tx = false;
+			rpcrdma_iwarp_tx_progress(qp);
+		}
+		if (!ok)
 			break;
 	}
 	if (qp->created && atomic_load(&qp->state) == IW_QP_ERROR) {

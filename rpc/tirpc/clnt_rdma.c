@@ -180,6 +180,13 @@ static void map_status(const struct rpcrdma_reply *rep, struct rpc_err *e)
 	}
 }
 
+/* clnt_rdma_result_buffer: for the next call of this thread on cl. */
+static _Thread_local struct {
+	CLIENT *cl;
+	void *buf;
+	size_t len;
+} result_buf;
+
 static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 				     xdrproc_t xargs, void *argsp,
 				     xdrproc_t xres, void *resp,
@@ -188,6 +195,11 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	struct clnt_rdma *cr = CR(cl);
 	struct rpc_err err;
 	memset(&err, 0, sizeof(err));
+	/* clnt_rdma_result_buffer lends a buffer to this call only. */
+	bool lent = result_buf.cl == cl;
+	void *lent_buf = result_buf.buf;
+	size_t lent_len = result_buf.len;
+	result_buf.cl = NULL;
 
 	pthread_mutex_lock(&cr->lock);
 	struct timeval tv = cr->timeout_set ? cr->timeout : tmo;
@@ -234,7 +246,17 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	};
 	struct rpcrdma_reply rep;
 	memset(&rep, 0, sizeof(rep));
-	rpcrdma_clnt_call(cr->c, &call, &rep);
+	/* A result buffer lent for this call (clnt_rdma_result_buffer):
+	 * the Write chunk is that buffer. */
+	struct rpcrdma_iov into = {NULL, 0, true};
+	if (lent && ddp_max) {
+		into.base = lent_buf;
+		into.len = lent_len < ddp_max ? lent_len : ddp_max;
+	}
+	if (into.base)
+		rpcrdma_clnt_call_into(cr->c, &call, &into, 1, &rep);
+	else
+		rpcrdma_clnt_call(cr->c, &call, &rep);
 	xdr_gather_free(&g);
 	map_status(&rep, &err);
 	if (err.re_status == RPC_SUCCESS && xres) {
@@ -245,6 +267,7 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		xdr_scatter_set_padding(&s, &rep.pad);
 		if (!xres(&x, resp))
 			err.re_status = RPC_CANTDECODERES;
+		rpcrdma_rpc_clnt_count_copied(cr->c, s.copied);
 	}
 	uint32_t xid = rep.xid;
 	rpcrdma_reply_free(&rep);
@@ -426,6 +449,17 @@ RPCRDMA_EXPORT bool_t clnt_rdma_set_ulb(CLIENT *cl,
 		return FALSE;
 	struct clnt_rdma *cr = CR(cl);
 	return ulb_set_procs(&cr->ulb, &cr->lock, cr->prog, cr->vers, procs, n);
+}
+
+RPCRDMA_EXPORT bool_t clnt_rdma_result_buffer(CLIENT *cl, void *buf,
+					      size_t len)
+{
+	if (!is_rdma(cl) || (!buf && len))
+		return FALSE;
+	result_buf.cl = buf ? cl : NULL;
+	result_buf.buf = buf;
+	result_buf.len = len;
+	return TRUE;
 }
 
 RPCRDMA_EXPORT bool_t clnt_rdma_stats_sized(CLIENT *cl, struct rpcrdma_stats *s,

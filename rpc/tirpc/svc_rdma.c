@@ -126,20 +126,22 @@ static bool_t x_getargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 	const void *args = rpcrdma_svc_req_args(c->req, &len);
 	XDR xdrs;
 	struct xdr_scatter sc;
-	struct rpcrdma_padding pad = rpcrdma_svc_req_padding(c->req);
-	if (pad.align) {
-		/* An RFC 5666 RDMA_MSGP call: decode around its padding. */
-		xdr_scatter_create(&xdrs, &sc, args, len, NULL, 0);
+	struct rpcrdma_svc_req *r = c->req;
+	struct rpcrdma_padding pad = rpcrdma_svc_req_padding(r);
+	/* Arguments arrive as one contiguous stream (DDP items already
+	 * reinserted where the Read chunks were, RFC 8166 §3.4.5): decoding
+	 * copies a DDP item once into the memory the XDR routine gives it
+	 * (rpcgen's dispatch allocates it), counted for the statistics. */
+	xdr_scatter_create(&xdrs, &sc, args, len, NULL, 0);
+	if (pad.align) /* an RFC 5666 RDMA_MSGP call: around its padding */
 		xdr_scatter_set_padding(&sc, &pad);
-	} else {
-		/* Arguments arrive as one contiguous stream (DDP items
-		 * already reinserted): libtirpc's own memory stream decodes
-		 * them. */
-		xdrmem_create(&xdrs, (char *)(uintptr_t)args, (u_int)len,
-			      XDR_DECODE);
-	}
+	sc.nranges = r->ddp_items;
+	sc.range_pos = r->ddp_pos;
+	sc.range_len = r->ddp_len;
+	sc.range_base = (size_t)((const uint8_t *)args - r->call);
 	bool_t ok = xargs(&xdrs, argsp);
 	XDR_DESTROY(&xdrs);
+	rpcrdma_rpc_req_count_copied(r, sc.copied);
 	return ok;
 }
 
@@ -170,22 +172,18 @@ static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
 		return FALSE;
 	}
 	/* The results belong to the dispatch function, which frees them as
-	 * soon as we return; the reply is sent after the handler returns:
-	 * copy everything into memory that lives until then. */
+	 * soon as we return: the reply goes now, from where they are (the
+	 * DDP-eligible item by RDMA Write straight from the results, the
+	 * rest from the gather stream's buffer), and we return once it is
+	 * sent, with nothing copied. */
 	struct rpcrdma_iov iov[3];
 	unsigned n = xdr_gather_iov(&g, iov);
-	for (unsigned i = 0; i < n; i++) {
-		void *m = rpcrdma_svc_req_alloc(c->req, iov[i].len ? iov[i].len : 1);
-		if (!m) {
-			xdr_gather_free(&g);
-			return FALSE;
-		}
-		memcpy(m, iov[i].base, iov[i].len);
-		iov[i].base = m;
-	}
+	int rc = rpcrdma_rpc_req_reply_sync(c->req, iov, n);
 	xdr_gather_free(&g);
-	if (rpcrdma_svc_req_reply_raw(c->req, iov, n) < 0)
-		return FALSE;
+	if (rc == RPCRDMA_ERR_INVAL || rc == RPCRDMA_ERR_NOMEM)
+		return FALSE; /* nothing sent: SYSTEM_ERR after the dispatch */
+	/* Sent, or the connection is gone and the client will call again:
+	 * either way this call is answered. */
 	c->replied = true;
 	return TRUE;
 }

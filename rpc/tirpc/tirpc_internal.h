@@ -56,6 +56,13 @@ struct xdr_scatter {
 	const uint8_t *ddp;    /* Write chunk contents (NULL: none) */
 	size_t ddp_len;
 	bool ddp_used;
+	size_t copied;         /* DDP bytes copied out of the chunk, or
+				  out of the ranges below */
+	/* Ranges of the stream that came by RDMA Read (a call's DDP items
+	 * reinserted, RFC 8166 §3.4.5): bytes copied out of them count. */
+	unsigned nranges;
+	const uint32_t *range_pos, *range_len; /* stream offsets */
+	size_t range_base;     /* subtracted from range_pos */
 	unsigned pad_left;     /* roundup of the DDP item still to serve */
 	struct rpcrdma_padding msgp; /* RFC 5666 padding to skip */
 };

@@ -212,14 +212,22 @@ static bool_t s_getbytes(XDR *x, char *p, u_int n)
 		unsigned pad = s->pad_left;
 		s->pad_left = 0;
 		if (n == pad) {
-			memset(p, 0, n);
+			/* The roundup xdr_opaque reads into a scratch buffer
+			 * of libtirpc's and never looks at: nothing to
+			 * write (and that buffer is shared by every
+			 * thread). */
 			return TRUE;
 		}
 	}
 	if (s->ddp && !s->ddp_used && n == s->ddp_len) {
 		/* RFC 8166 §3.4.6: this item was placed in the Write chunk
-		 * and is absent from the inline stream, with its roundup. */
-		memcpy(p, s->ddp, n);
+		 * and is absent from the inline stream, with its roundup.
+		 * Decoded into the chunk itself (the caller lent it,
+		 * clnt_rdma_result_buffer), it is there already. */
+		if ((const uint8_t *)p != s->ddp) {
+			memcpy(p, s->ddp, n);
+			s->copied += n;
+		}
 		s->ddp_used = true;
 		s->pad_left = (4 - n % 4) % 4;
 		return TRUE;
@@ -239,6 +247,17 @@ static bool_t s_getbytes(XDR *x, char *p, u_int n)
 	if (s->len - s->pos < n)
 		return FALSE;
 	memcpy(p, s->p + s->pos, n);
+	for (unsigned i = 0; i < s->nranges; i++) {
+		/* Overlap of [pos, pos + n) with a range that came by DDP. */
+		size_t a = s->range_pos[i] >= s->range_base
+				   ? s->range_pos[i] - s->range_base : 0;
+		size_t b = s->range_pos[i] + (size_t)s->range_len[i];
+		b = b >= s->range_base ? b - s->range_base : 0;
+		size_t lo = a > s->pos ? a : s->pos;
+		size_t hi = b < s->pos + n ? b : s->pos + n;
+		if (hi > lo)
+			s->copied += hi - lo;
+	}
 	s->pos += n;
 	return TRUE;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Failing allocations, end to end (../shared/DESIGN.md: "failing-allocation
- * tests").  The library's malloc, calloc, realloc, strdup and
- * posix_memalign are wrapped at link time (-Wl,--wrap=..., see
+ * tests").  The library's malloc, calloc, realloc, strdup,
+ * posix_memalign and mmap are wrapped at link time (-Wl,--wrap=..., see
  * CMakeLists.txt): references from our own objects go through the
  * wrappers, libc's own allocations do not.  Each round builds a server and
  * a client over the iwarp provider on loopback and runs one call of every
@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@ void *__real_calloc(size_t k, size_t n);
 void *__real_realloc(void *p, size_t n);
 char *__real_strdup(const char *s);
 int __real_posix_memalign(void **p, size_t align, size_t n);
+void *__real_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
 
 static atomic_bool armed;
 static atomic_bool sticky;        /* fail every allocation from fail_at */
@@ -104,6 +106,13 @@ int __wrap_posix_memalign(void **p, size_t align, size_t n);
 int __wrap_posix_memalign(void **p, size_t align, size_t n)
 {
 	return fail_now() ? 12 /* ENOMEM */ : __real_posix_memalign(p, align, n);
+}
+
+/* The registered buffers (rpc/buf_pool.c) are mmap'd. */
+void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
+void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+	return fail_now() ? MAP_FAILED : __real_mmap(a, n, prot, flags, fd, off);
 }
 
 /* ------------------------------------------------------------------ */
@@ -217,9 +226,11 @@ static enum rpcrdma_svc_stat h_cb_inc(struct rpcrdma_svc_req *r, void *a)
 	return reply_u32(r, rpcrdma_be32_get(p) + 1);
 }
 
-enum shape { S_SHORT, S_LONG, S_DDP_ARG, S_WRITE_CHUNK, S_CALLBACK, S_N };
+enum shape { S_SHORT, S_LONG, S_DDP_ARG, S_WRITE_CHUNK, S_CALLBACK,
+	     S_INTO, S_N };
 static const char *const shape_name[S_N] = {
-	"short", "long call+reply", "read chunk", "write chunk", "reverse"};
+	"short", "long call+reply", "read chunk", "write chunk", "reverse",
+	"write chunk into the caller's buffer"};
 
 struct pending {
 	enum shape shape;
@@ -227,6 +238,9 @@ struct pending {
 	atomic_int status;
 	atomic_int bad;   /* success with wrong bytes */
 };
+
+/* The caller's buffer S_INTO's result is placed in (lent to the call). */
+static const uint8_t *into_buf;
 
 static bool reply_right(enum shape s, const struct rpcrdma_reply *rep)
 {
@@ -261,6 +275,15 @@ static bool reply_right(enum shape s, const struct rpcrdma_reply *rep)
 			return false;
 		for (size_t i = 0; i < DDP_LEN; i++)
 			if (rep->ddp[0][i] != pat(4, i))
+				return false;
+		return true;
+	case S_INTO:
+		if (rep->len < 4 || rpcrdma_be32_get(rep->data) != DDP_LEN ||
+		    rep->nddp != 1 || rep->ddp_len[0] != DDP_LEN ||
+		    rep->ddp[0] != into_buf)
+			return false;
+		for (size_t i = 0; i < DDP_LEN; i++)
+			if (rep->ddp[0][i] != pat(5, i))
 				return false;
 		return true;
 	case S_CALLBACK:
@@ -373,6 +396,15 @@ static void start_call(struct rpcrdma_clnt *c, struct pending *p,
 		call.ddp_result_max = &max;
 		call.nddp_results = 1;
 		break;
+	case S_INTO:
+		/* Its arguments first, its result after them in buf. */
+		rpcrdma_be32_put(buf, DDP_LEN);
+		rpcrdma_be32_put(buf + 4, 5);
+		iov[0] = (struct rpcrdma_iov){buf, 8, false};
+		call.proc = P_READ;
+		call.reply_max = 64;
+		into_buf = buf + 8;
+		break;
 	default:
 		rpcrdma_be32_put(buf, 41);
 		iov[0] = (struct rpcrdma_iov){buf, 4, false};
@@ -380,7 +412,10 @@ static void start_call(struct rpcrdma_clnt *c, struct pending *p,
 		call.reply_max = 64;
 		break;
 	}
-	int rc = rpcrdma_clnt_call_async(c, &call, call_done, p);
+	struct rpcrdma_iov into = {buf + 8, DDP_LEN, true};
+	int rc = s == S_INTO ? rpcrdma_clnt_call_async_into(c, &call, &into, 1,
+							    call_done, p)
+			     : rpcrdma_clnt_call_async(c, &call, call_done, p);
 	if (rc) {
 		tally.start_failed++;
 		if (!clear_error(rc))
@@ -442,6 +477,10 @@ static bool round_run(const char *host, unsigned long at, bool from,
 	snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
 		 host, rpcrdma_svc_port(s));
 	struct rpcrdma_clnt *c = NULL;
+	/* Every other round the asynchronous calls lend their arguments
+	 * (borrow_args): given up under a failure, they are delivered only
+	 * once nothing can reach them. */
+	o.borrow_args = at % 2 == 1;
 	rc = rpcrdma_clnt_create(addr, PROG, VERS, &o, &c);
 	if (rc) {
 		CHECK(c == NULL);
@@ -580,10 +619,17 @@ static bool tirpc_round(const char *addr, unsigned long at)
 	static char data[DDP_LEN];
 	for (size_t i = 0; i < DDP_LEN; i++)
 		data[i] = (char)pat(5, i);
-	for (unsigned k = 0; k < 4; k++) {
+	static char lent[DDP_LEN];
+	for (unsigned k = 0; k < 5; k++) {
 		struct blob res = {NULL, 0};
 		enum clnt_stat st;
 		u_int want = k < 3 ? sizes[k] : DDP_LEN;
+		if (k == 4) {
+			/* The result straight into a lent buffer. */
+			res.data = lent;
+			if (!clnt_rdma_result_buffer(c, lent, sizeof lent))
+				tt.failed++;
+		}
 		if (k < 3) {
 			struct blob arg = {data, sizes[k]};
 			st = clnt_call(c, P_ECHO, (xdrproc_t)xdr_blob, (char *)&arg,
@@ -601,6 +647,7 @@ static bool tirpc_round(const char *addr, unsigned long at)
 			for (u_int i = 0; right && i < want; i++)
 				right = (uint8_t)res.data[i] ==
 					(k < 3 ? pat(5, i) : pat(6, i));
+			right = right && (k != 4 || res.data == lent);
 			tt.ok++;
 			tt.bad += !right;
 			if (!right)
@@ -609,7 +656,8 @@ static bool tirpc_round(const char *addr, unsigned long at)
 		} else {
 			tt.failed++;
 		}
-		clnt_freeres(c, (xdrproc_t)xdr_blob, (char *)&res);
+		if (k != 4) /* the lent buffer is ours, not rpcgen's */
+			clnt_freeres(c, (xdrproc_t)xdr_blob, (char *)&res);
 	}
 	clnt_destroy(c);
 out:
@@ -632,7 +680,7 @@ static void tirpc_sweep(const char *host, unsigned long max_n)
 	snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%u" : "%s:%u",
 		 host, rpcrdma_svc_port(s));
 	CHECK(!tirpc_round(addr, 0));
-	CHECK_EQ(tt.ok, 4); /* the workload runs without failures */
+	CHECK_EQ(tt.ok, 5); /* the workload runs without failures */
 	unsigned long per_round = atomic_load(&seen), n, misses = 0;
 	for (n = 1; n <= max_n && misses < 3; n++)
 		misses = tirpc_round(addr, n) ? 0 : misses + 1;
@@ -692,7 +740,7 @@ int main(int argc, char **argv)
 	cq_overflow_case();
 	uint8_t *bufs[S_N];
 	for (int k = 0; k < S_N; k++)
-		bufs[k] = malloc(4 + DDP_LEN);
+		bufs[k] = malloc(8 + DDP_LEN);
 
 	/* A round with no failure first: the workload itself must pass,
 	 * and it tells how many allocations a round makes. */

@@ -719,10 +719,13 @@ static void chain_cb(void *arg, struct rpcrdma_reply *rep)
 	if (atomic_load(&ch->left) % 50 == 0) {
 		struct rpcrdma_reply r2;
 		int rc = rpcrdma_clnt_call(ch->c, &call, &r2);
-		if (rc == 0)
+		if (rc == 0) {
 			atomic_fetch_add(&ch->sync_ok, 1);
-		else
+		} else {
+			fprintf(stderr, "chain: synchronous call from a "
+				"callback: %s\n", rpcrdma_strerror(rc));
 			atomic_fetch_add(&ch->errors, 1);
+		}
 		rpcrdma_reply_free(&r2);
 	}
 	if (atomic_fetch_sub(&ch->left, 1) > 1) {
@@ -791,8 +794,11 @@ static void *race_sync(void *arg)
 						    .args = &iov, .nargs = 1};
 			int rc = rpcrdma_clnt_call(r->c, &call, &rep);
 			if (rc || rep.len != 8 ||
-			    rpcrdma_be32_get(rep.data) != (v + 1) * 2)
+			    rpcrdma_be32_get(rep.data) != (v + 1) * 2) {
+				fprintf(stderr, "race_sync %d: callback call %d: %s\n",
+					r->id, i, rpcrdma_strerror(rc));
 				atomic_fetch_add(&r->bad, 1);
+			}
 		} else {
 			for (size_t j = 0; j < sizeof(buf); j++)
 				buf[j] = pat((uint32_t)(r->id * 1000 + i), j);
@@ -801,8 +807,11 @@ static void *race_sync(void *arg)
 						    .nargs = 1};
 			int rc = rpcrdma_clnt_call(r->c, &call, &rep);
 			if (rc || rep.len != sizeof(buf) ||
-			    memcmp(rep.data, buf, sizeof(buf)))
+			    memcmp(rep.data, buf, sizeof(buf))) {
+				fprintf(stderr, "race_sync %d: call %d: %s\n",
+					r->id, i, rpcrdma_strerror(rc));
 				atomic_fetch_add(&r->bad, 1);
+			}
 		}
 		rpcrdma_reply_free(&rep);
 		atomic_fetch_add(&r->calls, 1);

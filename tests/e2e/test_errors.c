@@ -177,6 +177,10 @@ static void case_stopped(void)
 	CLIENT *c = clnt_rdma_create(addr, PROG, VERS, &o);
 	CHECK(c != NULL);
 	kill(pid, SIGSTOP);
+	/* kill() only sends it: on another CPU the server may still answer
+	 * a call before it stops.  Wait until it has. */
+	int wst = 0;
+	CHECK(waitpid(pid, &wst, WUNTRACED) == pid && WIFSTOPPED(wst));
 	if (c) {
 		struct timeval tv = {1, 0};
 		uint32_t n = 0;

@@ -128,6 +128,24 @@ echo "$rpc_json" | sed 's/^/    /'
 o_null=$(js "$rpc_json" '"rpcrdma": {"null_p50_us": ')
 o_tnull=$(js "$rpc_json" '"rdma-tirpc": {"null_p50_us": ')
 
+# 1 MiB through rpcgen stubs (rdma-tirpc) against perftest at 1 MiB: a READ
+# is the server's RDMA Write into the client's buffer (ib_write_bw), a
+# WRITE the server's RDMA Read of the client's (ib_read_bw).  One call at
+# a time on each side of ours (its READ/WRITE depth for 1 MiB), perftest
+# with one request in flight too.
+big=1048576
+bigmib=${RPCRDMA_LAB_PERF_BIG_MIB:-16}
+say "rpcrdma-perf rpc --provider verbs --only read,write --sizes 1m"
+big_json=$("$perf" rpc --provider verbs --addr "$addr" --only read,write \
+	--sizes 1m --with rpcrdma,rdma-tirpc --mib "$bigmib" --json 2>&1)
+rc=$?
+[ $rc = 0 ] || bad "rpcrdma-perf rpc 1 MiB failed (status $rc)"
+echo "$big_json" | sed 's/^/    /'
+o_trd=$(js "$big_json" '"rdma-tirpc": {[^}]*"read_1048576_mibs": ')
+o_twr=$(js "$big_json" '"rdma-tirpc": {[^}]*"write_1048576_mibs": ')
+run_pt v ib_write_bw 4 -s "$big" -n "$bigmib" -t 1; p_wbig=$v
+run_pt v ib_read_bw 4 -s "$big" -n "$bigmib" -t 1 -o 1; p_rbig=$v
+
 # --- the table ---------------------------------------------------------------
 half() { is_num "$1" && awk -v v="$1" 'BEGIN { printf "%.2f", v / 2 }'; }
 ratio() { is_num "$1" && is_num "$2" &&
@@ -153,6 +171,8 @@ row "RDMA Read $size B MiB/s (ib_read_bw)" "$o_rbw" "$p_rbw"
 p_send_rt=$(is_num "$p_send" && awk -v v="$p_send" 'BEGIN { printf "%.2f", v * 2 }')
 row "RPC NULL round trip p50 us (2 x ib_send_lat)" "$o_null" "$p_send_rt"
 row "rpcgen NULL round trip p50 us (2 x ib_send_lat)" "$o_tnull" "$p_send_rt"
+row "rpcgen READ 1 MiB MiB/s (ib_write_bw 1 MiB)" "$o_trd" "$p_wbig"
+row "rpcgen WRITE 1 MiB MiB/s (ib_read_bw 1 MiB)" "$o_twr" "$p_rbig"
 [ -n "$pt_clock_warn" ] &&
 	echo "(perftest's CPU clock calibration failed in:$pt_clock_warn; a 0 or" \
 		"odd perftest number there is that, not a measurement)"

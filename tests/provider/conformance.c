@@ -130,7 +130,8 @@ static void usage(void)
 static const struct tp_case *const *all_sets(void)
 {
 	static const struct tp_case *const sets[] = {
-		tp_cases_data, tp_cases_access, tp_cases_cm, NULL,
+		tp_cases_data, tp_cases_access, tp_cases_cm, tp_cases_place,
+		NULL,
 	};
 	return sets;
 }

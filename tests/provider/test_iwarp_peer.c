@@ -21,6 +21,17 @@
  *    (§7.1.1 MUST close, no Reply).  Before the fix 257 and more were
  *    closed like 513, and exactly 256 reached the consumer as none
  *    (the length kept in a uint8_t).
+ *  - bad_after_bulk: valid bulk tagged data (RDMA Write FPDUs, or Read
+ *    Response FPDUs answering our Read) followed at once by a tagged FPDU
+ *    that must be refused: out of bounds, a wrong STag, a wrapping TO, a
+ *    Read Response off its place.  The provider receives bulk payload
+ *    straight into memory and reads the next FPDU's header with it, so
+ *    this is where a header could be trusted too early: the bad FPDU must
+ *    get its Terminate (RFC 5040 §8, RFC 5041 §7.1) and place nothing --
+ *    every byte outside the valid data keeps its canary -- while the
+ *    valid data is intact.  Every variant with the bad FPDU in the same
+ *    TCP write as the bulk data (read together) and in a later one (read
+ *    on its own), with FPDUs of 16 KB and of 64 KB, with MPA CRC.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -291,11 +302,228 @@ static void test_mpa_pd(void)
 	iwpeer_close(&p);
 }
 
+/* ---------------------------------------------------------------------
+ * A bad tagged FPDU right after valid bulk data
+ */
+#define REGION (512u << 10)
+#define GUARD 4096u
+#define CANARY 0xA5
+#define BAD_BYTE 0x5A
+#define BAD_LEN 4096u
+
+enum bad_kind { BAD_BOUNDS, BAD_STAG, BAD_WRAP, BAD_RRESP_GAP, BAD_RRESP_STAG };
+
+static const char *const bad_name[] = { "bounds", "stag", "wrap",
+					"rresp-gap", "rresp-stag" };
+
+/* Appends one FPDU (tagged header h, len payload bytes) to out. */
+static size_t put_fpdu(const struct iwpeer *p, uint8_t *out,
+		       const struct rpcrdma_iwarp_ddp_hdr *h,
+		       const uint8_t *payload, size_t len)
+{
+	static uint8_t u[0xFFFF];
+	int hl = rpcrdma_iwarp_ddp_build(h, u, sizeof u);
+	CHECK(hl > 0 && (size_t)hl + len <= sizeof u);
+	memcpy(u + hl, payload, len);
+	int n = rpcrdma_iwarp_fpdu_build(u, (size_t)hl + len, p->crc, out,
+					 rpcrdma_iwarp_fpdu_size((size_t)hl + len));
+	CHECK(n > 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static uint8_t valid_byte(size_t i)
+{
+	return (uint8_t)(i * 131 + 7) | 1; /* never CANARY nor BAD_BYTE */
+}
+
+static void bad_after_bulk(enum bad_kind kind, size_t fpdu_payload,
+			   int nfpdu, bool split)
+{
+	static uint8_t stream[8 * 0x10000];
+	static uint8_t payload[0xFFFF];
+	struct conn *c = calloc(1, sizeof *c);
+	struct iwpeer p;
+	bool rresp = kind == BAD_RRESP_GAP || kind == BAD_RRESP_STAG;
+	size_t valid = fpdu_payload * (size_t)nfpdu;
+	uint8_t *mem = aligned_alloc(4096, REGION + 2 * GUARD);
+	struct rpcrdma_mr *mr = NULL;
+	char what[96];
+	snprintf(what, sizeof what, "%s after %d x %zu bytes, %s", bad_name[kind],
+		 nfpdu, fpdu_payload, split ? "separate writes" : "one write");
+	if (!c || !mem || !accept_conn(c, &p)) {
+		CHECK(!"connection set-up");
+		goto out;
+	}
+	memset(mem, CANARY, REGION + 2 * GUARD);
+	uint8_t *region = mem + GUARD;
+	CHECK_EQ(ops->reg_mr(pd, region, REGION,
+			     RPCRDMA_ACCESS_LOCAL_WRITE |
+				     RPCRDMA_ACCESS_REMOTE_WRITE |
+				     RPCRDMA_ACCESS_READ_SINK,
+			     &mr),
+		 0);
+	if (!mr)
+		goto out;
+	/* A zero-length Write first: the responder sends nothing before it
+	 * received an FPDU (RFC 5044 §7.1.2), and our Read must go out. */
+	struct rpcrdma_iwarp_ddp_hdr h = {
+		.tagged = true, .last = true, .dv = RPCRDMA_IWARP_DDP_VERSION,
+		.rv = RPCRDMA_IWARP_RDMAP_VERSION,
+		.opcode = RPCRDMA_IWARP_OP_WRITE};
+	size_t n = put_fpdu(&p, stream, &h, payload, 0);
+	CHECK_EQ(iwpeer_write(&p, stream, n), 0);
+	uint32_t stag = mr->rkey;
+	uint64_t to = (uint64_t)(uintptr_t)region;
+	if (rresp) {
+		struct rpcrdma_sge sge = {to, (uint32_t)(valid + BAD_LEN), mr->lkey};
+		struct rpcrdma_send_wr wr = {
+			.wr_id = 77, .sg_list = &sge, .num_sge = 1,
+			.opcode = RPCRDMA_WR_RDMA_READ,
+			.send_flags = RPCRDMA_SEND_SIGNALED,
+			.rdma = {.remote_addr = 0x10000, .rkey = 0x1234}};
+		struct rpcrdma_send_wr *bad;
+		CHECK_EQ(ops->post_send(c->qp, &wr, &bad), 0);
+		static struct iwpeer_msg m;
+		int rc = iwpeer_recv(&p, &m, TMO);
+		CHECK(rc == 0 && m.kind == IWPEER_READ_REQ);
+		if (rc || m.kind != IWPEER_READ_REQ)
+			goto out;
+		CHECK_EQ(m.rr.sink_stag, mr->lkey);
+		CHECK_EQ(m.rr.sink_to, to);
+		stag = m.rr.sink_stag;
+		to = m.rr.sink_to;
+		h.opcode = RPCRDMA_IWARP_OP_READ_RESP;
+	}
+	/* The valid FPDUs: one message, its last FPDU not yet L. */
+	n = 0;
+	for (int i = 0; i < nfpdu; i++) {
+		for (size_t k = 0; k < fpdu_payload; k++)
+			payload[k] = valid_byte((size_t)i * fpdu_payload + k);
+		h.stag = stag;
+		h.to = to + (uint64_t)i * fpdu_payload;
+		h.last = false;
+		n += put_fpdu(&p, stream + n, &h, payload, fpdu_payload);
+	}
+	size_t first = n;
+	/* The bad one, as the message's last FPDU. */
+	memset(payload, BAD_BYTE, BAD_LEN);
+	h.last = true;
+	h.stag = stag;
+	h.to = to + valid;
+	uint8_t want = RPCRDMA_IWARP_DDP_EC_T_BOUNDS;
+	switch (kind) {
+	case BAD_BOUNDS:
+		h.to = to + REGION - BAD_LEN / 2;
+		break;
+	case BAD_STAG:
+		h.stag = stag ^ 0x01; /* another key */
+		want = RPCRDMA_IWARP_DDP_EC_T_INV_STAG;
+		break;
+	case BAD_WRAP:
+		h.to = UINT64_MAX - BAD_LEN / 2;
+		want = RPCRDMA_IWARP_DDP_EC_T_TO_WRAP;
+		break;
+	case BAD_RRESP_GAP:
+		h.to = to + valid + 8; /* not where the response is at */
+		break;
+	case BAD_RRESP_STAG:
+		h.stag = stag ^ 0x01;
+		want = RPCRDMA_IWARP_DDP_EC_T_INV_STAG;
+		break;
+	}
+	n += put_fpdu(&p, stream + n, &h, payload, BAD_LEN);
+	if (split) {
+		CHECK_EQ(iwpeer_write(&p, stream, first), 0);
+		/* Until the provider read the valid data (its counter says
+		 * so), so that the bad FPDU comes in a read of its own. */
+		uint64_t end = now_ms() + TMO;
+		struct rpcrdma_qp_counters ctr = {0};
+		while (rpcrdma_qp_counters(c->qp, &ctr) == 0 &&
+		       ctr.rx_tagged_bytes < valid && now_ms() < end) {
+			struct rpcrdma_wc wc;
+			ops->poll_cq(c->cq, 1, &wc);
+		}
+		CHECK(ctr.rx_tagged_bytes == valid);
+		CHECK_EQ(iwpeer_write(&p, stream + first, n - first), 0);
+	} else {
+		CHECK_EQ(iwpeer_write(&p, stream, n), 0);
+	}
+	static struct iwpeer_msg m;
+	int rc = iwpeer_recv(&p, &m, TMO);
+	bool term = rc == 0 && m.kind == IWPEER_TERMINATE;
+	if (!term || m.term.layer != RPCRDMA_IWARP_LAYER_DDP ||
+	    m.term.etype != RPCRDMA_IWARP_DDP_ET_TAGGED ||
+	    m.term.ecode != want)
+		fprintf(stderr, "%s: rc %d kind %d layer %u etype %u ecode %u "
+			"(want %u)\n", what, rc, m.kind, m.term.layer,
+			m.term.etype, m.term.ecode, want);
+	CHECK(term);
+	CHECK_EQ(m.term.layer, RPCRDMA_IWARP_LAYER_DDP);
+	CHECK_EQ(m.term.etype, RPCRDMA_IWARP_DDP_ET_TAGGED);
+	CHECK_EQ(m.term.ecode, want);
+	/* The QP says so too (and its lock orders what its thread placed
+	 * before our look at the memory). */
+	struct rpcrdma_terminate_info ti = {0};
+	uint64_t end = now_ms() + TMO;
+	while (ops->get_terminate(c->qp, &ti) == 0 && !ti.valid &&
+	       now_ms() < end)
+		;
+	CHECK(ti.valid && ti.sent);
+	/* The valid data in place, nothing else touched. */
+	size_t bad_at = SIZE_MAX;
+	for (size_t i = 0; i < valid && bad_at == SIZE_MAX; i++)
+		if (region[i] != valid_byte(i))
+			bad_at = i;
+	for (size_t i = valid; i < REGION + GUARD && bad_at == SIZE_MAX; i++)
+		if (region[i] != CANARY)
+			bad_at = i;
+	for (size_t i = 0; i < GUARD && bad_at == SIZE_MAX; i++)
+		if (mem[i] != CANARY)
+			bad_at = i;
+	if (bad_at != SIZE_MAX)
+		fprintf(stderr, "%s: memory wrong at offset %zu\n", what, bad_at);
+	CHECK(bad_at == SIZE_MAX);
+	if (rresp) {
+		/* The Read ends with an error completion, not a success. */
+		struct rpcrdma_wc wc;
+		int got = 0;
+		end = now_ms() + TMO;
+		while ((got = ops->poll_cq(c->cq, 1, &wc)) == 0 && now_ms() < end)
+			;
+		CHECK(got == 1 && wc.wr_id == 77 &&
+		      wc.status != RPCRDMA_WC_SUCCESS);
+	}
+out:
+	iwpeer_close(&p);
+	if (c)
+		close_conn(c);
+	if (mr)
+		ops->dereg_mr(mr);
+	free(mem);
+	free(c);
+}
+
+static void test_bad_after_bulk(void)
+{
+	static const size_t sizes[] = {16000, 65000};
+	int runs = 0;
+	for (int kind = BAD_BOUNDS; kind <= BAD_RRESP_STAG; kind++)
+		for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+			for (int nf = 1; nf <= 4; nf += 3)
+				for (int split = 0; split < 2; split++) {
+					bad_after_bulk((enum bad_kind)kind, sizes[s],
+						       nf, split);
+					runs++;
+				}
+	printf("bad_after_bulk: %d variants\n", runs);
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 300;
 	setup();
 	test_mpa_pd();
+	test_bad_after_bulk();
 	test_terminate(rounds);
 	teardown();
 	TEST_MAIN_END();

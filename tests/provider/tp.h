@@ -288,5 +288,6 @@ bool tp_device_is_siw(void);
 extern const struct tp_case tp_cases_data[];
 extern const struct tp_case tp_cases_access[];
 extern const struct tp_case tp_cases_cm[];
+extern const struct tp_case tp_cases_place[];
 
 #endif

@@ -124,7 +124,7 @@ static void reply(uint32_t xid, bool ddp, uint64_t now)
 	static uint8_t rep[24], res[64];
 	rpc_reply_hdr(rep, xid);
 	struct rpcrdma_iov rv[2] = {{rep, 24, false}, {res, 64, true}};
-	struct rpcrdma_reply_req rr = {rv, ddp ? 2 : 1, NULL};
+	struct rpcrdma_reply_req rr = {rv, ddp ? 2 : 1, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, call_id, &rr, now), 0);
 	pop_all();
 }

@@ -427,7 +427,7 @@ static void test_reply_chunk_echoed(void)
 	static uint8_t rep[24];
 	rpc_reply_hdr(rep, 0x41);
 	struct rpcrdma_iov rv = {rep, 24, false};
-	struct rpcrdma_reply_req rr = {&rv, 1, NULL};
+	struct rpcrdma_reply_req rr = {&rv, 1, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
 	drain();
 	CHECK_EQ(nsent, 1);
@@ -455,7 +455,7 @@ static void reply_while_registration_short(uint32_t xid)
 	static struct rpcrdma_iov rv[2];
 	rv[0] = (struct rpcrdma_iov){rep, 24, false};
 	rv[1] = (struct rpcrdma_iov){data, 64, true};
-	struct rpcrdma_reply_req rr = {rv, 2, NULL};
+	struct rpcrdma_reply_req rr = {rv, 2, NULL, false};
 	F->local_again = 1;
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
 	drain();
@@ -558,7 +558,7 @@ static void test_reply_needs_more_than_sq(void)
 	static uint8_t rh[24], res[160];
 	rpc_reply_hdr(rh, 0x41);
 	struct rpcrdma_iov v[2] = {{rh, 24, false}, {res, 160, true}};
-	struct rpcrdma_reply_req rep = {v, 2, rh};
+	struct rpcrdma_reply_req rep = {v, 2, rh, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rep, 0), 0);
 	drain();
 	CHECK_EQ(nsent, 1);

@@ -145,7 +145,7 @@ static void check_served(uint32_t xid, uint32_t vers)
 	uint8_t rep[24];
 	rpc_reply_hdr(rep, xid);
 	struct rpcrdma_iov rv = {rep, 24, false};
-	struct rpcrdma_reply_req rr = {&rv, 1, NULL};
+	struct rpcrdma_reply_req rr = {&rv, 1, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, last_call_id, &rr, NOW), 0);
 	drain();
 	CHECK_EQ(nsent, 1);

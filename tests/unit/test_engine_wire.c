@@ -55,7 +55,7 @@ static void serve(struct side *srv, struct side *cli)
 				continue;
 			}
 			rpc_reply_hdr(reply_hdr, ev.xid);
-			struct rpcrdma_reply_req rr = {rep_iov, 0, NULL};
+			struct rpcrdma_reply_req rr = {rep_iov, 0, NULL, false};
 			rep_iov[0] = (struct rpcrdma_iov){reply_hdr, 24, false};
 			if (mode == SERVE_ECHO) {
 				rep_iov[1] = (struct rpcrdma_iov){
@@ -510,7 +510,7 @@ static void test_credit_limit(void)
 	/* release the held one by answering it properly */
 	rpc_reply_hdr(reply_hdr, 0x1000);
 	struct rpcrdma_iov v = {reply_hdr, 24, false};
-	struct rpcrdma_reply_req rr = {&v, 1, NULL};
+	struct rpcrdma_reply_req rr = {&v, 1, NULL, false};
 	CHECK_EQ(rpcrdma_engine_submit_reply(B.e, held_calls[0], &rr, 0), 0);
 	serve(&B, &A);
 	collect(&A);
@@ -584,7 +584,7 @@ static void test_conn_loss(void)
 		/* stale reply from the old connection is refused */
 		rpc_reply_hdr(reply_hdr, x[0]);
 		struct rpcrdma_iov v = {reply_hdr, 24, false};
-		struct rpcrdma_reply_req rr = {&v, 1, NULL};
+		struct rpcrdma_reply_req rr = {&v, 1, NULL, false};
 		CHECK_EQ(rpcrdma_engine_submit_reply(B.e, held_calls[0], &rr, 0),
 			 RPCRDMA_ERR_DISCONNECTED);
 		if (!retries) {

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Data by reference through the libtirpc adapters: an rpcgen program
+ * (ddp.x) with an Upper-Layer Binding, clnt_rdma_create / svc_rdma_create
+ * + svc_run().
+ *
+ *   test_ddp HOST        (127.0.0.1; in the lab 192.0.2.1, verbs)
+ *
+ * Checks, at every size from 0 to 1 MiB, odd ones included (a DDP item
+ * travels without its XDR roundup, RFC 8166 §3.4.5.2 / §3.4.6.2):
+ *  - DDP_READ's result decoded into a buffer the caller gave the results
+ *    structure and lent with clnt_rdma_result_buffer: the bytes are right,
+ *    nothing outside it was written, and the client copied no byte
+ *    (ddp_copied_rx); into rpcgen's own allocation instead: right too,
+ *    and copied exactly once;
+ *  - the server's results are scribbled over the moment svc_sendreply
+ *    returns (in the freeresult function, before the dispatch function
+ *    returns) and the client still gets the bytes as they were: the
+ *    reply went from the results, by RDMA Write, before svc_sendreply
+ *    returned;
+ *  - DDP_WRITE's argument is scribbled over and freed the moment the call
+ *    returns, and the server saw it intact; the client copied nothing
+ *    (ddp_copied_tx), the server decoded it once (its ddp_copied_rx).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rpc/rpc.h>
+#include <rpcrdma/tirpc.h>
+
+#include "ddp.h"
+#include "pattern.h"
+#include "test.h"
+
+#define MAXSZ (1u << 20)
+#define GUARD 64
+
+static u_int sum(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* ---------------------------------------------------------------------
+ * The server: an ordinary rpcgen program
+ */
+bool_t ddp_read_1_svc(ddp_read_args *a, ddp_data *r, struct svc_req *rq)
+{
+	(void)rq;
+	r->ddp_data_len = a->size;
+	r->ddp_data_val = malloc(a->size ? a->size : 1);
+	if (!r->ddp_data_val)
+		return FALSE;
+	fill((uint8_t *)r->ddp_data_val, a->size, a->seed);
+	return TRUE;
+}
+
+bool_t ddp_write_1_svc(ddp_data *a, ddp_write_res *r, struct svc_req *rq)
+{
+	(void)rq;
+	r->size = a->ddp_data_len;
+	r->sum = sum((const uint8_t *)a->ddp_data_val, a->ddp_data_len);
+	return TRUE;
+}
+
+/* rpcgen -M's dispatch calls this right after svc_sendreply: scribble
+ * over the results before freeing them.  Had the reply still been
+ * reading them, the client would see it. */
+int ddp_prog_1_freeresult(SVCXPRT *t, xdrproc_t xdr_result, caddr_t result)
+{
+	(void)t;
+	if (xdr_result == (xdrproc_t)xdr_ddp_data) {
+		ddp_data *d = (ddp_data *)result;
+		if (d->ddp_data_val)
+			memset(d->ddp_data_val, 0xFF, d->ddp_data_len);
+	}
+	xdr_free(xdr_result, result);
+	return 1;
+}
+
+void ddp_prog_1(struct svc_req *rqstp, SVCXPRT *transp); /* rpcgen's */
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	svc_run();
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * The client
+ */
+static CLIENT *C;
+static SVCXPRT *X;
+
+static struct rpcrdma_stats cstats(void)
+{
+	struct rpcrdma_stats s;
+	memset(&s, 0, sizeof(s));
+	CHECK(clnt_rdma_stats(C, &s));
+	return s;
+}
+
+static struct rpcrdma_stats sstats(void)
+{
+	struct rpcrdma_stats s;
+	memset(&s, 0, sizeof(s));
+	CHECK(svc_rdma_stats(X, &s));
+	return s;
+}
+
+static const u_int sizes[] = {0,    1,     3,     4,     5,     1023,
+			      1024, 1025,  4095,  4096,  4097,  65535,
+			      65536, 65537, 262147, 999999, MAXSZ};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* DDP_READ of n bytes into a lent buffer of cap bytes. */
+static void read_lent(u_int n, size_t cap, uint32_t seed)
+{
+	uint8_t *mem = malloc(cap + 2 * GUARD);
+	if (!mem)
+		return;
+	memset(mem, 0xEE, cap + 2 * GUARD);
+	ddp_read_args a = {n, seed};
+	ddp_data r = {0, (char *)mem + GUARD};
+	CHECK(clnt_rdma_result_buffer(C, mem + GUARD, cap));
+	enum clnt_stat st = ddp_read_1(&a, &r, C);
+	if (st != RPC_SUCCESS)
+		clnt_perror(C, "DDP_READ (lent buffer)");
+	CHECK_EQ(st, RPC_SUCCESS);
+	CHECK_EQ(r.ddp_data_len, n);
+	CHECK(r.ddp_data_val == (char *)mem + GUARD);
+	CHECK(st == RPC_SUCCESS && same(mem + GUARD, n, seed));
+	bool guard = true;
+	for (size_t i = 0; i < GUARD; i++)
+		guard = guard && mem[i] == 0xEE && mem[GUARD + cap + i] == 0xEE;
+	for (size_t i = n; i < cap && i < (size_t)n + GUARD; i++)
+		guard = guard && mem[GUARD + i] == 0xEE;
+	CHECK(guard);
+	free(mem);
+}
+
+/* DDP_READ of n bytes into rpcgen's allocation. */
+static void read_alloc(u_int n, uint32_t seed)
+{
+	ddp_read_args a = {n, seed};
+	ddp_data r = {0, NULL};
+	enum clnt_stat st = ddp_read_1(&a, &r, C);
+	if (st != RPC_SUCCESS)
+		clnt_perror(C, "DDP_READ");
+	CHECK_EQ(st, RPC_SUCCESS);
+	CHECK_EQ(r.ddp_data_len, n);
+	CHECK(st == RPC_SUCCESS && same((uint8_t *)r.ddp_data_val, n, seed));
+	clnt_freeres(C, (xdrproc_t)xdr_ddp_data, (caddr_t)&r);
+}
+
+/* DDP_WRITE of n bytes from a buffer scribbled over and freed at once. */
+static void write_lent(u_int n, uint32_t seed)
+{
+	uint8_t *b = malloc(n ? n : 1);
+	if (!b)
+		return;
+	fill(b, n, seed);
+	u_int want = sum(b, n);
+	ddp_data a = {n, (char *)b};
+	ddp_write_res r = {0, 0};
+	enum clnt_stat st = ddp_write_1(&a, &r, C);
+	memset(b, 0x11, n);
+	free(b);
+	if (st != RPC_SUCCESS)
+		clnt_perror(C, "DDP_WRITE");
+	CHECK_EQ(st, RPC_SUCCESS);
+	CHECK_EQ(r.size, n);
+	CHECK_EQ(r.sum, want);
+}
+
+/* Several threads at once on the one CLIENT, each with its own lent
+ * buffer: every thread's lending is its own.  (The checks of the
+ * harness are not thread-safe: the threads count, main checks.) */
+static atomic_int reader_bad;
+
+static void *reader(void *arg)
+{
+	uintptr_t k = (uintptr_t)arg;
+	for (int i = 0; i < 20; i++) {
+		u_int n = 65536 + (u_int)(k * 4 + (u_int)i % 4);
+		uint32_t seed = (uint32_t)(k * 1000 + (uintptr_t)i);
+		uint8_t *mem = malloc(65536 + 64);
+		if (!mem)
+			continue;
+		ddp_read_args a = {n, seed};
+		ddp_data r = {0, (char *)mem};
+		if (!clnt_rdma_result_buffer(C, mem, 65536 + 64) ||
+		    ddp_read_1(&a, &r, C) != RPC_SUCCESS ||
+		    r.ddp_data_len != n || r.ddp_data_val != (char *)mem ||
+		    !same(mem, n, seed))
+			atomic_fetch_add(&reader_bad, 1);
+		free(mem);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *host = argc > 1 ? argv[1] : "127.0.0.1";
+	char addr[96];
+	snprintf(addr, sizeof addr, "%s:0", host);
+	X = svc_rdma_create(addr, NULL);
+	if (!X) {
+		clnt_pcreateerror("test_ddp: svc_rdma_create");
+		return 1;
+	}
+	/* The same binding on both sides (RFC 8166 §6): any result size
+	 * is DDP-eligible (ddp_min 1). */
+	const struct rpcrdma_ulb_proc sulb = {.proc = DDP_READ,
+					      .ddp_result_max = MAXSZ,
+					      .ddp_min = 1};
+	CHECK(svc_rdma_set_ulb(X, DDP_PROG, DDP_V1, &sulb, 1));
+	CHECK(svc_register(X, DDP_PROG, DDP_V1, ddp_prog_1, 0));
+	pthread_t t;
+	pthread_create(&t, NULL, serve, NULL);
+	pthread_detach(t);
+
+	snprintf(addr, sizeof addr, "%s:%u", host, svc_rdma_port(X));
+	C = clnt_rdma_create(addr, DDP_PROG, DDP_V1, NULL);
+	if (!C) {
+		clnt_pcreateerror("test_ddp: clnt_rdma_create");
+		return 1;
+	}
+	const struct rpcrdma_ulb_proc ulb[2] = {
+		{.proc = DDP_READ, .ddp_result_max = MAXSZ, .reply_max = 512,
+		 .ddp_min = 1},
+		{.proc = DDP_WRITE, .ddp_arg = true, .reply_max = 512,
+		 .ddp_min = 1},
+	};
+	CHECK(clnt_rdma_set_ulb(C, ulb, 2));
+
+	/* Into lent buffers: nothing copied by the client. */
+	struct rpcrdma_stats c0 = cstats();
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < NSIZES; i++) {
+		read_lent(sizes[i], sizes[i] ? sizes[i] : 4, (uint32_t)i + 1);
+		read_lent(sizes[i], (size_t)sizes[i] + 4093, (uint32_t)i + 50);
+		bytes += 2 * (uint64_t)sizes[i];
+	}
+	struct rpcrdma_stats c1 = cstats();
+	/* None by the library; the provider copies small FPDUs (under
+	 * 8 KiB) and at most 16 KiB of a large message's first (rpcrdma.h,
+	 * ddp_copied_placed). */
+	uint64_t placed1 = c1.ddp_copied_placed - c0.ddp_copied_placed;
+	CHECK_EQ(c1.ddp_copied_rx - c0.ddp_copied_rx - placed1, 0);
+	uint64_t small_bytes = 0;
+	for (size_t i = 0; i < NSIZES; i++)
+		small_bytes += 2 * (sizes[i] < 8192 ? sizes[i] : 16384);
+	CHECK(placed1 <= small_bytes);
+	CHECK(c1.rdma_write_bytes == c0.rdma_write_bytes); /* we write none */
+
+	/* Into rpcgen's allocations: the one copy the decoder forces, for
+	 * the results that came by DDP (a Write chunk offered and used). */
+	for (size_t i = 0; i < NSIZES; i++)
+		read_alloc(sizes[i], (uint32_t)i + 100);
+	struct rpcrdma_stats c2 = cstats();
+	uint64_t alloc_bytes = 0;
+	for (size_t i = 0; i < NSIZES; i++)
+		alloc_bytes += sizes[i];
+	/* The decoder's copies, the provider's apart. */
+	uint64_t dec2 = (c2.ddp_copied_rx - c2.ddp_copied_placed) -
+			(c1.ddp_copied_rx - c1.ddp_copied_placed);
+	CHECK_EQ(dec2, alloc_bytes);
+	printf("test_ddp: READ into rpcgen's memory copied %llu of %llu "
+	       "bytes; into lent buffers %llu of %llu\n",
+	       (unsigned long long)dec2,
+	       (unsigned long long)alloc_bytes,
+	       (unsigned long long)(c1.ddp_copied_rx - c0.ddp_copied_rx -
+				    placed1),
+	       (unsigned long long)bytes);
+
+	/* Arguments lent: the client copies none of the ones that go in a
+	 * Read chunk (those that fit inline are copied into the Send; on a
+	 * device that pins pages, verbs, those up to 64 KiB into registered
+	 * memory, docs/DEVICES.md). */
+	const char *prov = getenv("RPCRDMA_PROVIDER");
+	u_int lent_min = prov && !strcmp(prov, "verbs") ? 65537 : 4096;
+	struct rpcrdma_stats s0 = sstats();
+	for (size_t i = 0; i < NSIZES; i++)
+		if (sizes[i] >= lent_min)
+			write_lent(sizes[i], (uint32_t)i + 200);
+	struct rpcrdma_stats c3 = cstats(), s1 = sstats();
+	CHECK_EQ(c3.ddp_copied_tx - c2.ddp_copied_tx, 0);
+	uint64_t wbytes = 0;
+	for (size_t i = 0; i < NSIZES; i++)
+		if (sizes[i] >= lent_min)
+			wbytes += sizes[i];
+	/* The server's decode copies each argument out of the call once
+	 * (the provider's placement copies apart). */
+	CHECK_EQ((s1.ddp_copied_rx - s1.ddp_copied_placed) -
+			 (s0.ddp_copied_rx - s0.ddp_copied_placed),
+		 wbytes);
+	for (size_t i = 0; i < NSIZES; i++)
+		if (sizes[i] < lent_min)
+			write_lent(sizes[i], (uint32_t)i + 300);
+
+	/* A lent buffer too small for the result: the server cannot deliver
+	 * it, the call fails, nothing past the buffer is touched. */
+	uint8_t *small = malloc(1024 + 2 * GUARD);
+	if (small) {
+		memset(small, 0xEE, 1024 + 2 * GUARD);
+		ddp_read_args a = {8192, 3};
+		ddp_data r = {0, (char *)small + GUARD};
+		CHECK(clnt_rdma_result_buffer(C, small + GUARD, 1024));
+		enum clnt_stat st = ddp_read_1(&a, &r, C);
+		CHECK(st != RPC_SUCCESS);
+		bool guard = true;
+		for (size_t i = 0; i < GUARD; i++)
+			guard = guard && small[i] == 0xEE &&
+				small[GUARD + 1024 + i] == 0xEE;
+		CHECK(guard);
+		free(small);
+		/* The connection goes on. */
+		read_alloc(100, 4);
+	}
+
+	pthread_t th[4];
+	for (uintptr_t k = 0; k < 4; k++)
+		pthread_create(&th[k], NULL, reader, (void *)k);
+	for (int k = 0; k < 4; k++)
+		pthread_join(th[k], NULL);
+	CHECK_EQ(atomic_load(&reader_bad), 0);
+
+	/* clnt_rdma_result_buffer on a CLIENT of another kind. */
+	CHECK(!clnt_rdma_result_buffer(NULL, small, 4));
+	clnt_destroy(C);
+	TEST_MAIN_END();
+}
