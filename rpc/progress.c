@@ -28,9 +28,9 @@
  *  - svc_run() for a libtirpc server (rpc/tirpc/svc_rdma.c), through the
  *    same attend path.
  *
- * Only one thread polls at a time (x->polling, the token: taken under the
- * lock, held without it while the provider polls, which for the iwarp
- * provider is where socket data is read).  A client connection nobody
+ * Only one thread polls at a time: it holds the connection's lock for
+ * the whole pass (for the iwarp provider that is where socket data is
+ * read).  A client connection nobody
  * needs to watch (no call out, no callbacks served) stays unregistered
  * from the loop: a synchronous caller then pays no epoll_ctl per call; the
  * loop's 20 ms tick polls it anyway, for stray traffic.
@@ -208,34 +208,16 @@ void rpcrdma_rpc_xprt_kick(struct rpc_xprt *x)
 
 /* ---------------------------------------------------------------------
  * Polling
+ *
+ * One pass holds the connection's lock throughout: poll the CQ, feed the
+ * engine, post what it asks for, hand its events to the roles.  Nothing
+ * else may touch the QP and the CQ meanwhile, so the provider sees one
+ * consumer at a time (provider.h).  The CQ is armed only before its
+ * poller sleeps, then polled once more: a completion after the arm wakes
+ * the fd, one before it is polled here (rping's order).
  */
-/* The token: one thread polls the CQ at a time. */
-static bool token_take_locked(struct rpc_xprt *x)
-{
-	if (x->polling)
-		return false;
-	x->polling = true;
-	x->inside++;
-	return true;
-}
-
-static void inside_leave_locked(struct rpc_xprt *x)
-{
-	if (--x->inside == 0)
-		pthread_cond_broadcast(&x->inside_cv);
-}
-
-static void token_release_locked(struct rpc_xprt *x)
-{
-	x->polling = false;
-	inside_leave_locked(x);
-	/* A driver that found the token taken waits for it. */
-	if (x->driver)
-		pthread_cond_signal(&x->driver->w->cv);
-}
-
-/* With the token and the lock held: feeds n polled completions to the
- * engine and posts what it asks for. */
+/* With the lock held: feeds n polled completions to the engine and posts
+ * what it asks for. */
 static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 			struct rpc_work *w)
 {
@@ -249,8 +231,6 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 		}
 		return;
 	}
-	if (n == 0)
-		return;
 	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
@@ -263,57 +243,41 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 	rpcrdma_rpc_xprt_pump_locked(x, w);
 }
 
-/* With the token and the lock held: one batch of completions polled
- * without the lock, then fed to the engine.  Returns how many. */
-static int poll_batch_locked(struct rpc_xprt *x, struct rpc_work *w)
+/* With the lock held: polls until a batch leaves the CQ empty.  Returns
+ * how many completions came. */
+static int poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
 	struct rpcrdma_wc wc[POLL_BATCH];
-
-	pthread_mutex_unlock(&x->lock);
-	int n = x->rd->ops->poll_cq(x->cq, POLL_BATCH, wc);
-	pthread_mutex_lock(&x->lock);
-	feed_locked(x, wc, n, w);
-	return n > 0 ? n : 0;
+	int n, total = 0;
+	do {
+		n = x->rd->ops->poll_cq(x->cq, POLL_BATCH, wc);
+		if (n != 0)
+			feed_locked(x, wc, n, w);
+		if (n > 0)
+			total += n;
+	} while (n == POLL_BATCH);
+	return total;
 }
 
-/* With the token and the lock held: arm the CQ, then drain it (rping's
- * order, provider.h: a completion after the arm wakes the fd, one before
- * it is polled here).  woken: the fd was readable; consume its
- * notification first.  Draining stops at the first batch that left the
- * queue empty; data the provider has not turned into completions yet
- * keeps the fd readable.  The provider calls run without the lock. */
-static void drain_arm_locked(struct rpc_xprt *x, bool woken,
-			     struct rpc_work *w)
+/* With the lock held: arm, then poll what came before the arm. */
+static int arm_poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	struct rpcrdma_wc wc[POLL_BATCH];
-
-	pthread_mutex_unlock(&x->lock);
-	if (woken)
-		ops->ack_cq_events(x->cq);
-	ops->req_notify_cq(x->cq);
-	int n = ops->poll_cq(x->cq, POLL_BATCH, wc);
-	pthread_mutex_lock(&x->lock);
-	feed_locked(x, wc, n, w);
-	if (n == POLL_BATCH)
-		while (poll_batch_locked(x, w) == POLL_BATCH)
-			;
+	x->rd->ops->req_notify_cq(x->cq);
+	return poll_locked(x, w);
 }
 
 bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
-	if (!x->cq || !token_take_locked(x))
+	if (!x->cq)
 		return false;
-	while (poll_batch_locked(x, w) > 0)
-		;
-	token_release_locked(x);
+	poll_locked(x, w);
 	return true;
 }
 
 /* ---------------------------------------------------------------------
  * The loop's side
  */
-void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x)
+int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 {
 	struct rpc_work w;
 	rpc_work_init(&w);
@@ -324,18 +288,15 @@ void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x)
 		 * leaves); this wake-up raced the disarm. */
 		rpcrdma_rpc_xprt_watch_locked(x, false);
 		pthread_mutex_unlock(&x->lock);
-		return;
+		return -1;
 	}
-	if (!token_take_locked(x)) {
-		/* Someone is polling right now and will run what comes; stop
-		 * this fd from waking us until the tick looks again. */
-		rpcrdma_rpc_xprt_watch_locked(x, false);
-		pthread_mutex_unlock(&x->lock);
-		return;
-	}
-	drain_arm_locked(x, true, &w);
-	token_release_locked(x);
+	if (woken)
+		x->rd->ops->ack_cq_events(x->cq);
+	int n = poll_locked(x, &w);
+	if (arm)
+		n += arm_poll_locked(x, &w);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);
+	return n;
 }
 
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
@@ -360,12 +321,11 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		if (x->up[i].ops->tick_locked)
 			x->up[i].ops->tick_locked(x->up[i].state, x, now, &w);
 	rpcrdma_rpc_xprt_pump_locked(x, &w);
-	if (x->cq && (!x->driver || x->driver_busy) && token_take_locked(x)) {
+	if (x->cq && (!x->driver || x->driver_busy)) {
 		/* Attended by nobody, or its wake-ups were turned off while
 		 * another thread polled: look now, and watch again if it
 		 * should be watched. */
-		drain_arm_locked(x, false, &w);
-		token_release_locked(x);
+		arm_poll_locked(x, &w);
 		rpcrdma_rpc_xprt_need_attention_locked(x);
 	}
 	rpcrdma_rpc_xprt_unlock_run(x, &w);
@@ -376,6 +336,12 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 /* ---------------------------------------------------------------------
  * Synchronous waits
  */
+static void inside_leave_locked(struct rpc_xprt *x)
+{
+	if (--x->inside == 0)
+		pthread_cond_broadcast(&x->inside_cv);
+}
+
 static void take_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
 	x->driver = s;
@@ -437,29 +403,20 @@ static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
 	pthread_cond_timedwait(&w->cv, m, &ts);
 }
 
-/* Sleeps on the CQ fd and the kick fd until deadline (after polling them
- * for busy_poll_us); true when the CQ fd was readable.  Called without
- * the lock. */
+/* Sleeps on the CQ fd and the kick fd until deadline; true when the CQ
+ * fd was readable.  Called without the lock. */
 static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 {
 	struct pollfd p[2] = {
 		{.fd = x->rd->ops->cq_fd(x->cq), .events = POLLIN},
 		{.fd = x->kickfd, .events = POLLIN},
 	};
-	int rc = 0;
-	struct rpc_busy busy;
-	if (rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &busy))
-		do
-			rc = poll(p, 2, 0);
-		while (rc == 0 && rpcrdma_rpc_busy_more(&busy));
-	if (rc == 0) {
-		int timeout = -1;
-		if (deadline) {
-			uint64_t now = rpcrdma_rpc_now_ms();
-			timeout = deadline > now ? (int)(deadline - now) : 0;
-		}
-		rc = poll(p, 2, timeout);
+	int timeout = -1;
+	if (deadline) {
+		uint64_t now = rpcrdma_rpc_now_ms();
+		timeout = deadline > now ? (int)(deadline - now) : 0;
 	}
+	int rc = poll(p, 2, timeout);
 	if (rc > 0 && p[1].revents) {
 		uint64_t v;
 		ssize_t r = read(x->kickfd, &v, sizeof(v));
@@ -468,9 +425,45 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 	return rc > 0 && p[0].revents;
 }
 
+/* With the lock held, the driver s found nothing: polls the CQ (unarmed,
+ * as perftest does) for busy_poll_us when spinning has paid lately
+ * (busy_poll.c).  The lock is dropped between polls, so other threads
+ * may start calls meanwhile.  True when the spin found something. */
+static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
+			struct rpc_work *w)
+{
+	struct rpc_busy b;
+	if (!rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &x->spin, &b))
+		return false;
+	bool found = false, more;
+	do {
+		pthread_mutex_unlock(&x->lock);
+		more = rpcrdma_rpc_busy_more(&b);
+		pthread_mutex_lock(&x->lock);
+		found = atomic_load(&s->finished) || x->driver != s ||
+			poll_locked(x, w) > 0 || !rpc_work_empty(w);
+	} while (!found && more);
+	rpcrdma_rpc_busy_end(&x->spin, found);
+	return found;
+}
+
+/* With the lock held: runs w without it; another waiter may take the
+ * driver's role meanwhile (its outcome may need a poll that this work
+ * would hold up). */
+static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
+			 struct rpc_work *w)
+{
+	x->driver_busy = true;
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_work_run_nested(w);
+	pthread_mutex_lock(&x->lock);
+	if (x->driver == s)
+		x->driver_busy = false;
+}
+
 int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
-	bool armed = false, woken = false, first = true;
+	bool woken = false, first = true;
 	int rc = 0;
 
 	s->next = x->waiters;
@@ -486,42 +479,29 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 		first = false;
 		if (x->driver != s && (!x->driver || x->driver_busy) && x->cq)
 			take_role_locked(x, s);
-		if (x->driver != s || !token_take_locked(x)) {
-			/* Another thread drives or is polling: it tells us, or
-			 * passes the role (or the token) to us. */
+		if (x->driver != s) {
+			/* Another thread drives: it tells us, or passes the
+			 * role to us. */
 			cv_wait_until(s->w, &x->lock, s->deadline);
 			continue;
 		}
 		struct rpc_work w;
 		rpc_work_init(&w);
-		if (woken || !armed) {
-			drain_arm_locked(x, woken, &w);
-			woken = false;
-			armed = true;
-		} else {
-			while (poll_batch_locked(x, &w) == POLL_BATCH)
-				;
-		}
-		token_release_locked(x);
-		if (!rpc_work_empty(&w)) {
-			/* Run it without the lock; meanwhile another waiter
-			 * may take the role (its outcome may need a poll that
-			 * this work would hold up). */
-			x->driver_busy = true;
+		if (woken)
+			x->rd->ops->ack_cq_events(x->cq);
+		woken = false;
+		if (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+		    !atomic_load(&s->finished) && !spin_locked(x, s, &w) &&
+		    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+		    !atomic_load(&s->finished)) {
+			/* Armed and drained: sleep until the CQ or a kick. */
 			pthread_mutex_unlock(&x->lock);
-			rpcrdma_rpc_work_run_nested(&w);
+			woken = sleep_on_cq(x, s->deadline);
 			pthread_mutex_lock(&x->lock);
-			if (x->driver == s)
-				x->driver_busy = false;
-			armed = false;
 			continue;
 		}
-		if (atomic_load(&s->finished))
-			break;
-		/* Armed and drained: sleep until the CQ or a kick. */
-		pthread_mutex_unlock(&x->lock);
-		woken = sleep_on_cq(x, s->deadline);
-		pthread_mutex_lock(&x->lock);
+		if (!rpc_work_empty(&w))
+			run_unlocked(x, s, &w);
 	}
 	leave_role_locked(x, s);
 	waiters_remove(x, s);

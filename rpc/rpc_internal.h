@@ -38,14 +38,24 @@
 uint64_t rpcrdma_rpc_now_ms(void);
 uint64_t rpcrdma_rpc_now_ns(void);
 
-/* Busy polling before sleeping for a completion (busy_poll.c): start
- * says whether to poll at all (us > 0 and more than one CPU), more
- * yields and says whether the time is not over yet. */
+/* Busy polling before sleeping for a completion (busy_poll.c).  A
+ * poller's record of whether spinning paid (NULL: spin every time). */
+struct rpc_spin {
+	unsigned skip;               /* sleeps left without a spin */
+	unsigned misses;             /* fruitless spins in a row */
+	uint64_t hits, fruitless, skipped; /* for the curious (tests) */
+};
 struct rpc_busy {
 	uint64_t end_ns;
 };
-bool rpcrdma_rpc_busy_start(int us, struct rpc_busy *b);
+/* Whether to poll at all before this sleep (us > 0, more than one CPU,
+ * spinning paid lately); then more yields and says whether the time is
+ * not over yet, and end says whether the spin found work. */
+bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b);
 bool rpcrdma_rpc_busy_more(struct rpc_busy *b);
+/* us > 0 and this thread may run on more than one CPU. */
+bool rpcrdma_rpc_busy_possible(int us);
+void rpcrdma_rpc_busy_end(struct rpc_spin *sp, bool found);
 
 /* "host", "host:port", "[v6]:port" -> sockaddr.  RPCRDMA_ERR_ADDR. */
 int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
@@ -296,7 +306,7 @@ struct rpc_xprt {
 	uint8_t mw_key;              /* last memory window key used */
 
 	/* Progress (progress.c). */
-	bool polling;                /* a thread is polling the CQ */
+	struct rpc_spin spin;        /* whether its drivers' spins paid */
 	struct rpc_wait *waiters;    /* synchronous waits on x */
 	struct rpc_wait *driver;     /* the one of them attending x */
 	bool driver_busy;            /* ... now running work: another
@@ -475,9 +485,12 @@ void rpcrdma_rpc_xprt_put(struct rpc_xprt *x);
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w);
 /* Unlocks x and runs w. */
 void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w);
-/* The loop (or svc_run) saw x's CQ fd readable: drain it, run what it
- * gave, arm again, unless a driver attends x. */
-void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x);
+/* The loop (or svc_run) attends x, unless a driver does (-1): after its
+ * CQ fd was readable (woken: the notification is consumed first), or
+ * while spinning over connections that just had work.  Polls the CQ and
+ * runs what it gave; arm: arms it for the poller's sleep.  Returns how
+ * many completions came. */
+int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm);
 /* With x->lock held: poll what the CQ holds now (before a loss is
  * handled, so completions that preceded it count).  False when another
  * thread is polling. */
@@ -533,6 +546,8 @@ void rpcrdma_rpc_v1_server_remember(const char *key);
  * epoll_wait on a wake-up eventfd, the CM channel fd and the CQ fd of
  * every connection it watches; ticks every 20 ms for time-outs.
  */
+#define LOOP_HOT 16
+
 struct rpc_loop {
 	pthread_t thread;
 	bool started;
@@ -547,6 +562,11 @@ struct rpc_loop {
 					so no epoll datum outlives its
 					connection */
 	atomic_int stop;             /* set by rpcrdma_rpc_loop_stop() */
+	struct rpc_spin spin;        /* whether its spins paid */
+	/* Connections that just had work, left unarmed while the loop
+	 * spins over their CQs (loop thread only). */
+	struct rpc_xprt *hot[LOOP_HOT];
+	unsigned nhot;
 	struct rpc_dev *rd;
 	struct rpc_xprt *xprts;      /* touched by the loop thread only once
 					it runs */

@@ -278,7 +278,8 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
 	struct rpc_busy busy;
 	if (r && st == XPRT_IDLE &&
-	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &busy)) {
+	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &s->loop->spin,
+				   &busy)) {
 		attending = s;
 		do {
 			rpcrdma_rpc_loop_attend_external(s->loop);
@@ -287,6 +288,7 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 				st = XPRT_MOREREQS;
 			pthread_mutex_unlock(&s->lock);
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy));
+		rpcrdma_rpc_busy_end(&s->loop->spin, st != XPRT_IDLE);
 		attending = NULL;
 	}
 	return st;
