@@ -259,10 +259,12 @@ static int poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 	return total;
 }
 
-/* With the lock held: arm, then poll what came before the arm. */
+/* With the lock held: arm, then poll what came before the arm (when the
+ * provider says something may have). */
 static int arm_poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
-	x->rd->ops->req_notify_cq(x->cq);
+	if (x->rd->ops->req_notify_cq(x->cq) == 0)
+		return 0;
 	return poll_locked(x, w);
 }
 
@@ -464,6 +466,10 @@ static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
 int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
 	bool woken = false, first = true;
+	/* The caller just posted what it waits for: nothing can have come
+	 * yet, so the first pass goes straight to spinning or arming (the
+	 * arm says if anything is queued after all). */
+	bool look = false;
 	int rc = 0;
 
 	s->next = x->waiters;
@@ -483,23 +489,30 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 			/* Another thread drives: it tells us, or passes the
 			 * role to us. */
 			cv_wait_until(s->w, &x->lock, s->deadline);
+			look = true;
 			continue;
 		}
 		struct rpc_work w;
 		rpc_work_init(&w);
 		if (woken)
 			x->rd->ops->ack_cq_events(x->cq);
-		woken = false;
-		if (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
-		    !atomic_load(&s->finished) && !spin_locked(x, s, &w) &&
-		    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
-		    !atomic_load(&s->finished)) {
-			/* Armed and drained: sleep until the CQ or a kick. */
-			pthread_mutex_unlock(&x->lock);
-			woken = sleep_on_cq(x, s->deadline);
-			pthread_mutex_lock(&x->lock);
-			continue;
+		if ((!look && !woken) ||
+		    (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+		     !atomic_load(&s->finished))) {
+			woken = false;
+			look = true;
+			if (!spin_locked(x, s, &w) &&
+			    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+			    !atomic_load(&s->finished)) {
+				/* Armed and drained: sleep until the CQ or a
+				 * kick. */
+				pthread_mutex_unlock(&x->lock);
+				woken = sleep_on_cq(x, s->deadline);
+				pthread_mutex_lock(&x->lock);
+				continue;
+			}
 		}
+		woken = false;
 		if (!rpc_work_empty(&w))
 			run_unlocked(x, s, &w);
 	}
