@@ -432,7 +432,12 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 {
 	if (e->connected)
 		return RPCRDMA_ERR_BUSY;
-	rpcrdma_cm_pdata_decode(pdata, pdata ? len : 0, &e->peer_pdata);
+	/* RFC 8797 §5.2: "the buffer containing the received Private Data
+	 * is searched for the Format Identifier word", at any offset (other
+	 * layers may put their own private data first); only when no
+	 * conforming message is found do the §5.1 defaults apply.  Both
+	 * roles come through here. */
+	rpcrdma_cm_pdata_find(pdata, pdata ? len : 0, &e->peer_pdata, NULL);
 	e->connected = true;
 	e->close_asked = false;
 	e->ord = ord ? ord : 1;

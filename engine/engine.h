@@ -231,7 +231,8 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
  */
 
 /* The connection is up.  pdata/len: the peer's private data (NULL/0 when
- * none; invalid data means 1024-byte thresholds, RFC 8797 §5.1).  ord:
+ * none), searched for the RFC 8797 message at any offset (§5.2); none
+ * found means 1024-byte thresholds and no remote invalidation (§5.1).  ord:
  * RDMA Reads we may have outstanding (0 is taken as 1).  Posts every
  * receive buffer, then sends any queued and resent calls.  Errors:
  * RPCRDMA_ERR_BUSY if already connected. */

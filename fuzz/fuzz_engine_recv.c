@@ -677,7 +677,7 @@ static void establish(struct in *in)
 		bytes(in, pd, plen);
 	}
 	uint8_t ord = u8(in);
-	rpcrdma_cm_pdata_decode(plen ? pd : NULL, plen, &peer_pd);
+	rpcrdma_cm_pdata_find(plen ? pd : NULL, plen, &peer_pd, NULL); /* RFC 8797 §5.2 */
 	conn_up = true;
 	connected = true;
 	qp_err = false;
