@@ -153,6 +153,13 @@ struct rq {
 	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
 	enum shape shape;    /* shape of the last attempt */
 	uint32_t offered_writes; /* Write chunks in the last attempt */
+	/* What the last attempt offered, segment by segment (each of our
+	 * chunks has at most one): a reply is checked against these, not
+	 * against the caller's results (RFC 8166 §3.4.6, §4.5; draft
+	 * §5.3.3: a recovery offers fewer chunks, or some empty). */
+	uint8_t off_w_nsegs[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_segment off_w[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_segment off_reply; /* when reply_offered */
 	uint32_t peer_err;   /* error code that ended the call */
 	/* Recovery after an RDMA2_ERROR (§5.3.3): how the resend differs. */
 	bool resend;         /* resend once invalidation is done */
