@@ -1,0 +1,706 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Our client (the Requester) under a hand-made server: the iWARP peer of
+ * tests/iwpeer.h accepts the connection and plays an RPC-over-RDMA
+ * server written word by word (tests/peer_proto.h), so it can answer
+ * what our server never would: private data behind another layer's
+ * bytes, a Write list that names what the call did not offer, grants of
+ * 0, RDMA2_ERRORs of every kind, replies that must be discarded, a
+ * connection cut mid-call.  Each case is named after what it checks and
+ * cites the sections; the peer checks our bytes on the wire (it reads
+ * our Read chunks with RDMA Reads and writes our Write and Reply chunks
+ * with RDMA Writes), the client side checks what the application gets.
+ *
+ *   test_peer_server [CASE...]     every case, or those named
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iwpeer.h"
+#include "peer_proto.h"
+#include "rpcrdma/rpcrdma.h"
+#include "test.h"
+
+#define PROG 0x20000260u
+#define CBPROG 0x20000261u
+#define TMO 10000
+#define QUIET_MS 300 /* "nothing else comes": how long the peer listens */
+
+/* RFC 8797 §4 message: identifier, version 1, R, sizes (code = KiB - 1). */
+static size_t pdata(uint8_t *b, uint32_t send, uint32_t recv, bool r)
+{
+	pp_put32(b, 0xf6ab0e18u);
+	b[4] = 1;
+	b[5] = r ? 1 : 0;
+	b[6] = (uint8_t)(send / 1024 - 1);
+	b[7] = (uint8_t)(recv / 1024 - 1);
+	return 8;
+}
+
+/* ---------------------------------------------------------------------
+ * A case: the peer's thread and ours, stepping in turn.
+ */
+struct pcase {
+	int lfd;
+	char addr[64];
+	struct iwpeer p;
+	struct iwpeer_msg m;      /* the last message the peer received */
+	uint32_t vers;            /* the version the peer answers in */
+	uint32_t grant;           /* credits the peer grants */
+	sem_t to_peer, to_main;
+	void (*script)(struct pcase *);
+	int fail_line;
+	const char *fail;
+	uint8_t call[1 << 20];    /* the last call, rebuilt */
+	size_t call_len;
+	void *arg;                /* the case's own */
+};
+
+#define EXPECT(c, cond)                                                     \
+	do {                                                                \
+		if (!(cond) && !(c)->fail) {                                \
+			(c)->fail = #cond;                                  \
+			(c)->fail_line = __LINE__;                          \
+		}                                                           \
+	} while (0)
+
+static void timed_wait(sem_t *s)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += 30;
+	while (sem_timedwait(s, &t) != 0 && errno == EINTR)
+		;
+}
+
+/* Peer side: hand over to the main thread and wait for it. */
+static void peer_step(struct pcase *c)
+{
+	sem_post(&c->to_main);
+	timed_wait(&c->to_peer);
+}
+
+/* Main side: let the peer run to its next step. */
+static void main_step(struct pcase *c)
+{
+	sem_post(&c->to_peer);
+	timed_wait(&c->to_main);
+}
+
+static void *peer_main(void *arg)
+{
+	struct pcase *c = arg;
+	timed_wait(&c->to_peer);
+	c->script(c);
+	iwpeer_close(&c->p);
+	sem_post(&c->to_main);
+	return NULL;
+}
+
+static struct pcase *case_start(void (*script)(struct pcase *), pthread_t *t)
+{
+	struct pcase *c = calloc(1, sizeof *c);
+	uint16_t port;
+	if (!c || iwpeer_listen(&c->lfd, &port))
+		abort();
+	c->p.fd = -1;
+	c->vers = 1;
+	c->grant = 8;
+	snprintf(c->addr, sizeof c->addr, "127.0.0.1:%u", port);
+	sem_init(&c->to_peer, 0, 0);
+	sem_init(&c->to_main, 0, 0);
+	c->script = script;
+	pthread_create(t, NULL, peer_main, c);
+	sem_post(&c->to_peer); /* the peer starts accepting */
+	return c;
+}
+
+static void case_end(struct pcase *c, pthread_t t, const char *name)
+{
+	sem_post(&c->to_peer);
+	pthread_join(t, NULL);
+	if (c->fail)
+		fprintf(stderr, "%s: peer: line %d: %s\n", name, c->fail_line,
+			c->fail);
+	CHECK(c->fail == NULL);
+	close(c->lfd);
+	sem_destroy(&c->to_peer);
+	sem_destroy(&c->to_main);
+	free(c);
+}
+
+static struct rpcrdma_clnt *client(struct pcase *c, unsigned versions,
+				   unsigned max_retries)
+{
+	struct rpcrdma_opts o;
+	rpcrdma_opts_default(&o);
+	o.provider = "iwarp";
+	o.versions = versions;
+	o.max_retries = max_retries;
+	o.call_timeout_ms = 20000;
+	struct rpcrdma_clnt *cl = NULL;
+	CHECK_EQ(rpcrdma_clnt_create(c->addr, PROG, 1, &o, &cl), 0);
+	return cl;
+}
+
+static struct rpcrdma_stats stats(struct rpcrdma_clnt *cl)
+{
+	struct rpcrdma_stats s;
+	memset(&s, 0, sizeof s);
+	rpcrdma_clnt_stats(cl, &s);
+	return s;
+}
+
+/* ---------------------------------------------------------------------
+ * The peer's server side
+ */
+static void accept_conn(struct pcase *c, const void *pd, size_t pd_len)
+{
+	EXPECT(c, iwpeer_accept(&c->p, c->lfd, pd, pd_len, TMO) == 0);
+}
+
+/* The next Send (RDMA Write RTRs skipped), parsed. */
+static bool next_send(struct pcase *c, struct pp_hdr *h)
+{
+	int rc = iwpeer_recv_send(&c->p, &c->m, TMO);
+	EXPECT(c, rc == 0 && c->m.kind == IWPEER_SEND);
+	if (rc || c->m.kind != IWPEER_SEND)
+		return false;
+	bool ok = pp_parse(c->m.msg, c->m.len, h) == 0;
+	EXPECT(c, ok);
+	return ok;
+}
+
+/* Nothing arrives for QUIET_MS. */
+static inline bool quiet(struct pcase *c)
+{
+	int rc = iwpeer_recv_send(&c->p, &c->m, QUIET_MS);
+	return rc == RPCRDMA_ERR_TIMEOUT;
+}
+
+/* The client's v2 opener (draft §7: the first message, one
+ * RDMA2_CONNPROP, within 1024 bytes), answered with ours (same XID,
+ * F_RESPONSE, our grant) carrying nprops property words. */
+static void v2_open(struct pcase *c, const uint32_t *props, uint32_t nprops)
+{
+	struct pp_hdr h, a;
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 2 && h.proc == PP_CONNPROP && h.flags == 0);
+	EXPECT(c, c->m.len <= 1024);
+	pp_init(&a, h.xid, 2, c->grant, PP_CONNPROP);
+	a.flags = PP_F_RESPONSE;
+	a.body[a.nbody++] = nprops ? props[0] : 0; /* property count */
+	for (uint32_t i = 1; i < nprops; i++)
+		a.body[a.nbody++] = props[i];
+	uint8_t b[4096];
+	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &a)) == 0);
+	c->vers = 2;
+}
+
+/* The RPC call of the Send just received, rebuilt from the inline part
+ * and the Read chunks (RDMA Reads of the peer's own): a Position-Zero
+ * chunk is the whole message (RFC 8166 §3.5.3), another is inserted at
+ * its position with its XDR roundup (§3.4.5). */
+static bool pull_call(struct pcase *c, const struct pp_hdr *h)
+{
+	const uint8_t *inl = c->m.msg + h->hdr_len;
+	size_t inl_len = c->m.len - h->hdr_len, n = 0, taken = 0;
+	uint32_t i = 0;
+	if (h->proc == PP_NOMSG) {
+		for (; i < h->nreads && h->reads[i].pos == 0; i++) {
+			const struct pp_seg *s = &h->reads[i].seg;
+			if (n + s->length > sizeof c->call)
+				return false;
+			EXPECT(c, iwpeer_rdma_read(&c->p, s->handle, s->offset,
+						   c->call + n, s->length,
+						   TMO) == 0);
+			n += s->length;
+		}
+		EXPECT(c, i > 0 && inl_len == 0);
+	}
+	while (i < h->nreads) {
+		uint32_t pos = h->reads[i].pos;
+		EXPECT(c, pos % 4 == 0);           /* §3.4.5 */
+		EXPECT(c, pos >= n && pos - n <= inl_len - taken);
+		if (pos < n || pos - n > inl_len - taken)
+			return false;
+		memcpy(c->call + n, inl + taken, pos - n);
+		taken += pos - n;
+		n = pos;
+		size_t chunk = 0;
+		for (; i < h->nreads && h->reads[i].pos == pos; i++) {
+			const struct pp_seg *s = &h->reads[i].seg;
+			if (n + s->length + 3 > sizeof c->call)
+				return false;
+			EXPECT(c, iwpeer_rdma_read(&c->p, s->handle, s->offset,
+						   c->call + n, s->length,
+						   TMO) == 0);
+			n += s->length;
+			chunk += s->length;
+		}
+		for (; chunk % 4; chunk++) /* §3.4.5.2: no roundup sent */
+			c->call[n++] = 0;
+	}
+	if (n + inl_len - taken > sizeof c->call)
+		return false;
+	memcpy(c->call + n, inl + taken, inl_len - taken);
+	c->call_len = n + inl_len - taken;
+	EXPECT(c, c->call_len >= 40 && pp_get32(c->call) == h->xid);
+	return c->call_len >= 40;
+}
+
+/* A reply to call h: results[i] go into Write chunk i by RDMA Write (as
+ * many as the call offered; the rest inline after body), the RPC reply
+ * inline when it fits inline_max, else through the Reply chunk
+ * (RDMA_NOMSG).  inv: Send With Invalidate of that handle (0: Send). */
+struct result {
+	const uint8_t *data;
+	size_t len;
+};
+
+static size_t inline_max = 4096;
+
+static void reply(struct pcase *c, const struct pp_hdr *call,
+		  const uint8_t *body, size_t body_len, const struct result *res,
+		  unsigned nres, uint32_t inv)
+{
+	struct pp_hdr h;
+	pp_init(&h, call->xid, c->vers, c->grant, PP_MSG);
+	if (c->vers == 2)
+		h.flags = PP_F_RESPONSE;
+	static uint8_t msg[1 << 20];
+	size_t n = pp_rpc_reply(msg, call->xid);
+	memcpy(msg + n, body, body_len);
+	n += body_len;
+	h.nwrites = call->nwrites;
+	for (uint32_t i = 0; i < call->nwrites; i++) {
+		const struct pp_chunk *w = &call->writes[i];
+		h.writes[i] = *w;
+		size_t left = i < nres ? res[i].len : 0, off = 0;
+		for (uint32_t j = 0; j < w->nsegs; j++) {
+			size_t k = left < w->segs[j].length ? left : w->segs[j].length;
+			if (k)
+				EXPECT(c, iwpeer_rdma_write(&c->p, w->segs[j].handle,
+							    w->segs[j].offset,
+							    res[i].data + off, k) == 0);
+			h.writes[i].segs[j].length = (uint32_t)k;
+			left -= k;
+			off += k;
+		}
+		EXPECT(c, left == 0);
+	}
+	for (unsigned i = call->nwrites; i < nres; i++) {
+		/* not offered a chunk: inline, XDR-padded */
+		memcpy(msg + n, res[i].data, res[i].len);
+		n += res[i].len;
+		while (n % 4)
+			msg[n++] = 0;
+	}
+	h.has_reply = call->has_reply;
+	if (h.has_reply) {
+		h.reply = call->reply;
+		for (uint32_t j = 0; j < h.reply.nsegs; j++)
+			h.reply.segs[j].length = 0;
+	}
+	static uint8_t b[1 << 16];
+	size_t hl = pp_build(b, &h);
+	if (hl + n > inline_max) {
+		EXPECT(c, call->has_reply && pp_chunk_len(&call->reply) >= n);
+		if (!call->has_reply)
+			return;
+		h.proc = PP_NOMSG;
+		size_t off = 0;
+		for (uint32_t j = 0; j < h.reply.nsegs && off < n; j++) {
+			size_t k = n - off < call->reply.segs[j].length
+				? n - off : call->reply.segs[j].length;
+			EXPECT(c, iwpeer_rdma_write(&c->p, call->reply.segs[j].handle,
+						    call->reply.segs[j].offset,
+						    msg + off, k) == 0);
+			h.reply.segs[j].length = (uint32_t)k;
+			off += k;
+		}
+		hl = pp_build(b, &h);
+		n = 0;
+	} else {
+		memcpy(b + hl, msg, n);
+	}
+	int rc = inv ? iwpeer_send_inv(&c->p, b, hl + n, inv)
+		     : iwpeer_send(&c->p, b, hl + n);
+	EXPECT(c, rc == 0);
+}
+
+/* An RDMA_ERROR / RDMA2_ERROR for xid. */
+static void send_error(struct pcase *c, uint32_t xid, uint32_t vers,
+		       uint32_t code, const uint32_t *body, uint32_t nbody)
+{
+	struct pp_hdr h;
+	pp_init(&h, xid, vers, c->grant, PP_ERROR);
+	if (vers == 2)
+		h.flags = PP_F_RESPONSE;
+	h.err = code;
+	for (uint32_t i = 0; i < nbody; i++)
+		h.body[h.nbody++] = body[i];
+	uint8_t b[256];
+	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &h)) == 0);
+}
+
+static void fill(uint8_t *b, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+/* ---------------------------------------------------------------------
+ * Calls from our side
+ */
+struct acall {
+	struct rpcrdma_reply rep;
+	atomic_int done;
+};
+
+static void acall_cb(void *arg, struct rpcrdma_reply *rep)
+{
+	struct acall *a = arg;
+	a->rep = *rep; /* freed by the case */
+	atomic_fetch_add(&a->done, 1);
+}
+
+static void wait_done(struct acall *a, int n)
+{
+	for (int i = 0; i < 3000 && atomic_load(&a->done) < n; i++)
+		usleep(10000);
+}
+
+/* A callback program handler: a DDP-eligible result of 100 bytes. */
+static uint8_t cb_result[100];
+
+static enum rpcrdma_svc_stat cb_ddp(struct rpcrdma_svc_req *r, void *arg)
+{
+	(void)arg;
+	fill(cb_result, sizeof cb_result, 77);
+	uint8_t len[4];
+	pp_put32(len, sizeof cb_result);
+	struct rpcrdma_iov res[2] = {{len, 4, false},
+				     {cb_result, sizeof cb_result, true}};
+	uint8_t *keep = rpcrdma_svc_req_alloc(r, 4);
+	if (!keep)
+		return RPCRDMA_SVC_SYSTEM_ERR;
+	memcpy(keep, len, 4);
+	res[0].base = keep;
+	rpcrdma_svc_req_reply(r, res, 2);
+	return RPCRDMA_SVC_OK;
+}
+
+/* The peer calls our client back (RFC 8167) offering one Write chunk of
+ * 4 KiB at handle 0x4444 for the DDP result; returns the Send that
+ * carried the reply (its opcode and invalidated STag in c->m). */
+static bool reverse_call_ddp(struct pcase *c, uint32_t xid)
+{
+	struct pp_hdr h;
+	pp_init(&h, xid, c->vers, 8, PP_MSG);
+	h.nwrites = 1;
+	h.writes[0].nsegs = 1;
+	h.writes[0].segs[0] = (struct pp_seg){0x4444, 4096, 0x10000};
+	uint8_t b[512];
+	size_t n = pp_build(b, &h);
+	n += pp_rpc_call(b + n, xid, CBPROG, 1, 1);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	/* Our client pushes the result by RDMA Write, then Sends. */
+	size_t written = 0;
+	for (;;) {
+		int rc = iwpeer_recv(&c->p, &c->m, TMO);
+		EXPECT(c, rc == 0);
+		if (rc)
+			return false;
+		if (c->m.kind == IWPEER_WRITE && c->m.len) {
+			EXPECT(c, c->m.stag == 0x4444 && c->m.to >= 0x10000);
+			written += c->m.len;
+			continue;
+		}
+		if (c->m.kind == IWPEER_WRITE)
+			continue;
+		break;
+	}
+	EXPECT(c, c->m.kind == IWPEER_SEND);
+	struct pp_hdr r;
+	EXPECT(c, pp_parse(c->m.msg, c->m.len, &r) == 0 && r.xid == xid &&
+		   r.proc == PP_MSG && r.nwrites == 1 &&
+		   r.writes[0].nsegs == 1 &&
+		   r.writes[0].segs[0].handle == 0x4444 &&
+		   r.writes[0].segs[0].length == 100);
+	EXPECT(c, written == 100);
+	return c->m.kind == IWPEER_SEND;
+}
+
+/* =====================================================================
+ * RFC 8797 §5.2, §5.1: the private data is searched for the Format
+ * Identifier at any offset.  A valid message (v1, R set, 8 KiB each way)
+ * behind 3 bytes of another layer's data sets the thresholds and remote
+ * invalidation; a 2000-byte call with a 1900-byte DDP-eligible argument
+ * then goes inline (Short, §3.5.1) with no Reply chunk for a 2000-byte
+ * reply (§4.3.3), and our reply to a reverse call with a Write chunk
+ * is a Send With Invalidate of that chunk (§4.1).  With no conforming
+ * message (identifier with version 2, then none): 1024-byte thresholds,
+ * the argument goes as a Read chunk, a Reply chunk is offered, and the
+ * reverse reply is a plain Send.
+ */
+struct pd_case {
+	bool found;
+};
+
+static void script_pdata(struct pcase *c)
+{
+	struct pd_case *pc = c->arg;
+	uint8_t pd[3 + 8 + 8];
+	size_t n = 0;
+	pd[n++] = 0xde;
+	pd[n++] = 0xad;
+	pd[n++] = 0xbe;
+	if (pc->found) {
+		n += pdata(pd + n, 8192, 8192, true);
+	} else {
+		n += pdata(pd + n, 8192, 8192, true);
+		pd[3 + 4] = 2; /* version 2: not conforming (§5.2) */
+	}
+	accept_conn(c, pd, n);
+	peer_step(c);
+	struct pp_hdr h;
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	if (pc->found) {
+		EXPECT(c, h.proc == PP_MSG && h.nreads == 0 && !h.has_reply);
+		EXPECT(c, c->m.len == h.hdr_len + 40 + 2000);
+	} else {
+		EXPECT(c, h.proc == PP_MSG && h.nreads == 1 && h.has_reply);
+		EXPECT(c, h.nreads == 1 && h.reads[0].seg.length == 1900 &&
+			   h.reads[0].pos == 40 + 100);
+		EXPECT(c, c->m.len <= 1024);
+	}
+	/* The argument arrived whole either way. */
+	uint8_t want[2000];
+	fill(want, sizeof want, 5);
+	EXPECT(c, c->call_len == 40 + 2000 &&
+		   !memcmp(c->call + 40, want, 2000));
+	uint8_t body[4] = {0, 0, 0, 7};
+	reply(c, &h, body, 4, NULL, 0, 0);
+	peer_step(c);
+	/* A reverse call with a Write chunk: with both R bits our client
+	 * replies With Invalidate of that chunk's handle (RFC 8797 §4.1). */
+	if (!reverse_call_ddp(c, 0x5001))
+		return;
+	if (pc->found)
+		EXPECT(c, c->m.opcode == 4 /* Send With Invalidate */ &&
+			   c->m.inv_stag == 0x4444);
+	else
+		EXPECT(c, c->m.opcode == 3 /* Send */);
+	peer_step(c);
+}
+
+static void case_pdata(bool found)
+{
+	const char *name = found ? "pdata_search" : "pdata_none";
+	struct pd_case pc = {found};
+	pthread_t t;
+	struct pcase *c = case_start(script_pdata, &t);
+	c->arg = &pc;
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 0);
+	if (!cl) {
+		case_end(c, t, name);
+		return;
+	}
+	CHECK_EQ(rpcrdma_clnt_register(cl, CBPROG, 1, 1, cb_ddp, NULL,
+				       RPCRDMA_ULB_DDP_RESULT), 0);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.send_threshold, found ? 4096 : 1024);
+	CHECK_EQ(s.recv_threshold, found ? 4096 : 1024);
+	CHECK_EQ(s.peer_remote_inv, found);
+	timed_wait(&c->to_main); /* accepted */
+	uint8_t arg[2000];
+	fill(arg, sizeof arg, 5);
+	struct rpcrdma_iov iov[2] = {{arg, 100, false},
+				     {arg + 100, 1900, true}};
+	struct rpcrdma_call call = {.proc = 1, .args = iov, .nargs = 2,
+				    .reply_max = 2000};
+	struct rpcrdma_reply rep;
+	sem_post(&c->to_peer);
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	CHECK_EQ(rep.len, 4);
+	rpcrdma_reply_free(&rep);
+	s = stats(cl);
+	CHECK_EQ(s.short_calls, found ? 1 : 0);
+	CHECK_EQ(s.chunked_calls, found ? 0 : 1);
+	main_step(c); /* the reverse call */
+	main_step(c);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, name);
+}
+
+static void case_pdata_search(void)
+{
+	case_pdata(true);
+}
+
+static void case_pdata_none(void)
+{
+	case_pdata(false);
+}
+
+/* =====================================================================
+ * Draft v2 §5.3.3 with RFC 8166 §3.4.6, §4.5: a call offering two Write
+ * chunks is answered RDMA2_ERR_WRITE_CHUNKS (max 1); our client resends
+ * it (same XID) with one Write chunk and a Reply chunk.  A reply whose
+ * Write list then holds two chunks, the second naming the first
+ * attempt's (invalidated) handle with 1200 bytes, is a header error:
+ * discarded, the call stays outstanding.  So is one chunk longer than
+ * offered, and one naming another handle.  The real reply completes the
+ * call: 10 bytes by DDP, the second result inline.  After the call, an
+ * RDMA Write to the handle it exposed is refused by our side (a
+ * Terminate): no handle stays open once the call completed (RFC 8166
+ * §4.4.1).
+ */
+static void script_write_list(struct pcase *c)
+{
+	accept_conn(c, NULL, 0);
+	uint32_t props[] = {1, PP_PROP_RBSIZ, 4, 4096};
+	v2_open(c, props, 4);
+	peer_step(c);
+	struct pp_hdr h1, h2;
+	if (!next_send(c, &h1))
+		return;
+	EXPECT(c, h1.vers == 2 && h1.nwrites == 2 && h1.writes[0].nsegs == 1 &&
+		   h1.writes[1].nsegs == 1);
+	EXPECT(c, h1.inv_handle == h1.writes[0].segs[0].handle); /* §3.3 */
+	uint32_t max1 = 1;
+	send_error(c, h1.xid, 2, PP_ERR_WRITE_CHUNKS, &max1, 1);
+	if (!next_send(c, &h2))
+		return;
+	EXPECT(c, h2.xid == h1.xid && h2.nwrites == 1 && h2.has_reply);
+	struct pp_seg cur = h2.writes[0].segs[0], old = h1.writes[1].segs[0];
+	EXPECT(c, cur.handle != old.handle);
+	uint8_t data[1200];
+	fill(data, sizeof data, 9);
+	/* Bad 1: two chunks, the second the first attempt's. */
+	struct pp_hdr r;
+	pp_init(&r, h2.xid, 2, c->grant, PP_MSG);
+	r.flags = PP_F_RESPONSE;
+	r.nwrites = 2;
+	r.writes[0].nsegs = r.writes[1].nsegs = 1;
+	r.writes[0].segs[0] = cur;
+	r.writes[0].segs[0].length = 10;
+	r.writes[1].segs[0] = old;
+	r.writes[1].segs[0].length = 1200;
+	EXPECT(c, iwpeer_rdma_write(&c->p, cur.handle, cur.offset, data, 10) == 0);
+	uint8_t b[1024];
+	size_t n = pp_build(b, &r);
+	n += pp_rpc_reply(b + n, h2.xid);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	/* Bad 2: one chunk, longer than offered. */
+	r.nwrites = 1;
+	r.writes[0].segs[0].length = cur.length + 1;
+	n = pp_build(b, &r);
+	n += pp_rpc_reply(b + n, h2.xid);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	/* Bad 3: one chunk naming the old handle. */
+	r.writes[0].segs[0] = old;
+	r.writes[0].segs[0].length = 10;
+	n = pp_build(b, &r);
+	n += pp_rpc_reply(b + n, h2.xid);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	peer_step(c); /* our side: still outstanding */
+	/* The real reply: result 1 by DDP (10 bytes), result 2 inline as
+	 * opaque<> (length, 8 bytes). */
+	uint8_t body[12] = {0, 0, 0, 8};
+	memcpy(body + 4, data + 100, 8);
+	struct result res[1] = {{data, 10}};
+	reply(c, &h2, body, 12, res, 1, 0);
+	peer_step(c);
+	/* The call is complete: its handle is dead (a Terminate). */
+	EXPECT(c, iwpeer_rdma_write(&c->p, cur.handle, cur.offset, data, 4) == 0);
+	int rc = iwpeer_recv(&c->p, &c->m, TMO);
+	EXPECT(c, rc == 0 && (c->m.kind == IWPEER_TERMINATE ||
+			      c->m.kind == IWPEER_EOF ||
+			      c->m.kind == IWPEER_RESET));
+	peer_step(c);
+}
+
+static void case_write_list_recovery(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_write_list, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_PREFER_V2, 0);
+	if (!cl) {
+		case_end(c, t, "write_list_recovery");
+		return;
+	}
+	timed_wait(&c->to_main); /* opener answered */
+	size_t maxes[2] = {1000, 1200};
+	struct rpcrdma_call call = {.proc = 2, .reply_max = 512,
+				    .ddp_result_max = maxes, .nddp_results = 2};
+	struct acall a = {0};
+	sem_post(&c->to_peer);
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a), 0);
+	timed_wait(&c->to_main); /* three bad replies sent */
+	usleep(200000);
+	CHECK_EQ(atomic_load(&a.done), 0);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.bad_replies, 3);
+	CHECK_EQ(s.recoveries, 1);
+	main_step(c); /* the real reply */
+	wait_done(&a, 1);
+	CHECK_EQ(atomic_load(&a.done), 1);
+	CHECK_EQ(a.rep.status, 0);
+	CHECK_EQ(a.rep.nddp, 2);
+	CHECK_EQ(a.rep.ddp_len[0], 10);
+	CHECK_EQ(a.rep.ddp_len[1], 0);
+	uint8_t data[1200];
+	fill(data, sizeof data, 9);
+	if (a.rep.ddp_len[0] == 10)
+		CHECK_MEM(a.rep.ddp[0], data, 10);
+	CHECK_EQ(a.rep.len, 12);
+	if (a.rep.len == 12)
+		CHECK_MEM(a.rep.data + 4, data + 100, 8);
+	rpcrdma_reply_free(&a.rep);
+	main_step(c); /* the dead handle */
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "write_list_recovery");
+}
+
+/* ---------------------------------------------------------------------
+ */
+struct named {
+	const char *name;
+	void (*fn)(void);
+};
+
+static const struct named cases[] = {
+	{"pdata_search", case_pdata_search},
+	{"pdata_none", case_pdata_none},
+	{"write_list_recovery", case_write_list_recovery},
+};
+
+int main(int argc, char **argv)
+{
+	size_t ncases = sizeof cases / sizeof cases[0];
+	for (size_t i = 0; i < ncases; i++) {
+		bool run = argc < 2;
+		for (int k = 1; k < argc; k++)
+			if (!strcmp(argv[k], cases[i].name))
+				run = true;
+		if (!run)
+			continue;
+		int before = test_failed;
+		cases[i].fn();
+		printf("%-28s %s\n", cases[i].name,
+		       test_failed == before ? "ok" : "FAILED");
+		fflush(stdout);
+	}
+	TEST_MAIN_END();
+}
