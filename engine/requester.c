@@ -94,6 +94,8 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
 	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
+	if (q->idx >= e->rq_used)
+		e->rq_used = q->idx + 1; /* what a reset must clear */
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
