@@ -342,6 +342,16 @@ bool rpcrdma_rx_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		ok = c.vers == e->vers;
 	} else if (e->negotiating) {
 		ok = c.vers == RPCRDMA_VERSION_2;
+	} else if (e->cfg.client) {
+		/* A client knows its version from the start, or its v2
+		 * opener failed with V2_ONLY (vers_failed: the calls have
+		 * failed and the connection is closing).  It never takes the
+		 * version from the peer's message, as a server does: that
+		 * sent a second RDMA2_CONNPROP (draft §7: one message, then
+		 * nothing) and served v1 reverse calls on a V2_ONLY
+		 * connection. */
+		e->ctr.bad_replies++;
+		return false;
 	} else {
 		/* A server's first message: the client chose (§7.3). */
 		ok = (c.vers == RPCRDMA_VERSION_1 &&
