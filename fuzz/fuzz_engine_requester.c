@@ -407,10 +407,12 @@ static void drain(void)
 		if (guard > 10000)
 			FAIL("engine never settles");
 		bool moved = false;
-		struct rpcrdma_engine_wr w;
-		while (rpcrdma_engine_pop_wr(E, &w)) {
+		/* The engine's own entry, as the driver posts it (valid
+		 * until the next call that changes the engine). */
+		const struct rpcrdma_engine_wr *w;
+		while ((w = rpcrdma_engine_next_wr(E)) != NULL) {
 			moved = true;
-			execute(&w);
+			execute(w);
 		}
 		struct rpcrdma_engine_event ev;
 		while (rpcrdma_engine_poll_event(E, &ev)) {
