@@ -159,14 +159,23 @@ int iwpeer_read_mpa(struct iwpeer *p, int timeout_ms)
 int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
 		   size_t pd_len, int timeout_ms)
 {
+	return iwpeer_connect_ird(p, addr, pd, pd_len, 0, timeout_ms);
+}
+
+int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms)
+{
 	int rc = iwpeer_tcp_connect(p, addr, timeout_ms);
 	if (rc)
 		return rc;
 	uint8_t f[RPCRDMA_IWARP_MPA_HDR_LEN + 512];
 	if (pd_len > 512)
 		return RPCRDMA_ERR_INVAL;
-	size_t n = mpa_frame(f, false, RPCRDMA_IWARP_MPA_FLAG_C, 1, NULL, pd,
-			     pd_len);
+	uint8_t io[RPCRDMA_IWARP_MPA_IRDORD_LEN];
+	struct rpcrdma_iwarp_irdord r = {.ird = ird, .ord = ird};
+	rpcrdma_iwarp_irdord_put(&r, io);
+	size_t n = mpa_frame(f, false, RPCRDMA_IWARP_MPA_FLAG_C, ird ? 2 : 1,
+			     ird ? io : NULL, pd, pd_len);
 	rc = iwpeer_write(p, f, n);
 	if (!rc)
 		rc = iwpeer_read_mpa(p, timeout_ms);
@@ -368,7 +377,8 @@ int iwpeer_rdma_read(struct iwpeer *p, uint32_t stag, uint64_t to,
 	if (!m)
 		return RPCRDMA_ERR_NOMEM;
 	/* Read Responses come in order (RFC 5040 §5.2): all of ours. */
-	for (size_t got = 0; !rc;) {
+	size_t got = 0;
+	while (!rc) {
 		rc = iwpeer_recv(p, m, timeout_ms);
 		if (rc)
 			break;
@@ -387,6 +397,8 @@ int iwpeer_rdma_read(struct iwpeer *p, uint32_t stag, uint64_t to,
 		}
 	}
 	free(m);
+	if (!rc && got != len)
+		rc = RPCRDMA_ERR_PROTOCOL; /* a short Read Response */
 	return rc;
 }
 

@@ -54,6 +54,10 @@ int iwpeer_tcp_connect(struct iwpeer *p, const char *addr, int timeout_ms);
  * Reply had R set (its private data in peer_pd). */
 int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
 		   size_t pd_len, int timeout_ms);
+/* The same with an enhanced (revision 2) Request offering IRD and ORD
+ * (RFC 6581 §7.1): the responder's ORD is then at most ird. */
+int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms);
 
 /* Reads one MPA Request or Reply frame whatever its PD_Length (up to
  * 0xFFFF bytes of private data are read and the first 512 kept). */

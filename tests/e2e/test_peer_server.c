@@ -179,7 +179,7 @@ static bool next_send(struct pcase *c, struct pp_hdr *h)
 }
 
 /* Nothing arrives for QUIET_MS. */
-static inline bool quiet(struct pcase *c)
+__attribute__((unused)) static bool quiet(struct pcase *c)
 {
 	int rc = iwpeer_recv_send(&c->p, &c->m, QUIET_MS);
 	return rc == RPCRDMA_ERR_TIMEOUT;
