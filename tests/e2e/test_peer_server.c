@@ -130,14 +130,16 @@ static void case_end(struct pcase *c, pthread_t t, const char *name)
 		fprintf(stderr, "%s: peer: line %d: %s\n", name, c->fail_line,
 			c->fail);
 	CHECK(c->fail == NULL);
-	close(c->lfd);
+	if (c->lfd >= 0)
+		close(c->lfd);
 	sem_destroy(&c->to_peer);
 	sem_destroy(&c->to_main);
 	free(c);
 }
 
-static struct rpcrdma_clnt *client(struct pcase *c, unsigned versions,
-				   unsigned max_retries)
+static struct rpcrdma_clnt *client_opts(struct pcase *c, unsigned versions,
+					unsigned max_retries, uint32_t credits,
+					uint32_t inline_send)
 {
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
@@ -145,9 +147,19 @@ static struct rpcrdma_clnt *client(struct pcase *c, unsigned versions,
 	o.versions = versions;
 	o.max_retries = max_retries;
 	o.call_timeout_ms = 20000;
+	if (credits)
+		o.credits = credits;
+	if (inline_send)
+		o.inline_send = inline_send;
 	struct rpcrdma_clnt *cl = NULL;
 	CHECK_EQ(rpcrdma_clnt_create(c->addr, PROG, 1, &o, &cl), 0);
 	return cl;
+}
+
+static struct rpcrdma_clnt *client(struct pcase *c, unsigned versions,
+				   unsigned max_retries)
+{
+	return client_opts(c, versions, max_retries, 0, 0);
 }
 
 static struct rpcrdma_stats stats(struct rpcrdma_clnt *cl)
@@ -163,7 +175,10 @@ static struct rpcrdma_stats stats(struct rpcrdma_clnt *cl)
  */
 static void accept_conn(struct pcase *c, const void *pd, size_t pd_len)
 {
-	EXPECT(c, iwpeer_accept(&c->p, c->lfd, pd, pd_len, TMO) == 0);
+	int rc = iwpeer_accept(&c->p, c->lfd, pd, pd_len, TMO);
+	if (rc)
+		fprintf(stderr, "accept: %d\n", rc);
+	EXPECT(c, rc == 0);
 }
 
 /* The next Send (RDMA Write RTRs skipped), parsed. */
@@ -179,7 +194,7 @@ static bool next_send(struct pcase *c, struct pp_hdr *h)
 }
 
 /* Nothing arrives for QUIET_MS. */
-__attribute__((unused)) static bool quiet(struct pcase *c)
+static bool quiet(struct pcase *c)
 {
 	int rc = iwpeer_recv_send(&c->p, &c->m, QUIET_MS);
 	return rc == RPCRDMA_ERR_TIMEOUT;
@@ -278,7 +293,8 @@ static void reply(struct pcase *c, const struct pp_hdr *call,
 		h.flags = PP_F_RESPONSE;
 	static uint8_t msg[1 << 20];
 	size_t n = pp_rpc_reply(msg, call->xid);
-	memcpy(msg + n, body, body_len);
+	if (body_len)
+		memcpy(msg + n, body, body_len);
 	n += body_len;
 	h.nwrites = call->nwrites;
 	for (uint32_t i = 0; i < call->nwrites; i++) {
@@ -673,6 +689,742 @@ static void case_write_list_recovery(void)
 	case_end(c, t, "write_list_recovery");
 }
 
+/* Our private data in the MPA Request (RFC 8797 §4): identifier,
+ * version 1, R, sizes 4 KiB (code 3) each way, reserved bits zero. */
+static void check_our_pdata(struct pcase *c)
+{
+	static const uint8_t want[8] = {0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3};
+	EXPECT(c, c->p.peer_pd_len == 8 && !memcmp(c->p.peer_pd, want, 8));
+}
+
+static uint8_t pd4k[8];
+
+/* =====================================================================
+ * RFC 8166 §3.5.1, §3.5.3: a call whose Send is exactly the send
+ * threshold (4096) goes Short; 4 bytes more, a Long Call (RDMA_NOMSG,
+ * the whole message in a Position-Zero Read chunk, read back byte for
+ * byte).  §3.5.2, §3.4.5, §3.4.5.2: a DDP-eligible argument of 5001
+ * bytes becomes a Read chunk at its XDR position (48), its roundup not
+ * sent; a reduced message still too large goes whole in the
+ * Position-Zero chunk, the DDP item's padding with it.  §4.3.3: a Reply
+ * chunk is offered for an 8000-byte reply and not for a 100-byte one; a
+ * Reply chunk returned empty with an inline reply is accepted.  §3.5.3:
+ * a Long Reply through it arrives byte for byte.  §3.4.6: a result of
+ * 2999 bytes written into the Write chunk is handed over at that length.
+ */
+static uint8_t big_args[8192];
+
+static void script_shapes(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	check_our_pdata(c);
+	peer_step(c);
+	struct pp_hdr h;
+	uint8_t body[8000];
+	/* 1: exactly 4096 bytes. */
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_MSG && h.nreads == 0 && c->m.len == 4096);
+	EXPECT(c, !memcmp(c->call + 40, big_args, 4028));
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* 2: 4100 bytes: Long Call. */
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_NOMSG && h.nreads >= 1 && h.reads[0].pos == 0 &&
+		   c->m.len == h.hdr_len);
+	EXPECT(c, c->call_len == 40 + 4032 &&
+		   !memcmp(c->call + 40, big_args, 4032));
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* 3: Chunked: 8 bytes, then 5001 DDP-eligible. */
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_MSG && h.nreads == 1 && h.reads[0].pos == 48 &&
+		   h.reads[0].seg.length == 5001);
+	EXPECT(c, c->call_len == 48 + 5004 &&
+		   !memcmp(c->call + 40, big_args, 8 + 5001) &&
+		   c->call[48 + 5001] == 0 && c->call[48 + 5003] == 0);
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* 4: 4040 + 101 DDP: still too large reduced: all in the PZRC. */
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_NOMSG && h.reads[0].pos == 0);
+	EXPECT(c, c->call_len == 40 + 4040 + 104 &&
+		   !memcmp(c->call + 40, big_args, 4141) &&
+		   c->call[40 + 4141] == 0);
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* 5: a 100-byte reply: no Reply chunk; inline answer. */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, !h.has_reply);
+	fill(body, 100, 3);
+	reply(c, &h, body, 100, NULL, 0, 0);
+	/* 6: an 8000-byte reply: a Reply chunk; a Long Reply through it. */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.has_reply && pp_chunk_len(&h.reply) >= 8024);
+	fill(body, 8000, 4);
+	reply(c, &h, body, 8000, NULL, 0, 0);
+	/* 7: the same, answered inline (Reply chunk returned empty). */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.has_reply);
+	fill(body, 64, 5);
+	reply(c, &h, body, 64, NULL, 0, 0);
+	/* 8: a 2999-byte result in the Write chunk. */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.nwrites == 1 && h.writes[0].nsegs == 1 &&
+		   h.writes[0].segs[0].length == 3000);
+	static uint8_t res[2999];
+	fill(res, sizeof res, 6);
+	struct result rr = {res, sizeof res};
+	uint8_t len4[4];
+	pp_put32(len4, 2999);
+	reply(c, &h, len4, 4, &rr, 1, 0);
+	peer_step(c);
+}
+
+static void case_shapes(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_shapes, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 0);
+	if (!cl) {
+		case_end(c, t, "shapes");
+		return;
+	}
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	fill(big_args, sizeof big_args, 2);
+	struct rpcrdma_reply rep;
+	struct rpcrdma_iov one = {big_args, 4028, false};
+	struct rpcrdma_call call = {.proc = 1, .args = &one, .nargs = 1};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	one.len = 4032;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_iov two[2] = {{big_args, 8, false},
+				     {big_args + 8, 5001, true}};
+	call.args = two;
+	call.nargs = 2;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	two[0].len = 4040;
+	two[1] = (struct rpcrdma_iov){big_args + 4040, 101, true};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.short_calls, 1);
+	CHECK_EQ(s.long_calls, 2);
+	CHECK_EQ(s.chunked_calls, 1);
+	uint8_t want[8000];
+	struct rpcrdma_call small = {.proc = 2, .reply_max = 100};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &small, &rep), 0);
+	fill(want, 100, 3);
+	CHECK(rep.len == 100 && !memcmp(rep.data, want, 100));
+	rpcrdma_reply_free(&rep);
+	small.reply_max = 8000;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &small, &rep), 0);
+	fill(want, 8000, 4);
+	CHECK(rep.len == 8000 && !memcmp(rep.data, want, 8000));
+	rpcrdma_reply_free(&rep);
+	CHECK_EQ(rpcrdma_clnt_call(cl, &small, &rep), 0);
+	fill(want, 64, 5);
+	CHECK(rep.len == 64 && !memcmp(rep.data, want, 64));
+	rpcrdma_reply_free(&rep);
+	size_t dmax = 3000;
+	struct rpcrdma_call ddp = {.proc = 3, .reply_max = 16,
+				   .ddp_result_max = &dmax, .nddp_results = 1};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &ddp, &rep), 0);
+	CHECK_EQ(rep.nddp, 1);
+	CHECK_EQ(rep.ddp_len[0], 2999);
+	static uint8_t res[2999];
+	fill(res, sizeof res, 6);
+	if (rep.ddp_len[0] == 2999)
+		CHECK_MEM(rep.ddp[0], res, 2999);
+	rpcrdma_reply_free(&rep);
+	s = stats(cl);
+	CHECK_EQ(s.replies_long, 1);
+	CHECK_EQ(s.bad_replies, 0);
+	main_step(c);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "shapes");
+}
+
+/* =====================================================================
+ * RFC 8166 §3.3.1, §3.3.3: one call outstanding until the first grant,
+ * never more than granted: a grant of 2 lets two out, 0 counts as 1,
+ * 1000 is clamped to our credits (4).  Six calls in all, each answered
+ * once.
+ */
+static void script_credits(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	peer_step(c);
+	struct pp_hdr h[6];
+	static const uint32_t grants[4] = {2, 0, 1000, 8};
+	static const unsigned expect[4] = {1, 2, 1, 2};
+	for (int round = 0; round < 4; round++) {
+		unsigned got = 0;
+		while (got < expect[round] && next_send(c, &h[got]))
+			got++;
+		EXPECT(c, got == expect[round]);
+		EXPECT(c, quiet(c)); /* and no more than granted */
+		c->grant = grants[round];
+		for (unsigned i = 0; i < got; i++)
+			reply(c, &h[i], NULL, 0, NULL, 0, 0);
+	}
+	peer_step(c);
+}
+
+static void case_credits(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_credits, &t);
+	struct rpcrdma_clnt *cl = client_opts(c, RPCRDMA_V1_ONLY, 0, 4, 0);
+	if (!cl) {
+		case_end(c, t, "credits");
+		return;
+	}
+	timed_wait(&c->to_main);
+	struct acall a[6];
+	memset(a, 0, sizeof a);
+	struct rpcrdma_call call = {.proc = 1};
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a[i]), 0);
+	main_step(c);
+	for (int i = 0; i < 6; i++) {
+		wait_done(&a[i], 1);
+		CHECK_EQ(atomic_load(&a[i].done), 1);
+		CHECK_EQ(a[i].rep.status, 0);
+		rpcrdma_reply_free(&a[i].rep);
+	}
+	CHECK(stats(cl).credit_stalls >= 1);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "credits");
+}
+
+/* =====================================================================
+ * RFC 8166 §4.5, §4.5.1, §4.6: RDMA_ERROR ends the call with that XID
+ * (ERR_CHUNK: PEER_ERR_CHUNK; ERR_VERS: PEER_ERR_VERS); an RDMA_ERROR
+ * with an unknown code, a reply to an XID we never sent, a reply with a
+ * list discriminator of 2, an RDMA_DONE and a message under 28 bytes are
+ * discarded and the call completes with its real reply.  With remote
+ * invalidation (RFC 8797 §4.1) the reply's Send With Invalidate of the
+ * Write chunk's handle is counted and the rest invalidated locally; after
+ * the call an RDMA Write to that handle is refused (RFC 8166 §4.4.1).
+ */
+static void script_peer_errors(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	peer_step(c);
+	struct pp_hdr h;
+	if (!next_send(c, &h))
+		return;
+	send_error(c, h.xid, 1, PP_ERR_CHUNK, NULL, 0);
+	if (!next_send(c, &h))
+		return;
+	uint32_t range[2] = {1, 1};
+	send_error(c, h.xid, 1, PP_ERR_VERS, range, 2);
+	if (!next_send(c, &h))
+		return;
+	send_error(c, h.xid, 1, 7, NULL, 0);
+	uint8_t b[256];
+	struct pp_hdr r;
+	pp_init(&r, h.xid ^ 0x5555u, 1, c->grant, PP_MSG);
+	size_t n = pp_build(b, &r);
+	n += pp_rpc_reply(b + n, r.xid);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	pp_init(&r, h.xid, 1, c->grant, PP_MSG);
+	n = pp_build(b, &r);
+	pp_put32(b + 20, 2); /* the Write list's discriminator */
+	n += pp_rpc_reply(b + n, r.xid);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	pp_init(&r, h.xid, 1, c->grant, PP_DONE);
+	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &r)) == 0);
+	EXPECT(c, iwpeer_send(&c->p, b, 20) == 0);
+	peer_step(c);
+	/* The real reply, With Invalidate of the Write chunk's handle. */
+	static uint8_t res[100];
+	fill(res, sizeof res, 8);
+	struct result rr = {res, sizeof res};
+	uint8_t len4[4];
+	pp_put32(len4, 100);
+	struct pp_seg w = h.writes[0].segs[0];
+	reply(c, &h, len4, 4, &rr, 1, w.handle);
+	peer_step(c);
+	EXPECT(c, iwpeer_rdma_write(&c->p, w.handle, w.offset, res, 4) == 0);
+	int rc = iwpeer_recv(&c->p, &c->m, TMO);
+	EXPECT(c, rc == 0 && c->m.kind != IWPEER_SEND);
+	peer_step(c);
+}
+
+static void case_peer_errors(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_peer_errors, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 0);
+	if (!cl) {
+		case_end(c, t, "peer_errors");
+		return;
+	}
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	struct rpcrdma_call call = {.proc = 1};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), RPCRDMA_ERR_PEER_ERR_CHUNK);
+	rpcrdma_reply_free(&rep);
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), RPCRDMA_ERR_PEER_ERR_VERS);
+	rpcrdma_reply_free(&rep);
+	size_t dmax = 100;
+	struct rpcrdma_call ddp = {.proc = 3, .reply_max = 16,
+				   .ddp_result_max = &dmax, .nddp_results = 1};
+	struct acall a = {0};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &ddp, acall_cb, &a), 0);
+	timed_wait(&c->to_main); /* the discarded ones went */
+	usleep(200000);
+	CHECK_EQ(atomic_load(&a.done), 0);
+	main_step(c);
+	wait_done(&a, 1);
+	CHECK_EQ(a.rep.status, 0);
+	CHECK_EQ(a.rep.ddp_len[0], 100);
+	rpcrdma_reply_free(&a.rep);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK(s.bad_replies >= 3);
+	CHECK_EQ(s.remote_invs, 1);
+	CHECK_EQ(s.err_chunk_recv, 1);
+	CHECK_EQ(s.err_vers_recv, 1);
+	main_step(c);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "peer_errors");
+}
+
+/* =====================================================================
+ * RFC 8167 §4.1, §4.3: while our call waits for its reply, the server
+ * makes 8 reverse calls (our backchannel credits) on the same connection
+ * and gets 8 replies; then our call's reply comes.  RFC 8166 §4.5.5: the
+ * connection is lost with a call outstanding: the client reconnects
+ * (max_retries) and sends it again with the same XID; answered there, it
+ * completes once.  A call whose server never comes back fails once with
+ * DISCONNECTED.
+ */
+static enum rpcrdma_svc_stat cb_null(struct rpcrdma_svc_req *r, void *arg)
+{
+	(void)r;
+	(void)arg;
+	return RPCRDMA_SVC_OK;
+}
+
+static void script_reverse_loss(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	peer_step(c);
+	struct pp_hdr h, r;
+	if (!next_send(c, &h))
+		return;
+	uint8_t b[256];
+	for (uint32_t i = 0; i < 8; i++) {
+		pp_init(&r, 0x6000 + i, 1, 8, PP_MSG);
+		size_t n = pp_build(b, &r);
+		n += pp_rpc_call(b + n, 0x6000 + i, CBPROG, 1, 1);
+		EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	}
+	unsigned answered = 0;
+	for (uint32_t i = 0; i < 8; i++) {
+		struct pp_hdr a;
+		if (next_send(c, &a) && a.xid >= 0x6000 && a.xid < 0x6008 &&
+		    a.proc == PP_MSG && pp_get32(c->m.msg + a.hdr_len + 4) == 1)
+			answered++;
+	}
+	EXPECT(c, answered == 8);
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* The next call: the connection goes away under it. */
+	if (!next_send(c, &h))
+		return;
+	uint32_t xid = h.xid;
+	iwpeer_close(&c->p);
+	accept_conn(c, pd4k, 8);
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.xid == xid);
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* And once more, for good. */
+	if (!next_send(c, &h))
+		return;
+	close(c->lfd);
+	c->lfd = -1;
+	iwpeer_close(&c->p);
+	peer_step(c);
+}
+
+static void case_reverse_loss(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_reverse_loss, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 2);
+	if (!cl) {
+		case_end(c, t, "reverse_loss");
+		return;
+	}
+	CHECK_EQ(rpcrdma_clnt_register(cl, CBPROG, 1, 1, cb_null, NULL, 0), 0);
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	struct rpcrdma_call call = {.proc = 1};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	CHECK_EQ(stats(cl).calls_received, 8);
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK(s.retransmissions >= 1 && s.reconnects >= 1);
+	struct acall a = {0};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a), 0);
+	timed_wait(&c->to_main);
+	wait_done(&a, 1);
+	CHECK_EQ(atomic_load(&a.done), 1);
+	CHECK_EQ(a.rep.status, RPCRDMA_ERR_DISCONNECTED);
+	rpcrdma_reply_free(&a.rep);
+	usleep(100000);
+	CHECK_EQ(atomic_load(&a.done), 1);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "reverse_loss");
+}
+
+/* =====================================================================
+ * Draft v2 §7, §5.3.4, §4.2.1, §4.2.2: the client's first message is one
+ * RDMA2_CONNPROP of at most 1024 bytes with its Receive Buffer Size and
+ * Reverse Request Support (GENL); nothing follows while it is not
+ * answered, though a call waits.  The answer's RBSIZ of 8192 (and an
+ * unknown property, ignored, §4.1) make a 6000-byte call Short; a
+ * server that sends none leaves 4096 (§4.2.1), and the same call goes
+ * Long.  §3.2: calls carry no F_RESPONSE, our reply to the server's
+ * reverse call does.
+ */
+struct v2open {
+	bool rbsiz;
+};
+
+static void script_v2_opener(struct pcase *c)
+{
+	struct v2open *o = c->arg;
+	accept_conn(c, NULL, 0);
+	struct pp_hdr h;
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 2 && h.proc == PP_CONNPROP && h.flags == 0 &&
+		   c->m.len <= 1024);
+	bool rb = false, brs = false;
+	for (uint32_t i = 1; i + 2 < h.nbody; i += 3) {
+		if (h.body[i] == PP_PROP_RBSIZ && h.body[i + 1] == 4)
+			rb = h.body[i + 2] == 4096;
+		if (h.body[i] == PP_PROP_BRS && h.body[i + 1] == 4)
+			brs = h.body[i + 2] == 2;
+	}
+	EXPECT(c, rb && brs);
+	peer_step(c); /* a call is waiting on our side */
+	EXPECT(c, quiet(c));
+	uint32_t props[7] = {2, 77, 4, 0xabcdef01, PP_PROP_RBSIZ, 4, 8192};
+	struct pp_hdr a;
+	pp_init(&a, h.xid, 2, c->grant, PP_CONNPROP);
+	a.flags = PP_F_RESPONSE;
+	for (int i = 0; i < (o->rbsiz ? 7 : 4); i++)
+		a.body[a.nbody++] = props[i];
+	if (!o->rbsiz)
+		a.body[0] = 1;
+	uint8_t b[256];
+	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &a)) == 0);
+	c->vers = 2;
+	if (!next_send(c, &h) || !pull_call(c, &h))
+		return;
+	EXPECT(c, h.vers == 2 && h.flags == 0);
+	if (o->rbsiz)
+		EXPECT(c, h.proc == PP_MSG && h.nreads == 0 && c->m.len > 6000 &&
+			   c->m.len <= 8192);
+	else
+		EXPECT(c, h.proc == PP_NOMSG && c->m.len <= 4096);
+	EXPECT(c, c->call_len == 40 + 6000);
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	/* A reverse call: our reply has F_RESPONSE. */
+	pp_init(&a, 0x7100, 2, 8, PP_MSG);
+	size_t n = pp_build(b, &a);
+	n += pp_rpc_call(b + n, 0x7100, CBPROG, 1, 1);
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	if (next_send(c, &h))
+		EXPECT(c, h.xid == 0x7100 && h.vers == 2 &&
+			   h.flags == PP_F_RESPONSE && h.proc == PP_MSG);
+	peer_step(c);
+}
+
+static void case_v2_opener_with(bool rbsiz)
+{
+	const char *name = rbsiz ? "v2_opener_rbsiz" : "v2_opener_default";
+	struct v2open o = {rbsiz};
+	pthread_t t;
+	struct pcase *c = case_start(script_v2_opener, &t);
+	c->arg = &o;
+	struct rpcrdma_clnt *cl = client_opts(c, RPCRDMA_PREFER_V2, 0, 0, 8192);
+	if (!cl) {
+		case_end(c, t, name);
+		return;
+	}
+	CHECK_EQ(rpcrdma_clnt_register(cl, CBPROG, 1, 1, cb_null, NULL, 0), 0);
+	timed_wait(&c->to_main); /* the opener came */
+	static uint8_t args[6000];
+	fill(args, sizeof args, 11);
+	struct rpcrdma_iov v = {args, sizeof args, false};
+	struct rpcrdma_call call = {.proc = 1, .args = &v, .nargs = 1};
+	struct acall a = {0};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a), 0);
+	main_step(c);
+	wait_done(&a, 1);
+	CHECK_EQ(a.rep.status, 0);
+	rpcrdma_reply_free(&a.rep);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.version, 2);
+	CHECK_EQ(s.send_threshold, rbsiz ? 8192 : 4096);
+	CHECK_EQ(s.short_calls, rbsiz ? 1 : 0);
+	main_step(c);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, name);
+}
+
+static void case_v2_opener_rbsiz(void)
+{
+	case_v2_opener_with(true);
+}
+
+static void case_v2_opener_default(void)
+{
+	case_v2_opener_with(false);
+}
+
+/* =====================================================================
+ * Draft v2 §7.2: the opener answered RDMA2_ERR_VERS (v2 layout), or
+ * RDMA_ERROR ERR_VERS with rdma_vers 1, or not at all (2 s): the waiting
+ * call goes in version 1 on the same connection, none lost; the next
+ * client to the same server starts in version 1 at once (remembered).
+ * §7: a V2_ONLY client refused so fails its call once with
+ * PEER_ERR_VERS and closes the connection.
+ */
+enum fallback { FB_V2_LAYOUT, FB_VERS1, FB_LOST, FB_V2_ONLY };
+
+static void script_fallback(struct pcase *c)
+{
+	enum fallback *how = c->arg;
+	accept_conn(c, pd4k, 8);
+	struct pp_hdr h;
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 2 && h.proc == PP_CONNPROP);
+	uint32_t range[2] = {1, 1};
+	if (*how == FB_V2_LAYOUT || *how == FB_V2_ONLY)
+		send_error(c, h.xid, 2, PP_ERR_VERS, range, 2);
+	else if (*how == FB_VERS1)
+		send_error(c, h.xid, 1, PP_ERR_VERS, range, 2);
+	peer_step(c);
+	if (*how == FB_V2_ONLY) {
+		int rc = iwpeer_recv(&c->p, &c->m, TMO);
+		EXPECT(c, rc == 0 && (c->m.kind == IWPEER_EOF ||
+				      c->m.kind == IWPEER_RESET ||
+				      c->m.kind == IWPEER_TERMINATE));
+		peer_step(c);
+		return;
+	}
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 1 && h.proc == PP_MSG);
+	c->vers = 1;
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	peer_step(c);
+	/* The next client: version 1 from its first message. */
+	iwpeer_close(&c->p);
+	accept_conn(c, pd4k, 8);
+	if (next_send(c, &h)) {
+		EXPECT(c, h.vers == 1 && h.proc == PP_MSG);
+		reply(c, &h, NULL, 0, NULL, 0, 0);
+	}
+	peer_step(c);
+}
+
+static void case_fallback_with(enum fallback how, const char *name)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_fallback, &t);
+	c->arg = &how;
+	struct rpcrdma_clnt *cl = client(c, how == FB_V2_ONLY ? RPCRDMA_V2_ONLY
+							     : RPCRDMA_PREFER_V2, 0);
+	if (!cl) {
+		case_end(c, t, name);
+		return;
+	}
+	struct rpcrdma_call call = {.proc = 1};
+	struct rpcrdma_reply rep;
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	int rc = rpcrdma_clnt_call(cl, &call, &rep);
+	rpcrdma_reply_free(&rep);
+	if (how == FB_V2_ONLY) {
+		CHECK_EQ(rc, RPCRDMA_ERR_PEER_ERR_VERS);
+		main_step(c);
+		rpcrdma_clnt_destroy(cl);
+		case_end(c, t, name);
+		return;
+	}
+	CHECK_EQ(rc, 0);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.version, 1);
+	CHECK_EQ(s.vers_fallbacks, 1);
+	timed_wait(&c->to_main);
+	rpcrdma_clnt_destroy(cl);
+	sem_post(&c->to_peer); /* the peer accepts the next connection */
+	cl = client(c, RPCRDMA_PREFER_V2, 0);
+	if (cl) {
+		CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+		rpcrdma_reply_free(&rep);
+		CHECK_EQ(stats(cl).version, 1);
+		timed_wait(&c->to_main);
+		rpcrdma_clnt_destroy(cl);
+	}
+	case_end(c, t, name);
+}
+
+static void case_v2_fallback(void)
+{
+	case_fallback_with(FB_V2_LAYOUT, "v2_fallback");
+}
+
+static void case_v2_fallback_vers1(void)
+{
+	case_fallback_with(FB_VERS1, "v2_fallback_vers1");
+}
+
+static void case_v2_lost_opener(void)
+{
+	case_fallback_with(FB_LOST, "v2_lost_opener");
+}
+
+static void case_v2_only_refused(void)
+{
+	case_fallback_with(FB_V2_ONLY, "v2_only_refused");
+}
+
+/* =====================================================================
+ * Draft v2 §5.3.3, the Requester's recoveries, same XID each time:
+ * READ_CHUNKS resends a Chunked call as a Long Call (read back whole),
+ * and the same error for that Long Call ends it (PEER_ERR_RESOURCE);
+ * SEGMENTS resends a Long Call of several pieces from one contiguous
+ * segment (read back whole, padding zero); WRITE_RESOURCE and
+ * REPLY_RESOURCE come after the server ran the call, so the library does
+ * not send it again: PEER_ERR_RESOURCE, nothing resent.  SYSTEM,
+ * BAD_XDR, INVAL_HTYPE and an unknown code end a call with distinct
+ * statuses; an RDMA2_ERROR's credit field (0 here) is not a grant.
+ */
+static void script_recoveries(struct pcase *c)
+{
+	accept_conn(c, NULL, 0);
+	uint32_t props[] = {1, PP_PROP_RBSIZ, 4, 4096};
+	v2_open(c, props, 4);
+	peer_step(c);
+	struct pp_hdr h, h2;
+	uint32_t zero = 0, one = 1;
+	/* READ_CHUNKS */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_MSG && h.nreads == 1 && h.reads[0].pos != 0);
+	send_error(c, h.xid, 2, PP_ERR_READ_CHUNKS, &zero, 1);
+	if (!next_send(c, &h2) || !pull_call(c, &h2))
+		return;
+	EXPECT(c, h2.xid == h.xid && h2.proc == PP_NOMSG &&
+		   h2.reads[0].pos == 0 && c->call_len == 40 + 8 + 5000);
+	send_error(c, h2.xid, 2, PP_ERR_READ_CHUNKS, &zero, 1);
+	/* SEGMENTS */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.proc == PP_NOMSG && h.nreads > 1);
+	send_error(c, h.xid, 2, PP_ERR_SEGMENTS, &one, 1);
+	if (!next_send(c, &h2) || !pull_call(c, &h2))
+		return;
+	EXPECT(c, h2.xid == h.xid && h2.proc == PP_NOMSG && h2.nreads == 1 &&
+		   c->call_len == 40 + 4092 + 104);
+	EXPECT(c, c->call[40 + 4092 + 101] == 0 && c->call[40 + 4092 + 103] == 0);
+	reply(c, &h2, NULL, 0, NULL, 0, 0);
+	/* WRITE_RESOURCE, REPLY_RESOURCE: no resend (the next message is
+	 * the next call, another XID). */
+	uint32_t wr[2] = {1, 5000}, last;
+	if (!next_send(c, &h))
+		return;
+	send_error(c, h.xid, 2, PP_ERR_WRITE_RESOURCE, wr, 2);
+	last = h.xid;
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.xid != last);
+	send_error(c, h.xid, 2, PP_ERR_REPLY_RESOURCE, &wr[1], 1);
+	last = h.xid;
+	/* Final errors, with a credit of 0 in each. */
+	static const uint32_t finals[4] = {PP_ERR_SYSTEM, PP_ERR_CHUNK,
+					   PP_ERR_INVAL_HTYPE, 42};
+	for (int i = 0; i < 4; i++) {
+		if (!next_send(c, &h))
+			return;
+		EXPECT(c, h.xid != last);
+		last = h.xid;
+		c->grant = 0;
+		send_error(c, h.xid, 2, finals[i], NULL, 0);
+		c->grant = 8;
+	}
+	peer_step(c);
+}
+
+static void case_v2_recoveries(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_recoveries, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_PREFER_V2, 0);
+	if (!cl) {
+		case_end(c, t, "v2_recoveries");
+		return;
+	}
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	static uint8_t args[6000];
+	fill(args, sizeof args, 12);
+	struct rpcrdma_reply rep;
+	struct rpcrdma_iov chunked[2] = {{args, 8, false}, {args + 8, 5000, true}};
+	struct rpcrdma_call call = {.proc = 1, .args = chunked, .nargs = 2};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), RPCRDMA_ERR_PEER_ERR_RESOURCE);
+	rpcrdma_reply_free(&rep);
+	/* A Long Call of pieces: 4092 bytes, then 101 DDP-eligible (its
+	 * padding a segment of its own). */
+	struct rpcrdma_iov pieces[2] = {{args, 4092, false}, {args + 4092, 101, true}};
+	call.args = pieces;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	size_t dmax = 100;
+	struct rpcrdma_call ddp = {.proc = 3, .reply_max = 16,
+				   .ddp_result_max = &dmax, .nddp_results = 1};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &ddp, &rep), RPCRDMA_ERR_PEER_ERR_RESOURCE);
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_call plain = {.proc = 2, .reply_max = 100};
+	CHECK_EQ(rpcrdma_clnt_call(cl, &plain, &rep), RPCRDMA_ERR_PEER_ERR_RESOURCE);
+	rpcrdma_reply_free(&rep);
+	static const int want[4] = {RPCRDMA_ERR_PEER_ERR_SYSTEM,
+				    RPCRDMA_ERR_PEER_ERR_CHUNK,
+				    RPCRDMA_ERR_PEER_ERROR,
+				    RPCRDMA_ERR_PEER_ERROR};
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(rpcrdma_clnt_call(cl, &plain, &rep), want[i]);
+		rpcrdma_reply_free(&rep);
+	}
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.recoveries, 2);
+	CHECK_EQ(s.credits_granted, 8);
+	main_step(c);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "v2_recoveries");
+}
+
 /* ---------------------------------------------------------------------
  */
 struct named {
@@ -684,10 +1436,22 @@ static const struct named cases[] = {
 	{"pdata_search", case_pdata_search},
 	{"pdata_none", case_pdata_none},
 	{"write_list_recovery", case_write_list_recovery},
+	{"shapes", case_shapes},
+	{"credits", case_credits},
+	{"peer_errors", case_peer_errors},
+	{"reverse_loss", case_reverse_loss},
+	{"v2_opener_rbsiz", case_v2_opener_rbsiz},
+	{"v2_opener_default", case_v2_opener_default},
+	{"v2_fallback", case_v2_fallback},
+	{"v2_fallback_vers1", case_v2_fallback_vers1},
+	{"v2_lost_opener", case_v2_lost_opener},
+	{"v2_only_refused", case_v2_only_refused},
+	{"v2_recoveries", case_v2_recoveries},
 };
 
 int main(int argc, char **argv)
 {
+	pdata(pd4k, 4096, 4096, true);
 	size_t ncases = sizeof cases / sizeof cases[0];
 	for (size_t i = 0; i < ncases; i++) {
 		bool run = argc < 2;
