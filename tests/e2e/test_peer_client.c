@@ -31,6 +31,7 @@ enum {
 	P_ECHO = 1,  /* results = arguments (inline or a Long Reply) */
 	P_DDP = 2,   /* u32 n -> u32 n, opaque of n bytes (DDP-eligible) */
 	P_BIG = 3,   /* u32 n -> n bytes, no DDP */
+	P_DDPN = 4,  /* u32 k, u32 n -> k results of n bytes (DDP-eligible) */
 };
 
 static struct iwpeer P;
@@ -80,6 +81,30 @@ static enum rpcrdma_svc_stat h_ddp(struct rpcrdma_svc_req *r, void *a)
 					      : RPCRDMA_SVC_OK;
 }
 
+static enum rpcrdma_svc_stat h_ddpn(struct rpcrdma_svc_req *r, void *a)
+{
+	(void)a;
+	size_t len;
+	const uint8_t *args = rpcrdma_svc_req_args(r, &len);
+	if (len != 8 || pp_get32(args) > 8 || pp_get32(args + 4) > 4096)
+		return RPCRDMA_SVC_GARBAGE_ARGS;
+	uint32_t k = pp_get32(args), n = pp_get32(args + 4);
+	uint8_t *out = rpcrdma_svc_req_alloc(r, k * (4 + n) + 1);
+	if (!out)
+		return RPCRDMA_SVC_SYSTEM_ERR;
+	struct rpcrdma_iov v[16];
+	for (uint32_t i = 0; i < k; i++) {
+		uint8_t *p = out + i * (4 + n);
+		pp_put32(p, n);
+		fill(p + 4, n, i);
+		v[2 * i] = (struct rpcrdma_iov){p, 4, false};
+		v[2 * i + 1] = (struct rpcrdma_iov){p + 4, n, true};
+	}
+	atomic_fetch_add(&handled, 1);
+	return rpcrdma_svc_req_reply(r, v, 2 * k) ? RPCRDMA_SVC_SYSTEM_ERR
+						  : RPCRDMA_SVC_OK;
+}
+
 static enum rpcrdma_svc_stat h_big(struct rpcrdma_svc_req *r, void *a)
 {
 	(void)a;
@@ -113,6 +138,8 @@ static struct rpcrdma_svc *server(unsigned versions, bool msgp, char *addr)
 	rpcrdma_svc_register(s, PROG, 1, P_DDP, h_ddp, NULL,
 			     RPCRDMA_ULB_DDP_RESULT);
 	rpcrdma_svc_register(s, PROG, 1, P_BIG, h_big, NULL, 0);
+	rpcrdma_svc_register(s, PROG, 1, P_DDPN, h_ddpn, NULL,
+			     RPCRDMA_ULB_DDP_RESULT);
 	snprintf(addr, 64, "127.0.0.1:%u", rpcrdma_svc_port(s));
 	return s;
 }
@@ -583,8 +610,8 @@ static void case_msgp_accepted(const char *addr)
  * RFC 8166 §3.4.4, §4.5.3, §3.3.1: limits checked before any RDMA: a Read
  * chunk over the largest call we take and a Write segment whose offset
  * wraps get ERR_CHUNK with no Read Request; a reply that would need more
- * RDMA Writes than the send queue holds (180 four-byte segments for a
- * 720-byte result) gets ERR_CHUNK, never waits; the
+ * RDMA Writes than the send queue holds (six results in 180 four-byte
+ * segments) gets ERR_CHUNK, never waits; the
  * replies grant our credits (32).
  */
 static void case_limits(const char *addr)
@@ -610,8 +637,9 @@ static void case_limits(const char *addr)
 	send_call(&h, P_DDP, n, 4);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x702, 1, PP_ERR_CHUNK));
-	/* 180 Writes for a 720-byte result: more than the send queue
-	 * (160) holds; the header still fits the receive buffer. */
+	/* Six results of 120 bytes into six chunks of 30 four-byte
+	 * segments: 180 Writes, more than the send queue (160) holds; the
+	 * header still fits the receive buffer. */
 	v1(&h, 0x703);
 	h.nwrites = 6;
 	for (uint32_t i = 0; i < 6; i++) {
@@ -619,8 +647,10 @@ static void case_limits(const char *addr)
 		for (uint32_t j = 0; j < 30; j++)
 			seg(&h.writes[i].segs[j], 0x7000, 4, 4 * j);
 	}
-	pp_put32(n, 720);
-	send_call(&h, P_DDP, n, 4);
+	uint8_t kn[8];
+	pp_put32(kn, 6);
+	pp_put32(kn + 4, 120);
+	send_call(&h, P_DDPN, kn, 8);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x703, 1, PP_ERR_CHUNK));
 	v1(&h, 0x704);
@@ -714,7 +744,9 @@ static void case_rpc(const char *addr)
  * RDMA2_ERR_WRITE_CHUNKS (max 8), more segments RDMA2_ERR_SEGMENTS
  * (max 32); a result larger than its Write chunk
  * RDMA2_ERR_WRITE_RESOURCE (chunk 1, length needed), a reply larger than
- * inline with no Reply chunk RDMA2_ERR_REPLY_RESOURCE (length needed);
+ * inline with no Reply chunk RDMA2_ERR_REPLY_RESOURCE (length needed),
+ * one needing more Writes than the send queue RDMA2_ERR_SYSTEM; §3.2: a
+ * message whose F_RESPONSE is not its RPC msg_type gets BAD_XDR;
  * §3.3, §8.4: the reply is a Send With Invalidate of exactly the handle
  * the call named, and rdma_inv_handle naming no handle of the header is
  * BAD_XDR; §7.3: a v1 message on the v2 connection gets ERR_VERS 2..2.
@@ -863,6 +895,27 @@ static void case_v2_server(const char *addr)
 	send_call(&h, P_DDP, nw, 4);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x90d, 2, PP_ERR_CHUNK));
+	/* Six results in 180 Writes: RDMA2_ERR_SYSTEM. */
+	v2h(&h, 0x90f, PP_MSG);
+	h.nwrites = 6;
+	for (uint32_t i = 0; i < 6; i++) {
+		h.writes[i].nsegs = 30;
+		for (uint32_t j = 0; j < 30; j++)
+			seg(&h.writes[i].segs[j], 0x7000, 4, 4 * j);
+	}
+	uint8_t kn[8];
+	pp_put32(kn, 6);
+	pp_put32(kn + 4, 120);
+	send_call(&h, P_DDPN, kn, 8);
+	CHECK(next_send(&r));
+	CHECK(is_error(&r, 0x90f, 2, PP_ERR_SYSTEM) && r.nbody == 0);
+	/* §3.2: F_RESPONSE clear on a message carrying an RPC reply. */
+	v2h(&h, 0x910, PP_MSG);
+	uint8_t rep[24];
+	pp_rpc_reply(rep, 0x910);
+	send_msg(&h, rep, 24);
+	CHECK(next_send(&r));
+	CHECK(is_error(&r, 0x910, 2, PP_ERR_CHUNK));
 	/* A v1 call on this v2 connection. */
 	v1(&h, 0x90e);
 	send_call(&h, P_ECHO, NULL, 0);
@@ -884,6 +937,31 @@ static void case_v2_server(const char *addr)
 	if (r.proc == PP_CONNPROP)
 		CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x920, 2, PP_ERR_CHUNK));
+	iwpeer_close(&P);
+}
+
+/* =====================================================================
+ * Draft v2 §7.2, RFC 8166 §4.5.1: a server speaking only version 1
+ * answers a v2 opener with ERR_VERS in RFC 8166's layout, rdma_vers 2
+ * echoed, range 1..1, and keeps the connection: the next v1 call is
+ * served.
+ */
+static void case_v1_only_server(const char *addr)
+{
+	if (!connect_peer(addr, pd_ours, 8, 0))
+		return;
+	struct pp_hdr h, r;
+	v2h(&h, 0xa01, PP_CONNPROP);
+	h.body[h.nbody++] = 0;
+	send_msg(&h, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(r.xid == 0xa01 && r.vers == 2 && M.len == 28 &&
+	      pp_get32(M.msg + 12) == PP_ERROR && pp_get32(M.msg + 16) == 1 &&
+	      pp_get32(M.msg + 20) == 1 && pp_get32(M.msg + 24) == 1);
+	v1(&h, 0xa02);
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_success(&r, 0xa02));
 	iwpeer_close(&P);
 }
 
@@ -917,6 +995,7 @@ static const struct named cases[] = {
 	{"limits", RPCRDMA_V1_ONLY, false, case_limits},
 	{"rpc", RPCRDMA_V1_ONLY, false, case_rpc},
 	{"v2_server", RPCRDMA_PREFER_V2, false, case_v2_server},
+	{"v1_only_server", RPCRDMA_V1_ONLY, false, case_v1_only_server},
 };
 
 int main(int argc, char **argv)

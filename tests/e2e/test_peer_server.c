@@ -1006,7 +1006,8 @@ static void case_peer_errors(void)
  * and gets 8 replies; then our call's reply comes.  RFC 8166 §4.5.5: the
  * connection is lost with a call outstanding: the client reconnects
  * (max_retries) and sends it again with the same XID; answered there, it
- * completes once.  A call whose server never comes back fails once with
+ * completes once, and the new connection's private data (2 KiB, no R)
+ * sets its thresholds (RFC 8797 §4).  A call whose server never comes back fails once with
  * DISCONNECTED.
  */
 static enum rpcrdma_svc_stat cb_null(struct rpcrdma_svc_req *r, void *arg)
@@ -1044,7 +1045,11 @@ static void script_reverse_loss(struct pcase *c)
 		return;
 	uint32_t xid = h.xid;
 	iwpeer_close(&c->p);
-	accept_conn(c, pd4k, 8);
+	/* The next connection's private data differs (RFC 8797 §4: the
+	 * settings may change on reconnection): 2 KiB, no R. */
+	uint8_t pd2k[8];
+	pdata(pd2k, 2048, 2048, false);
+	accept_conn(c, pd2k, 8);
 	if (!next_send(c, &h))
 		return;
 	EXPECT(c, h.xid == xid);
@@ -1079,6 +1084,8 @@ static void case_reverse_loss(void)
 	rpcrdma_reply_free(&rep);
 	struct rpcrdma_stats s = stats(cl);
 	CHECK(s.retransmissions >= 1 && s.reconnects >= 1);
+	CHECK_EQ(s.send_threshold, 2048);
+	CHECK_EQ(s.peer_remote_inv, false);
 	struct acall a = {0};
 	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a), 0);
 	timed_wait(&c->to_main);
@@ -1097,9 +1104,9 @@ static void case_reverse_loss(void)
  * RDMA2_CONNPROP of at most 1024 bytes with its Receive Buffer Size and
  * Reverse Request Support (GENL); nothing follows while it is not
  * answered, though a call waits.  The answer's RBSIZ of 8192 (and an
- * unknown property, ignored, §4.1) make a 6000-byte call Short; a
- * server that sends none leaves 4096 (§4.2.1), and the same call goes
- * Long.  §3.2: calls carry no F_RESPONSE, our reply to the server's
+ * unknown property, ignored, §4.1) make a 6000-byte call Short; RBSIZ
+ * with empty data means the default, 4096 (§4.1, §4.2.1), and the same
+ * call goes Long.  §3.2: calls carry no F_RESPONSE, our reply to the server's
  * reverse call does.
  */
 struct v2open {
@@ -1125,14 +1132,16 @@ static void script_v2_opener(struct pcase *c)
 	EXPECT(c, rb && brs);
 	peer_step(c); /* a call is waiting on our side */
 	EXPECT(c, quiet(c));
+	/* An unknown property, then RBSIZ 8192 (or RBSIZ with empty data:
+	 * the default, §4.1). */
 	uint32_t props[7] = {2, 77, 4, 0xabcdef01, PP_PROP_RBSIZ, 4, 8192};
 	struct pp_hdr a;
 	pp_init(&a, h.xid, 2, c->grant, PP_CONNPROP);
 	a.flags = PP_F_RESPONSE;
-	for (int i = 0; i < (o->rbsiz ? 7 : 4); i++)
+	for (int i = 0; i < (o->rbsiz ? 7 : 6); i++)
 		a.body[a.nbody++] = props[i];
 	if (!o->rbsiz)
-		a.body[0] = 1;
+		a.body[5] = 0;
 	uint8_t b[256];
 	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &a)) == 0);
 	c->vers = 2;
