@@ -325,7 +325,8 @@ static int derive(const struct rpcrdma_engine_config *cfg, struct rpcrdma_engine
 
 /* The configuration and the sizes it gives, into e. */
 static void apply(struct rpcrdma_engine *e,
-		  const struct rpcrdma_engine_config *cfg, const struct rpcrdma_engine_sizes *z)
+		  const struct rpcrdma_engine_config *cfg,
+		  const struct rpcrdma_engine_sizes *z)
 {
 	e->cfg = *cfg;
 	e->cfg.limits.max_header_size = z->max_header;

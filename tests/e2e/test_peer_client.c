@@ -242,6 +242,23 @@ static void v1(struct pp_hdr *h, uint32_t xid)
 	pp_init(h, xid, 1, 32, PP_MSG);
 }
 
+/* Six results of 120 bytes into six Write chunks of 30 four-byte
+ * segments: a reply of 180 RDMA Writes, more than our send queue (160)
+ * holds, in a header that still fits a receive buffer. */
+static void call_180_writes(struct pp_hdr *h)
+{
+	h->nwrites = 6;
+	for (uint32_t i = 0; i < 6; i++) {
+		h->writes[i].nsegs = 30;
+		for (uint32_t j = 0; j < 30; j++)
+			seg(&h->writes[i].segs[j], 0x7000, 4, 4 * j);
+	}
+	uint8_t kn[8];
+	pp_put32(kn, 6);
+	pp_put32(kn + 4, 120);
+	send_call(h, P_DDPN, kn, 8);
+}
+
 /* =====================================================================
  * RFC 8797 §4, §4.1, §5.2 in the server role: our MPA Reply carries our
  * message byte for byte (identifier, version 1, R, 4 KiB codes 3); the
@@ -641,16 +658,7 @@ static void case_limits(const char *addr)
 	 * segments: 180 Writes, more than the send queue (160) holds; the
 	 * header still fits the receive buffer. */
 	v1(&h, 0x703);
-	h.nwrites = 6;
-	for (uint32_t i = 0; i < 6; i++) {
-		h.writes[i].nsegs = 30;
-		for (uint32_t j = 0; j < 30; j++)
-			seg(&h.writes[i].segs[j], 0x7000, 4, 4 * j);
-	}
-	uint8_t kn[8];
-	pp_put32(kn, 6);
-	pp_put32(kn + 4, 120);
-	send_call(&h, P_DDPN, kn, 8);
+	call_180_writes(&h);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x703, 1, PP_ERR_CHUNK));
 	v1(&h, 0x704);
@@ -897,16 +905,7 @@ static void case_v2_server(const char *addr)
 	CHECK(is_error(&r, 0x90d, 2, PP_ERR_CHUNK));
 	/* Six results in 180 Writes: RDMA2_ERR_SYSTEM. */
 	v2h(&h, 0x90f, PP_MSG);
-	h.nwrites = 6;
-	for (uint32_t i = 0; i < 6; i++) {
-		h.writes[i].nsegs = 30;
-		for (uint32_t j = 0; j < 30; j++)
-			seg(&h.writes[i].segs[j], 0x7000, 4, 4 * j);
-	}
-	uint8_t kn[8];
-	pp_put32(kn, 6);
-	pp_put32(kn + 4, 120);
-	send_call(&h, P_DDPN, kn, 8);
+	call_180_writes(&h);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x90f, 2, PP_ERR_SYSTEM) && r.nbody == 0);
 	/* §3.2: F_RESPONSE clear on a message carrying an RPC reply. */
