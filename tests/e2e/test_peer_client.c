@@ -607,7 +607,8 @@ static void case_err_chunk(const char *addr)
 
 /* =====================================================================
  * RFC 5666 §3.7, §4.3 with accept_msgp: an RDMA_MSGP call (rdma_align
- * 16, rdma_thresh 8) is taken and answered.
+ * 16, rdma_thresh 8) is taken and answered; one whose rdma_align is not
+ * a power of two (12) gets ERR_CHUNK.
  */
 static void case_msgp_accepted(const char *addr)
 {
@@ -620,6 +621,12 @@ static void case_msgp_accepted(const char *addr)
 	send_call(&h, P_ECHO, NULL, 0);
 	CHECK(next_send(&r));
 	CHECK(is_success(&r, 0x601));
+	/* §4.3: rdma_align must be a power of two. */
+	h.xid = 0x602;
+	h.align = 12;
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_error(&r, 0x602, 1, PP_ERR_CHUNK));
 	iwpeer_close(&P);
 }
 
@@ -672,9 +679,10 @@ static void case_limits(const char *addr)
 /* =====================================================================
  * RFC 5531 §9, §8.2, App. A: a call with rpcvers 3 is answered
  * RPC_MISMATCH (2..2); a credential body over 400 bytes leaves the header
- * undecodable (GARBAGE_ARGS); a malformed AUTH_SYS body AUTH_BADCRED; an
- * unknown program PROG_UNAVAIL; a message that is not a CALL
- * (msg_type 5) gets ERR_CHUNK.
+ * undecodable (GARBAGE_ARGS), and so does a length near 2^32 (it cannot
+ * wrap); a malformed AUTH_SYS body AUTH_BADCRED; an AUTH_NONE credential
+ * with a body is tolerated (§10.1); an unknown program PROG_UNAVAIL; a
+ * message that is not a CALL (msg_type 5) gets ERR_CHUNK.
  */
 static void case_rpc(const char *addr)
 {
@@ -736,6 +744,23 @@ static void case_rpc(const char *addr)
 	send_msg(&h, m, n);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x804, 1, PP_ERR_CHUNK));
+	/* A credential length near 2^32 cannot wrap: GARBAGE_ARGS. */
+	v1(&h, 0x806);
+	n = pp_rpc_call(m, 0x806, PROG, 1, 0);
+	pp_put32(m + 28, 0xfffffff0u);
+	send_msg(&h, m, n);
+	CHECK(next_send(&r));
+	p = M.msg + r.hdr_len;
+	CHECK(r.xid == 0x806 && pp_get32(p + 8) == 0 && pp_get32(p + 20) == 4);
+	/* AUTH_NONE with a body (RFC 5531 §10.1): tolerated, served. */
+	v1(&h, 0x807);
+	n = pp_rpc_call(m, 0x807, PROG, 1, 0);
+	pp_put32(m + 28, 8);
+	memmove(m + 40, m + 32, 8);
+	memset(m + 32, 0x11, 8);
+	send_msg(&h, m, n + 8);
+	CHECK(next_send(&r));
+	CHECK(is_success(&r, 0x807));
 	iwpeer_close(&P);
 }
 
@@ -757,7 +782,8 @@ static void case_rpc(const char *addr)
  * message whose F_RESPONSE is not its RPC msg_type gets BAD_XDR;
  * §3.3, §8.4: the reply is a Send With Invalidate of exactly the handle
  * the call named, and rdma_inv_handle naming no handle of the header is
- * BAD_XDR; §7.3: a v1 message on the v2 connection gets ERR_VERS 2..2.
+ * BAD_XDR; §5.3.4: a second RDMA2_CONNPROP changes no property; §7.3: a
+ * v1 message on the v2 connection gets ERR_VERS 2..2.
  */
 static void v2h(struct pp_hdr *h, uint32_t xid, uint32_t proc)
 {
@@ -915,6 +941,21 @@ static void case_v2_server(const char *addr)
 	send_msg(&h, rep, 24);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x910, 2, PP_ERR_CHUNK));
+	/* §5.3.4: the properties are fixed by the first RDMA2_CONNPROP: a
+	 * second one saying RBSIZ 1024 changes nothing, a 2000-byte reply
+	 * still goes inline. */
+	v2h(&h, 0x911, PP_CONNPROP);
+	const uint32_t again[] = {1, PP_PROP_RBSIZ, 4, 1024};
+	for (unsigned i = 0; i < 4; i++)
+		h.body[h.nbody++] = again[i];
+	send_msg(&h, NULL, 0);
+	v2h(&h, 0x912, PP_MSG);
+	pp_put32(nw, 2000);
+	send_call(&h, P_BIG, nw, 4);
+	do
+		CHECK(next_send(&r));
+	while (r.proc == PP_CONNPROP && r.xid == 0x911);
+	CHECK(is_success(&r, 0x912));
 	/* A v1 call on this v2 connection. */
 	v1(&h, 0x90e);
 	send_call(&h, P_ECHO, NULL, 0);
@@ -964,6 +1005,62 @@ static void case_v1_only_server(const char *addr)
 	iwpeer_close(&P);
 }
 
+/* =====================================================================
+ * Draft v2 §7.3: a prefer-v2 server follows the client's first message:
+ * after a v1 call the connection is v1, and a v2 message gets
+ * RDMA2_ERR_VERS 1..1 in the v2 layout.
+ */
+static void case_server_follows_v1(const char *addr)
+{
+	if (!connect_peer(addr, pd_ours, 8, 0))
+		return;
+	struct pp_hdr h, r;
+	v1(&h, 0xb01);
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_success(&r, 0xb01));
+	v2h(&h, 0xb02, PP_MSG);
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_error(&r, 0xb02, 2, PP_ERR_VERS) && r.nbody == 2 &&
+	      r.body[0] == 1 && r.body[1] == 1);
+	iwpeer_close(&P);
+}
+
+/* =====================================================================
+ * RFC 5041 §7.2, RFC 5040 §7: a DDP segment of DDP version 2, or on an
+ * untagged queue that does not exist (QN 5), gets a Terminate naming the
+ * DDP layer, untagged, with the error code (bad version, invalid QN),
+ * then the stream ends.
+ */
+static void ddp_error(const char *addr, uint8_t dv, uint32_t qn, uint8_t code)
+{
+	if (!connect_peer(addr, pd_ours, 8, 0))
+		return;
+	struct rpcrdma_iwarp_ddp_hdr d = {
+		.last = true, .dv = dv, .rv = RPCRDMA_IWARP_RDMAP_VERSION,
+		.opcode = RPCRDMA_IWARP_OP_SEND, .qn = qn, .msn = 1,
+	};
+	uint8_t u[64];
+	int hl = rpcrdma_iwarp_ddp_build(&d, u, sizeof u);
+	CHECK(hl > 0);
+	memset(u + hl, 0, 28);
+	CHECK_EQ(iwpeer_send_fpdu(&P, u, (size_t)hl + 28), 0);
+	int rc = iwpeer_recv(&P, &M, TMO);
+	CHECK(rc == 0 && M.kind == IWPEER_TERMINATE);
+	if (rc == 0 && M.kind == IWPEER_TERMINATE)
+		CHECK(M.term.layer == RPCRDMA_IWARP_LAYER_DDP &&
+		      M.term.etype == RPCRDMA_IWARP_DDP_ET_UNTAGGED &&
+		      M.term.ecode == code);
+	iwpeer_close(&P);
+}
+
+static void case_ddp_errors(const char *addr)
+{
+	ddp_error(addr, 2, RPCRDMA_IWARP_QN_SEND, RPCRDMA_IWARP_DDP_EC_U_BAD_VERSION);
+	ddp_error(addr, RPCRDMA_IWARP_DDP_VERSION, 5, RPCRDMA_IWARP_DDP_EC_U_INV_QN);
+}
+
 /* ---------------------------------------------------------------------
  */
 struct named {
@@ -995,6 +1092,8 @@ static const struct named cases[] = {
 	{"rpc", RPCRDMA_V1_ONLY, false, case_rpc},
 	{"v2_server", RPCRDMA_PREFER_V2, false, case_v2_server},
 	{"v1_only_server", RPCRDMA_V1_ONLY, false, case_v1_only_server},
+	{"ddp_errors", RPCRDMA_V1_ONLY, false, case_ddp_errors},
+	{"server_follows_v1", RPCRDMA_PREFER_V2, false, case_server_follows_v1},
 };
 
 int main(int argc, char **argv)
