@@ -137,6 +137,8 @@ static void case_end(struct pcase *c, pthread_t t, const char *name)
 	free(c);
 }
 
+static bool want_msgp; /* the next client takes RFC 5666 RDMA_MSGP */
+
 static struct rpcrdma_clnt *client_opts(struct pcase *c, unsigned versions,
 					unsigned max_retries, uint32_t credits,
 					uint32_t inline_send)
@@ -151,6 +153,7 @@ static struct rpcrdma_clnt *client_opts(struct pcase *c, unsigned versions,
 		o.credits = credits;
 	if (inline_send)
 		o.inline_send = inline_send;
+	o.accept_msgp = want_msgp;
 	struct rpcrdma_clnt *cl = NULL;
 	CHECK_EQ(rpcrdma_clnt_create(c->addr, PROG, 1, &o, &cl), 0);
 	return cl;
@@ -1434,6 +1437,62 @@ static void case_v2_recoveries(void)
 	case_end(c, t, "v2_recoveries");
 }
 
+/* =====================================================================
+ * RFC 5666 §3.7, §4.3 with accept_msgp: an RDMA_MSGP reply (rdma_align
+ * 16, rdma_thresh 8) whose opaque was padded to start 16-aligned from
+ * the transport header is taken, and the padding rule and the message's
+ * offset are handed up with the bytes as they came.
+ */
+static void script_msgp_reply(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	peer_step(c);
+	struct pp_hdr h, r;
+	if (!next_send(c, &h))
+		return;
+	pp_init(&r, h.xid, 1, c->grant, PP_MSGP);
+	r.align = 16;
+	r.thresh = 8;
+	uint8_t b[256];
+	size_t n = pp_build(b, &r); /* 36 bytes */
+	n += pp_rpc_reply(b + n, h.xid);
+	pp_put32(b + n, 7);
+	pp_put32(b + n + 4, 20); /* opaque<20> at 68: its data padded to 80 */
+	memset(b + n + 8, 0, 12);
+	fill(b + n + 20, 20, 13);
+	n += 40;
+	EXPECT(c, iwpeer_send(&c->p, b, n) == 0);
+	peer_step(c);
+}
+
+static void case_msgp_reply(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_msgp_reply, &t);
+	want_msgp = true;
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 0);
+	want_msgp = false;
+	if (!cl) {
+		case_end(c, t, "msgp_reply");
+		return;
+	}
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	struct rpcrdma_call call = {.proc = 1, .reply_max = 64};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	CHECK_EQ(rep.len, 40);
+	CHECK(rep.pad.align == 16 && rep.pad.thresh == 8 && rep.pad.base == 60);
+	uint8_t want[20];
+	fill(want, 20, 13);
+	if (rep.len == 40)
+		CHECK_MEM(rep.data + 20, want, 20);
+	rpcrdma_reply_free(&rep);
+	timed_wait(&c->to_main);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "msgp_reply");
+}
+
 /* ---------------------------------------------------------------------
  */
 struct named {
@@ -1456,6 +1515,7 @@ static const struct named cases[] = {
 	{"v2_lost_opener", case_v2_lost_opener},
 	{"v2_only_refused", case_v2_only_refused},
 	{"v2_recoveries", case_v2_recoveries},
+	{"msgp_reply", case_msgp_reply},
 };
 
 int main(int argc, char **argv)
