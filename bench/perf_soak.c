@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -658,8 +659,14 @@ static pid_t spawn(char *const args[], int *out_fd)
 	int pfd[2] = {-1, -1};
 	if (out_fd && pipe2(pfd, O_CLOEXEC))
 		return -1;
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* No orphan: the child goes when the conductor does (a
+		 * time-out killing it, say). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
 		if (out_fd)
 			dup2(pfd[1], 1);
 		execv("/proc/self/exe", args);
@@ -670,6 +677,20 @@ static pid_t spawn(char *const args[], int *out_fd)
 		*out_fd = pfd[0];
 	}
 	return pid;
+}
+
+/* Signals one child of ours: never a pid <= 0 (kill(-1, ...) would
+ * reach every process we may signal). */
+static void signal_child(pid_t pid, int sig)
+{
+	if (pid > 0)
+		kill(pid, sig);
+}
+
+static void reap_child(pid_t pid)
+{
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 }
 
 static pid_t start_server(const char *dir, uint16_t port, uint32_t n,
@@ -685,8 +706,11 @@ static pid_t start_server(const char *dir, uint16_t port, uint32_t n,
 	/* Wait for "listening" (or its death). */
 	char buf[64];
 	ssize_t r = pid > 0 ? read(*out_fd, buf, sizeof buf - 1) : -1;
-	if (r <= 0)
+	if (r <= 0) {
+		signal_child(pid, SIGKILL);
+		reap_child(pid);
 		return -1;
+	}
 	return pid;
 }
 
@@ -773,7 +797,8 @@ static int conductor(int argc, char **argv)
 	struct soak_proxy *proxy = NULL;
 	if (soak_proxy_start(&pc, &proxy)) {
 		perror("soak: proxy");
-		kill(server, SIGKILL);
+		signal_child(server, SIGKILL);
+		reap_child(server);
 		return 1;
 	}
 	pid_t *cpid = calloc((size_t)nclients, sizeof(*cpid));
@@ -809,7 +834,7 @@ static int conductor(int argc, char **argv)
 	while (perf_now_ns() < end) {
 		sleep_ms(250);
 		uint64_t now = perf_now_ns();
-		long kb = rss_kb(server);
+		long kb = server > 0 ? rss_kb(server) : -1;
 		struct life_mem *m = &mem[nmem];
 		double in_life = (double)(now - life_t0) / 1e9;
 		if (kb > 0) {
@@ -821,8 +846,8 @@ static int conductor(int argc, char **argv)
 			m->secs = in_life;
 		}
 		if (kill_every && now >= next_kill && now + 3000000000ull < end) {
-			kill(server, SIGKILL);
-			waitpid(server, NULL, 0);
+			signal_child(server, SIGKILL);
+			reap_child(server);
 			close(sfd);
 			kills++;
 			/* The proxy's connections die with the server. */
@@ -841,10 +866,10 @@ static int conductor(int argc, char **argv)
 			next_kill = life_t0 + NEXT(kill_every);
 		}
 		if (stop_every && now >= next_stop && now + 3000000000ull < end) {
-			kill(server, SIGSTOP);
+			signal_child(server, SIGSTOP);
 			stops++;
 			sleep_ms((unsigned)tmo + 1500);
-			kill(server, SIGCONT);
+			signal_child(server, SIGCONT);
 			next_stop = perf_now_ns() + NEXT(stop_every);
 		}
 	}
@@ -892,12 +917,12 @@ static int conductor(int argc, char **argv)
 		}
 		if (f)
 			fclose(f);
-		waitpid(cpid[i], NULL, 0);
+		reap_child(cpid[i]);
 	}
 	/* The server with no client left: its memory "after". */
 	sleep_ms(2000);
-	long after_kb = rss_kb(server);
-	kill(server, SIGTERM);
+	long after_kb = server > 0 ? rss_kb(server) : -1;
+	signal_child(server, SIGTERM);
 	char sline[256] = "";
 	FILE *sf = fdopen(sfd, "r");
 	while (sf && fgets(sline, sizeof sline, sf) &&
@@ -905,7 +930,7 @@ static int conductor(int argc, char **argv)
 		;
 	if (sf)
 		fclose(sf);
-	waitpid(server, NULL, 0);
+	reap_child(server);
 	struct soak_proxy_stats ps;
 	soak_proxy_stats(proxy, &ps);
 	soak_proxy_stop(proxy);
