@@ -7,7 +7,11 @@ fuzz/corpus/fuzz_engine_requester/seed_*.  Run from anywhere:
 Each seed is a client with calls of several shapes outstanding, answered
 honestly or not, in v1 and in v2 (opener answered, every RDMA2_ERROR
 code followed by a reply to the resent call), with reverse calls and
-reconnections."""
+reconnections.
+The cov_NNN files next to the seeds are not generated here: they are the
+inputs of a ten-million-execution run (make fuzz-long) kept by
+-set_cover_merge=1 -use_counters=0, so the replay (label unit) reaches
+what that run reached."""
 import os
 
 from engine_seeds import submit_op, u16
