@@ -979,8 +979,8 @@ static int conductor(int argc, char **argv)
 	printf("  completed, wrong data %12llu  (must be 0)\n", tot.wrong);
 	printf("  completed twice       %12llu  (must be 0)\n", tot.twice);
 	printf("  never completed       %12llu  (must be 0)\n", tot.never);
-	printf("  accounted             %12s\n",
-	       tot.ok + tot.failed + tot.wrong + tot.never == tot.issued ? "yes" : "NO");
+	bool accounted = tot.ok + tot.failed + tot.wrong + tot.never == tot.issued;
+	printf("  accounted             %12s\n", accounted ? "yes" : "NO");
 	printf("server: calls executed  %12llu  (distinct ids; %s)\n", executed,
 	       sline[0] ? sline : "last life's counters lost");
 	printf("  executed twice, same life     %6llu  (must be 0: reply cache)\n",

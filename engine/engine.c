@@ -286,7 +286,9 @@ static void engine_init(struct rpcrdma_engine *e)
 	e->rq_pending.n = e->rs_pending.n = 0;
 }
 
-static int derive(const struct rpcrdma_engine_config *cfg, struct rpcrdma_engine_sizes *z)
+/* The sizes cfg gives, after create's checks on it. */
+static int derive(const struct rpcrdma_engine_config *cfg,
+		  struct rpcrdma_engine_sizes *z)
 {
 	if (!cfg->max_calls || !cfg->credits ||
 	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||

@@ -554,7 +554,8 @@ static bool same_segments(const struct rpcrdma_write_chunk *got,
  * a segment not offered, or one longer than offered is a header error
  * the Requester MUST silently discard (§4.5; draft §5.3.3); accepting it
  * would complete the call with result bytes nobody wrote. */
-static bool check_chunks(const struct rq *q, const struct rpcrdma_chunk_lists *cl)
+static bool check_chunks(const struct rq *q,
+			 const struct rpcrdma_chunk_lists *cl)
 {
 	if (cl->nwrites > q->offered_writes)
 		return false;
