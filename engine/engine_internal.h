@@ -287,6 +287,10 @@ struct rpcrdma_engine {
 	uint64_t neg_deadline;
 	bool peer_v1_only;     /* remembered across connections (§7.2) */
 	bool vers_failed;      /* V2_ONLY against a v1 server */
+	bool neg_lost;         /* our opener timed out on this connection:
+				  v1 on a guess (§7.2) */
+	bool rx_closing;       /* the ends disagree on the version: every
+				  message dropped until the close */
 	bool peer_props;       /* RDMA2_CONNPROP received */
 	uint32_t peer_rbsiz, peer_brs;
 

@@ -126,6 +126,8 @@ void rpcrdma_neg_start(struct rpcrdma_engine *e, uint64_t now)
 	e->vers = 0;
 	e->negotiating = false;
 	e->vers_failed = false;
+	e->neg_lost = false;
+	e->rx_closing = false;
 	e->peer_props = false;
 	e->peer_rbsiz = RPCRDMA_V2_RBSIZ_DEFAULT;
 	e->peer_brs = RPCRDMA_V2_RVREQSUP_INLINE; /* §4.2 Table 1 */
@@ -158,6 +160,7 @@ bool rpcrdma_neg_tick(struct rpcrdma_engine *e, uint64_t now)
 	/* §7.2: "A client can assume the same situation (no server support
 	 * for RPC-over-RDMA version 2) if the initial negotiation message is
 	 * lost or dropped." */
+	e->neg_lost = true; /* a late answer must be noticed (receive.c) */
 	negotiation_failed(e, 1, 1, RPCRDMA_ERR_TIMEOUT);
 	return true;
 }

@@ -281,6 +281,22 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 {
 	uint32_t lo, hi;
 
+	if (e->neg_lost && c->vers == RPCRDMA_VERSION_2 &&
+	    c->proc != RPCRDMA_V2_ERROR) {
+		/* §7.2 lets us take an unanswered opener for lost and go on
+		 * in v1, but this server got it (late: it was stalled) and
+		 * speaks v2 on the connection (§7.3: it never switches), so
+		 * each end now refuses the other's version and every call
+		 * would fail with ERR_VERS.  Close, dropping what else comes:
+		 * the calls go again on a new connection, which opens in v1
+		 * (the server is remembered as v1, which it also speaks), or
+		 * fail with DISCONNECTED. */
+		e->rx_closing = true;
+		e->ctr.bad_replies++;
+		rpcrdma_ask_close(e, RPCRDMA_ERR_DISCONNECTED);
+		return;
+	}
+
 	if (c->proc == RPCRDMA_V1_ERROR) {
 		/* A v1-format ERR_VERS answering our v2 opener. */
 		struct rpcrdma_v1_hdr *h = &e->rx_hdr;
@@ -335,6 +351,10 @@ bool rpcrdma_rx_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 
 	if (rpcrdma_common_decode(buf, len, &c)) {
 		e->ctr.short_dropped++;
+		return false;
+	}
+	if (e->rx_closing) {
+		e->ctr.bad_replies++;
 		return false;
 	}
 	bool ok, first = false;

@@ -1438,6 +1438,74 @@ static void case_v2_recoveries(void)
 }
 
 /* =====================================================================
+ * Draft v2 §7.2, §7.3: the server was stalled and answers the opener
+ * only after the client took it for lost and sent its call in v1; the
+ * server speaks v2 on that connection and refuses the v1 call (ERR_VERS
+ * 2..2).  The client closes the connection rather than failing the call
+ * with that error, reconnects (max_retries), opens in v1 (no opener:
+ * the server is remembered) and the call, same XID, completes once.
+ * Found by rpcrdma-perf soak (a SIGSTOP longer than the 2 s opener
+ * time-out at the moment a client connected).
+ */
+static void script_late_opener(struct pcase *c)
+{
+	accept_conn(c, pd4k, 8);
+	struct pp_hdr h, op;
+	if (!next_send(c, &op))
+		return;
+	EXPECT(c, op.vers == 2 && op.proc == PP_CONNPROP);
+	peer_step(c); /* the call is made; the opener's time-out runs */
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 1 && h.proc == PP_MSG);
+	uint32_t xid = h.xid;
+	struct pp_hdr a;
+	pp_init(&a, op.xid, 2, c->grant, PP_CONNPROP);
+	a.flags = PP_F_RESPONSE;
+	a.body[a.nbody++] = 0;
+	uint8_t b[256];
+	EXPECT(c, iwpeer_send(&c->p, b, pp_build(b, &a)) == 0);
+	uint32_t range[2] = {2, 2};
+	send_error(c, xid, 1, PP_ERR_VERS, range, 2);
+	int rc = iwpeer_recv(&c->p, &c->m, TMO);
+	EXPECT(c, rc == 0 && (c->m.kind == IWPEER_EOF ||
+			      c->m.kind == IWPEER_RESET ||
+			      c->m.kind == IWPEER_TERMINATE));
+	iwpeer_close(&c->p);
+	accept_conn(c, pd4k, 8);
+	if (!next_send(c, &h))
+		return;
+	EXPECT(c, h.vers == 1 && h.proc == PP_MSG && h.xid == xid);
+	c->vers = 1;
+	reply(c, &h, NULL, 0, NULL, 0, 0);
+	peer_step(c);
+}
+
+static void case_v2_late_opener(void)
+{
+	pthread_t t;
+	struct pcase *c = case_start(script_late_opener, &t);
+	struct rpcrdma_clnt *cl = client(c, RPCRDMA_PREFER_V2, 2);
+	if (!cl) {
+		case_end(c, t, "v2_late_opener");
+		return;
+	}
+	timed_wait(&c->to_main);
+	sem_post(&c->to_peer);
+	struct rpcrdma_call call = {.proc = 1};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(cl, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	struct rpcrdma_stats s = stats(cl);
+	CHECK_EQ(s.version, 1);
+	CHECK(s.reconnects >= 1 && s.retransmissions >= 1);
+	CHECK_EQ(s.err_vers_recv, 0);
+	timed_wait(&c->to_main);
+	rpcrdma_clnt_destroy(cl);
+	case_end(c, t, "v2_late_opener");
+}
+
+/* =====================================================================
  * RFC 5666 §3.7, §4.3 with accept_msgp: an RDMA_MSGP reply (rdma_align
  * 16, rdma_thresh 8) whose opaque was padded to start 16-aligned from
  * the transport header is taken, and the padding rule and the message's
@@ -1516,6 +1584,7 @@ static const struct named cases[] = {
 	{"v2_only_refused", case_v2_only_refused},
 	{"v2_recoveries", case_v2_recoveries},
 	{"msgp_reply", case_msgp_reply},
+	{"v2_late_opener", case_v2_late_opener},
 };
 
 int main(int argc, char **argv)

@@ -352,6 +352,7 @@ static void test_lost_opener(void)
 	cfg_reset();
 	C.client = true;
 	C.neg_timeout_ms = 500;
+	C.max_retries = 1;
 	start(true);
 	uint32_t xid = submit(0, 0, 0, 0, 0, 256);
 	rpcrdma_engine_tick(S.e, NOW + 499);
@@ -365,6 +366,31 @@ static void test_lost_opener(void)
 	CHECK_EQ(rpcrdma_v1_decode(sent[0].bytes, sent[0].len, NULL, &H1), 0);
 	CHECK_EQ(H1.xid, xid);
 	CHECK_EQ(ctrs().vers_fallbacks, 1);
+	/* The opener was only late (a stalled server): its RDMA2_CONNPROP
+	 * answer comes, then the ERR_VERS 2..2 the server gives our v1
+	 * call.  The engine asks to close at the answer and drops the
+	 * error; the call is not failed by it and goes again on the next
+	 * connection, in v1 (§7.2, §7.3). */
+	uint32_t late[] = {0x100, 2, 16, 5, F_RESP, 0}; /* the opener's XID */
+	feed(late, 6);
+	bool close = false;
+	for (int i = 0; i < nev; i++)
+		close = close || evs[i].type == RPCRDMA_EV_CLOSE;
+	CHECK(close);
+	uint32_t ev1[] = {xid, 1, 16, 4, 1, 2, 2};
+	feed(ev1, 7);
+	CHECK(done_event(xid) == NULL);
+	F->conn_down = true;
+	rpcrdma_engine_conn_lost(S.e, NOW);
+	drain();
+	CHECK(done_event(xid) == NULL); /* queued again: max_retries */
+	F->conn_down = false;
+	CHECK_EQ(rpcrdma_engine_established(S.e, NULL, 0, 4, NOW), 0);
+	drain();
+	CHECK_EQ(info().version, 1);
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(rpcrdma_v1_decode(sent[0].bytes, sent[0].len, NULL, &H1), 0);
+	CHECK_EQ(H1.xid, xid);
 	teardown();
 }
 
