@@ -88,6 +88,14 @@ static const struct perf_cmd cmds[] = {
 	  "(callgrind), context switches\n"
 	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
 	  "libtirpc side by side" },
+	{ "soak", perf_cmd_soak,
+	  "soak [--seconds N] [--clients N] [--depth N] [--max-retries N] "
+	  "[--timeout-ms N]\n"
+	  "      [--kill-every S] [--stop-every S] [--churn N] [--port N] "
+	  "[--seed N] [--keep]\n"
+	  "      a server and client processes through SIGKILL + restart, "
+	  "SIGSTOP and a faulty\n"
+	  "      TCP proxy; every call accounted for (perf_soak.c)" },
 	/* What cost runs under valgrind and perf: warm-up + CALLS calls. */
 	{ "cost-run", perf_cmd_cost_run, NULL },
 	{ NULL, NULL, NULL },

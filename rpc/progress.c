@@ -348,16 +348,7 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 	}
 	if (x->e && x->connected && !x->dead)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs */
-	if (x->peer_key[0] && !x->vers_noted && x->e) {
-		/* Remember a v1-only server as soon as the engine learns it,
-		 * not when the client goes (draft §7.2); once the version is
-		 * settled there is nothing more to learn on this connection. */
-		struct rpcrdma_engine_info in;
-		rpcrdma_engine_get_info(x->e, &in);
-		if (in.peer_v1_only)
-			rpcrdma_rpc_v1_server_remember(x->peer_key);
-		x->vers_noted = in.version && !in.negotiating;
-	}
+	rpcrdma_rpc_xprt_note_version(x);
 	rpcrdma_rpc_note_version_locked(x);
 	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
 	rpcrdma_rpc_xprt_pump_locked(x, &b);

@@ -373,6 +373,9 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 			    struct rpc_xprt **out);
 /* Everything torn down; no thread may use x any more. */
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x);
+/* A client that learnt its server speaks only v1 remembers it for the
+ * next connection (draft §7.2); from the loop's tick and at destroy. */
+void rpcrdma_rpc_xprt_note_version(struct rpc_xprt *x);
 
 /* Our RFC 8797 private data for connect/accept. */
 int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap);

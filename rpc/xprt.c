@@ -143,11 +143,30 @@ fail:
 	return rc;
 }
 
+void rpcrdma_rpc_xprt_note_version(struct rpc_xprt *x)
+{
+	if (!x->peer_key[0] || x->vers_noted || !x->e)
+		return;
+	/* Remember a v1-only server as soon as the engine learns it, not
+	 * when the client goes (draft §7.2); once the version is settled
+	 * there is nothing more to learn on this connection. */
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	if (in.peer_v1_only)
+		rpcrdma_rpc_v1_server_remember(x->peer_key);
+	x->vers_noted = in.version && !in.negotiating;
+}
+
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 {
 	if (!x)
 		return;
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+
+	/* The loop's tick notes the version every 20 ms; a client gone
+	 * sooner (its first call answered at once after the fallback) must
+	 * not forget what it learnt. */
+	rpcrdma_rpc_xprt_note_version(x);
 
 	/* Engine first: it releases (deregisters) every registration while
 	 * the PD is alive; then the QP, whose CQ can only go after it. */
