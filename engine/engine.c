@@ -250,6 +250,21 @@ static bool unpost(struct rpcrdma_engine *e, uint32_t idx)
 /* ---------------------------------------------------------------------
  * Create / destroy
  */
+/* The arena of rpcrdma_engine_create: receive buffers (credits, the
+ * replies of our calls, and one per call held), a Send buffer per
+ * Requester and Responder slot, and a small-reply buffer per Responder
+ * slot, each as large as what we advertise (RFC 8797 §4.2). */
+size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg)
+{
+	size_t rsize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_recv));
+	size_t ssize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_send));
+	size_t nrq = cfg->max_calls, nrs = 2 * (size_t)cfg->credits;
+	size_t nrbuf = cfg->credits + cfg->max_calls + nrq;
+	return nrbuf * rsize + (nrq + nrs) * ssize + nrs * rsize;
+}
+
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
 			  struct rpcrdma_engine **out)
@@ -305,9 +320,7 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->wrq = calloc(e->wrq_cap, sizeof *e->wrq);
 	e->evq_cap = e->nrq + e->nrs + 1;
 	e->evq = calloc(e->evq_cap, sizeof *e->evq);
-	e->arena_len = (size_t)e->nrbuf * e->rsize +
-		       (size_t)(e->nrq + e->nrs) * e->ssize +
-		       (size_t)e->nrs * e->rsize;
+	e->arena_len = rpcrdma_engine_buffer_bytes(cfg);
 	e->arena = calloc(1, e->arena_len);
 	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
 	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
