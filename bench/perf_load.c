@@ -441,8 +441,10 @@ struct run_result {
 	uint64_t rss_before, rss_held, rss_loaded, rss_after; /* KiB */
 	uint64_t conns_held;
 	double idle_s, idle_cpu_pct;
+	double idle_clients_pct;     /* the client processes, meanwhile */
 	double load_s;               /* the duration as the parent timed it */
 	uint64_t load_cpu_ns;
+	double load_clients_pct;
 	struct group_result g[2];
 	unsigned ngroups;
 	bool failed;                 /* a process died or did not answer */
@@ -455,6 +457,15 @@ struct child {
 	struct ld_report rep;
 	size_t have;
 };
+
+/* CPU time of every client process, in ns. */
+static uint64_t clients_cpu_ns(const struct child *ch, unsigned n)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < n; i++)
+		sum += proc_cpu_ns(ch[i].pid);
+	return sum;
+}
 
 static void sleep_s(double s)
 {
@@ -682,23 +693,31 @@ static int run_groups(const struct server *srv, const struct ld_group *gs,
 		 (unsigned long long)rr->conns_held);
 
 	if (rp->idle_s > 0 && srv->pid) {
+		uint64_t k0 = clients_cpu_ns(ch, n);
 		uint64_t c0 = proc_cpu_ns(srv->pid), t0 = perf_now_ns();
 		sleep_s(rp->idle_s);
 		uint64_t c1 = proc_cpu_ns(srv->pid), t1 = perf_now_ns();
+		uint64_t k1 = clients_cpu_ns(ch, n);
 		rr->idle_s = (double)(t1 - t0) / 1e9;
 		rr->idle_cpu_pct = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+		rr->idle_clients_pct = 100.0 * (double)(k1 - k0) /
+				       (double)(t1 - t0);
 	}
 	rr->rss_held = srv->pid ? proc_rss_kib(srv->pid) : 0;
 
 	if (duration > 0) {
 		progress(rp, "load for %.1f s", duration);
+		uint64_t k0 = clients_cpu_ns(ch, n);
 		uint64_t c0 = srv->pid ? proc_cpu_ns(srv->pid) : 0;
 		uint64_t t0 = perf_now_ns();
 		order_all(ch, n, 'g');
 		sleep_s(duration);
 		uint64_t c1 = srv->pid ? proc_cpu_ns(srv->pid) : 0;
+		uint64_t k1 = clients_cpu_ns(ch, n);
 		rr->load_s = (double)(perf_now_ns() - t0) / 1e9;
 		rr->load_cpu_ns = c1 - c0;
+		rr->load_clients_pct = 100.0 * (double)(k1 - k0) / 1e9 /
+				       rr->load_s;
 		if (!collect(ch, n, rr, LD_DONE,
 			     perf_now_ns() + (uint64_t)((drain + 30) * 1e9),
 			     ready))
@@ -1095,13 +1114,14 @@ static void print_server(const struct run_result *rr, bool load)
 		       (double)rr->rss_loaded / 1024);
 	printf("%.1f MiB after close", (double)rr->rss_after / 1024);
 	if (rr->idle_s > 0)
-		printf("; CPU %.1f %% of a core while idle (%.1f s)",
-		       rr->idle_cpu_pct, rr->idle_s);
+		printf("; CPU %.1f %% of a core while idle (%.1f s; the "
+		       "clients %.1f %%)",
+		       rr->idle_cpu_pct, rr->idle_s, rr->idle_clients_pct);
 	printf("\n");
 	if (load && n.cpu_us_per_call > 0)
 		printf("    server CPU: %.1f us per call (%.0f %% of a core "
-		       "during the load)\n",
-		       n.cpu_us_per_call, n.cpu_pct);
+		       "during the load; the clients %.0f %%)\n",
+		       n.cpu_us_per_call, n.cpu_pct, rr->load_clients_pct);
 }
 
 static void json_errs(const char *key, const struct ld_errs *e)
@@ -1175,6 +1195,8 @@ static void json_server(const struct run_result *rr)
 	json_num("idle_cpu_pct", rr->idle_s > 0 ? rr->idle_cpu_pct + 1e-9 : 0);
 	json_num("cpu_us_per_call", n.cpu_us_per_call);
 	json_num("load_cpu_pct", n.cpu_pct);
+	json_num("idle_clients_cpu_pct", rr->idle_clients_pct);
+	json_num("load_clients_cpu_pct", rr->load_clients_pct);
 	printf("\"connections_held\": %llu}",
 	       (unsigned long long)rr->conns_held);
 }
