@@ -325,6 +325,17 @@ static int derive(const struct rpcrdma_engine_config *cfg,
 	return 0;
 }
 
+/* The arena of rpcrdma_engine_create: receive buffers (credits, the
+ * replies of our calls, and one per call held), a Send buffer per
+ * Requester and Responder slot, and a small-reply buffer per Responder
+ * slot, each as large as what we advertise (RFC 8797 §4.2).  0 for a
+ * configuration create refuses. */
+size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg)
+{
+	struct rpcrdma_engine_sizes z;
+	return derive(cfg, &z) == 0 ? z.arena : 0;
+}
+
 /* The configuration and the sizes it gives, into e. */
 static void apply(struct rpcrdma_engine *e,
 		  const struct rpcrdma_engine_config *cfg,

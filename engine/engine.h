@@ -232,6 +232,11 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg);
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
 			  struct rpcrdma_engine **out);
+/* The bytes of receive and send buffers an engine made with cfg
+ * allocates and registers (one region, for the life of the engine): what
+ * a connection costs before any call (a server's memory budget counts
+ * it). */
+size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg);
 /* Completes every call not yet completed with RPCRDMA_ERR_CANCELLED (no
  * event: the caller is going away), releases all registrations, frees. */
 void rpcrdma_engine_destroy(struct rpcrdma_engine *e);

@@ -65,6 +65,10 @@ bool rpcrdma_rpc_addr_bad_port(const char *s);
  * once): connection events and failures, for diagnosing a broken peer. */
 void rpcrdma_rpc_trace(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+/* A line on stderr whatever RPCRDMA_DEBUG says, "rpcrdma: " first: what
+ * an operator must see (a server at one of its limits, svc.c). */
+void rpcrdma_rpc_log(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /* Options with every zero field replaced by its default; in NULL: the
  * defaults.  in->size is the caller's struct size (rpcrdma.h, "Binary
@@ -646,5 +650,13 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s);
 int rpcrdma_rpc_svc_register_any_flags(struct rpcrdma_svc *s,
 				       rpcrdma_svc_handler handler, void *arg,
 				       unsigned flags);
+
+/* Why a server refused a connection, carried in its reject's private
+ * data (reject.c): the encoding (its length, or RPCRDMA_ERR_NOSPACE), and
+ * the reason a client found in a reject (false: none of ours). */
+#define RPC_REJECT_TEXT_MAX 120u
+int rpcrdma_rpc_reject_pdata(const char *why, uint8_t *buf, size_t cap);
+bool rpcrdma_rpc_reject_reason(const void *pdata, size_t len, char *out,
+			       size_t cap);
 
 #endif

@@ -455,6 +455,10 @@ struct iw_ep {
 	uint8_t my_ird, my_ord;
 	struct iw_qp qp;
 	struct iw_ep *next_all, *next_grave;
+	/* Listener: accept() is failing for want of descriptors or memory
+	 * (logged once per episode), and the attempts since. */
+	bool accept_starved;
+	uint64_t accept_retries;
 };
 
 static inline struct iw_dev *iw_dev(struct rpcrdma_dev *d)
