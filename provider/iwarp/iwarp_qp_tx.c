@@ -167,8 +167,12 @@ static void set_want_out(struct iw_qp *qp, bool on)
 	bool changed = qp->want_out != on;
 	qp->want_out = on;
 	pthread_mutex_unlock(&qp->ep_lock);
-	if (changed)
+	if (changed) {
 		rpcrdma_iwarp_qp_update_arm(qp);
+		/* The consumer sleeping on cq_fd wakes when there is room
+		 * again, and its poll finds this QP ready. */
+		rpcrdma_iwarp_cq_watch_out(qp);
+	}
 }
 
 static void batch_reset(struct iw_tx *tx)
