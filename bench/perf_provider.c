@@ -33,7 +33,9 @@
  *              one connection and with N (the ratio is the baseline);
  *              and heap and resident bytes per cm_id + QP (128 send and
  *              128 receive WRs), from N of them created on unconnected
- *              ids.
+ *              ids, with receive queues of their own and on one shared
+ *              receive queue (where the device has them; the server's
+ *              QPs of the poll measurement share one too).
  *
  * Copies: where the provider counts them (provider.h qp_counters), the
  * receiver's user-space copies per payload byte placed are printed next
@@ -293,6 +295,25 @@ static int p_setup_common(struct pend *e, const struct opts *o)
 	return rc;
 }
 
+/* Posts n receives to qp, or (qp NULL) to srq: wr_id i in slot
+ * i % NRECV of the receive buffer. */
+static int p_post_recvs(struct pend *e, struct rpcrdma_qp *qp,
+			struct rpcrdma_srq *srq, int n)
+{
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < n; i++) {
+		struct rpcrdma_sge sge = {
+			(uint64_t)(uintptr_t)(e->rbuf + (i % NRECV) * MSG), MSG,
+			e->rmr->lkey };
+		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
+					      .sg_list = &sge, .num_sge = 1 };
+		struct rpcrdma_recv_wr *bad;
+		rc = qp ? rpcrdma_post_recv(qp, &wr, &bad)
+			: rpcrdma_post_srq_recv(srq, &wr, &bad);
+	}
+	return rc;
+}
+
 static int p_create_qp(struct pend *e)
 {
 	struct rpcrdma_qp_attr qa;
@@ -304,15 +325,7 @@ static int p_create_qp(struct pend *e)
 	qa.max_send_sge = 1;
 	qa.max_recv_sge = 1;
 	int rc = e->ops->create_qp(e->id, e->pd, &qa, &e->qp);
-	for (int i = 0; rc == 0 && i < NRECV; i++) {
-		struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)(e->rbuf + i * MSG),
-					   MSG, e->rmr->lkey };
-		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
-					      .sg_list = &sge, .num_sge = 1 };
-		struct rpcrdma_recv_wr *bad;
-		rc = rpcrdma_post_recv(e->qp, &wr, &bad);
-	}
-	return rc;
+	return rc ? rc : p_post_recvs(e, e->qp, NULL, NRECV);
 }
 
 static int p_repost(struct pend *e, uint64_t slot)
@@ -915,8 +928,11 @@ static int scale_open(struct pend *e, const struct opts *o, int cqe)
 	return p_open(e, o, cqe);
 }
 
+/* A QP on e's one CQ, with nrecv receives of its own (post of them
+ * posted), or on srq. */
 static int scale_qp(struct pend *e, struct rpcrdma_cm_id *id, uint32_t nsend,
-		    uint32_t nrecv, int post, struct rpcrdma_qp **qp)
+		    uint32_t nrecv, int post, struct rpcrdma_srq *srq,
+		    struct rpcrdma_qp **qp)
 {
 	struct rpcrdma_qp_attr qa;
 	memset(&qa, 0, sizeof(qa));
@@ -926,29 +942,46 @@ static int scale_qp(struct pend *e, struct rpcrdma_cm_id *id, uint32_t nsend,
 	qa.max_recv_wr = nrecv;
 	qa.max_send_sge = 1;
 	qa.max_recv_sge = 1;
+	qa.srq = srq;
 	int rc = e->ops->create_qp(id, e->pd, &qa, qp);
-	for (int i = 0; rc == 0 && i < post; i++) {
-		struct rpcrdma_sge sge = {
-			(uint64_t)(uintptr_t)(e->rbuf + (i % NRECV) * MSG), MSG,
-			e->rmr->lkey };
-		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
-					      .sg_list = &sge, .num_sge = 1 };
-		struct rpcrdma_recv_wr *bad;
-		rc = rpcrdma_post_recv(*qp, &wr, &bad);
-	}
-	return rc;
+	return rc || srq ? rc : p_post_recvs(e, *qp, NULL, post);
+}
+
+/* A shared receive queue of SCALE_SRQ_WR receives on e's PD, all posted
+ * (so its ring is resident, as it would be serving connections). */
+#define SCALE_SRQ_WR 4096
+static int scale_srq(struct pend *e, struct rpcrdma_srq **srq)
+{
+	struct rpcrdma_srq_attr sa = { .max_wr = SCALE_SRQ_WR, .max_sge = 1 };
+	int rc = e->ops->create_srq ? e->ops->create_srq(e->pd, &sa, srq)
+				    : RPCRDMA_ERR_NOTSUP;
+	return rc ? rc : p_post_recvs(e, NULL, *srq, SCALE_SRQ_WR);
 }
 
 /* Heap and resident bytes per cm_id + QP, from n of them created on
- * unconnected ids (nothing else of the process moves meanwhile). */
-static int scale_memory(const struct opts *o, unsigned n, double *heap,
-			double *rss)
+ * unconnected ids (nothing else of the process moves meanwhile); with
+ * use_srq, the QPs share a receive queue, whose own bytes go to *srq_heap
+ * (< 0 when the device has none: then nothing is measured). */
+static int scale_memory(const struct opts *o, unsigned n, bool use_srq,
+			double *heap, double *rss, double *srq_heap)
 {
 	struct pend e;
 	struct sockaddr_storage ss;
+	struct rpcrdma_srq *srq = NULL;
 	struct rpcrdma_cm_id **ids = calloc(n, sizeof(*ids));
 	struct rpcrdma_qp **qps = calloc(n, sizeof(*qps));
 	int rc = ids && qps ? scale_open(&e, o, 64) : RPCRDMA_ERR_NOMEM;
+	if (rc == 0 && use_srq) {
+		size_t s0 = heap_bytes();
+		rc = scale_srq(&e, &srq);
+		size_t s1 = heap_bytes();
+		if (rc == RPCRDMA_ERR_NOTSUP) {
+			n = 0; /* nothing to measure */
+			rc = 0;
+		} else if (rc == 0) {
+			*srq_heap = s1 > s0 ? (double)(s1 - s0) : -1;
+		}
+	}
 	size_t h0 = heap_bytes(), r0 = rss_bytes();
 	for (unsigned i = 0; rc == 0 && i < n; i++) {
 		rc = e.ops->create_id(e.ch, NULL, &ids[i]);
@@ -957,10 +990,10 @@ static int scale_memory(const struct opts *o, unsigned n, double *heap,
 					    o->sslen);
 		if (rc == 0)
 			rc = scale_qp(&e, ids[i], SCALE_SEND_WR, SCALE_RECV_WR,
-				      SCALE_RECV_WR, &qps[i]);
+				      SCALE_RECV_WR, srq, &qps[i]);
 	}
 	size_t h1 = heap_bytes(), r1 = rss_bytes();
-	if (rc == 0) {
+	if (rc == 0 && n) {
 		*heap = h1 > h0 ? (double)(h1 - h0) / n : -1;
 		*rss = r1 > r0 ? (double)(r1 - r0) / n : -1;
 	}
@@ -970,6 +1003,8 @@ static int scale_memory(const struct opts *o, unsigned n, double *heap,
 		if (ids[i])
 			e.ops->destroy_id(ids[i]);
 	}
+	if (srq)
+		e.ops->destroy_srq(srq);
 	p_teardown(&e);
 	free(ids);
 	free(qps);
@@ -999,10 +1034,11 @@ struct scale_conn {
 	struct rpcrdma_qp *cqp, *sqp;
 };
 
-/* Connects conns [from, to): the server's QPs on its one CQ. */
+/* Connects conns [from, to): the server's QPs on its one CQ, and on srq
+ * when there is one. */
 static int scale_connect(const struct opts *o, struct pend *s, struct pend *c,
-			 uint16_t port, struct scale_conn *k, unsigned from,
-			 unsigned to)
+			 struct rpcrdma_srq *srq, uint16_t port,
+			 struct scale_conn *k, unsigned from, unsigned to)
 {
 	struct sockaddr_storage ss;
 	unsigned next = from, req = 0, cest = 0, sest = 0, want = to - from;
@@ -1017,7 +1053,7 @@ static int scale_connect(const struct opts *o, struct pend *s, struct pend *c,
 						     with_port(o, port, &ss),
 						     o->sslen);
 			if (rc == 0)
-				rc = scale_qp(c, x->cid, 4, 1, 0, &x->cqp);
+				rc = scale_qp(c, x->cid, 4, 1, 0, NULL, &x->cqp);
 			struct rpcrdma_conn_param cp = {
 				.private_data = &next,
 				.private_data_len = sizeof(next),
@@ -1047,7 +1083,7 @@ static int scale_connect(const struct opts *o, struct pend *s, struct pend *c,
 					k[i].sid = ev->id;
 					rc = scale_qp(s, ev->id, 4,
 						      SCALE_IDLE_RECVS,
-						      SCALE_IDLE_RECVS,
+						      SCALE_IDLE_RECVS, srq,
 						      &k[i].sqp);
 				}
 				if (rc == 0)
@@ -1079,15 +1115,23 @@ static int scale_connect(const struct opts *o, struct pend *s, struct pend *c,
 	return cest == want && sest == want ? 0 : RPCRDMA_ERR_TIMEOUT;
 }
 
+/* poll_cq cost with 1 and n idle connections; the server's QPs share a
+ * receive queue where the device has them (*srq_used says). */
 static int scale_poll(const struct opts *o, unsigned n, double *ns1,
-		      double *nsn)
+		      double *nsn, bool *srq_used)
 {
 	struct pend s, c;
 	struct sockaddr_storage ss;
+	struct rpcrdma_srq *srq = NULL;
 	struct scale_conn *k = calloc(n, sizeof(*k));
 	int rc = k ? scale_open(&s, o, (int)(8 * n + 64)) : RPCRDMA_ERR_NOMEM;
 	if (rc == 0)
 		rc = scale_open(&c, o, (int)(8 * n + 64));
+	if (rc == 0 && scale_srq(&s, &srq) < 0 && srq) {
+		s.ops->destroy_srq(srq); /* none: own receive queues */
+		srq = NULL;
+	}
+	*srq_used = srq != NULL;
 	if (rc == 0)
 		rc = s.ops->create_id(s.ch, NULL, &s.listen);
 	if (rc == 0)
@@ -1097,11 +1141,11 @@ static int scale_poll(const struct opts *o, unsigned n, double *ns1,
 	if (rc == 0)
 		port = port_of(&s.listen->local_addr);
 	if (rc == 0)
-		rc = scale_connect(o, &s, &c, port, k, 0, 1);
+		rc = scale_connect(o, &s, &c, srq, port, k, 0, 1);
 	if (rc == 0)
 		*ns1 = scale_poll_cost(&s);
 	if (rc == 0)
-		rc = scale_connect(o, &s, &c, port, k, 1, n);
+		rc = scale_connect(o, &s, &c, srq, port, k, 1, n);
 	if (rc == 0)
 		*nsn = scale_poll_cost(&s);
 	if (rc == 0 && (*ns1 < 0 || *nsn < 0))
@@ -1116,6 +1160,8 @@ static int scale_poll(const struct opts *o, unsigned n, double *ns1,
 		if (k[i].sid)
 			s.ops->destroy_id(k[i].sid);
 	}
+	if (srq)
+		s.ops->destroy_srq(srq);
 	free(k);
 	p_teardown(&c);
 	p_teardown(&s);
@@ -1136,9 +1182,12 @@ static int run_scale(const struct opts *o, struct scale_res *r)
 	r->conns = o->conns;
 	r->qp_heap = r->qp_rss = r->srq_qp_heap = r->srq_qp_rss = -1;
 	r->srq_heap = -1;
-	if (scale_memory(o, o->conns, &r->qp_heap, &r->qp_rss) < 0)
+	if (scale_memory(o, o->conns, false, &r->qp_heap, &r->qp_rss,
+			 &r->srq_heap) < 0 ||
+	    scale_memory(o, o->conns, true, &r->srq_qp_heap, &r->srq_qp_rss,
+			 &r->srq_heap) < 0)
 		return -1;
-	return scale_poll(o, o->conns, &r->poll_ns_1, &r->poll_ns_n);
+	return scale_poll(o, o->conns, &r->poll_ns_1, &r->poll_ns_n, &r->srq);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1500,9 +1549,10 @@ static const char *bytes_str(double v, char *b, size_t n)
 
 static void print_scale(const struct opts *o, const struct scale_res *r)
 {
-	char b1[32], b2[32];
-	printf("scale: %s, %u connections, every server QP on one CQ\n",
-	       o->provider, r->conns);
+	char b1[32], b2[32], b3[32];
+	printf("scale: %s, %u connections, every server QP on one CQ%s\n",
+	       o->provider, r->conns,
+	       r->srq ? " and one shared receive queue" : "");
 	printf("  poll_cq on the idle CQ  ns/call: 1 connection %.0f, %u "
 	       "connections %.0f, ratio %.2f\n",
 	       r->poll_ns_1, r->conns, r->poll_ns_n,
@@ -1512,6 +1562,12 @@ static void print_scale(const struct opts *o, const struct scale_res *r)
 	printf("    own receive queue       %12s %11s\n",
 	       bytes_str(r->qp_heap, b1, sizeof(b1)),
 	       bytes_str(r->qp_rss, b2, sizeof(b2)));
+	printf("    shared receive queue    %12s %11s   (ratio %.2f; the "
+	       "queue itself, %d receives: %s heap bytes)\n",
+	       bytes_str(r->srq_qp_heap, b1, sizeof(b1)),
+	       bytes_str(r->srq_qp_rss, b2, sizeof(b2)),
+	       ratio(r->srq_qp_heap, r->qp_heap), SCALE_SRQ_WR,
+	       bytes_str(r->srq_heap, b3, sizeof(b3)));
 	printf("  (heap: glibc's counters, n/a under a sanitizer)\n");
 }
 
@@ -1519,10 +1575,13 @@ static void print_scale_json(const struct opts *o, const struct scale_res *r)
 {
 	printf("{\"subcommand\":\"provider\",\"workload\":\"scale\","
 	       "\"provider\":\"%s\",\"conns\":%u,\"poll_ns_1\":%.1f,"
-	       "\"poll_ns_n\":%.1f,\"poll_ratio\":%.3f,\"qp_heap\":%.0f,"
-	       "\"qp_rss\":%.0f}\n",
+	       "\"poll_ns_n\":%.1f,\"poll_ratio\":%.3f,\"srq\":%s,"
+	       "\"qp_heap\":%.0f,\"qp_rss\":%.0f,\"srq_qp_heap\":%.0f,"
+	       "\"srq_qp_rss\":%.0f,\"srq_heap\":%.0f}\n",
 	       o->provider, r->conns, r->poll_ns_1, r->poll_ns_n,
-	       ratio(r->poll_ns_n, r->poll_ns_1), r->qp_heap, r->qp_rss);
+	       ratio(r->poll_ns_n, r->poll_ns_1), r->srq ? "true" : "false",
+	       r->qp_heap, r->qp_rss, r->srq_qp_heap, r->srq_qp_rss,
+	       r->srq_heap);
 }
 
 /* --only LIST: comma-separated workload names; 0 when one is unknown. */
