@@ -324,6 +324,7 @@ static int p_create_qp(struct pend *e)
 	qa.max_recv_wr = NRECV;
 	qa.max_send_sge = 1;
 	qa.max_recv_sge = 1;
+	qa.max_inline_data = MSG; /* the ping-pongs' messages go INLINE */
 	int rc = e->ops->create_qp(e->id, e->pd, &qa, &e->qp);
 	return rc ? rc : p_post_recvs(e, e->qp, NULL, NRECV);
 }

@@ -229,7 +229,7 @@ struct iw_swqe {
 	unsigned flags;
 	bool signaled;
 	int num_sge;
-	struct rpcrdma_sge sge[IW_MAX_SGE];
+	struct rpcrdma_sge *sge; /* its max_send_sge slots of qp->sq_sge */
 	uint64_t len;
 	uint32_t inval_rkey;
 	uint64_t raddr;
@@ -241,7 +241,9 @@ struct iw_swqe {
 	uint32_t bind_rkey;
 	bool in_orq;          /* RDMA Read whose ORQ entry exists: leaves
 				 the SQ without a completion of its own */
-	uint8_t inl[IW_MAX_INLINE]; /* INLINE payload copied at post */
+	uint8_t *inl;         /* INLINE payload copied at post: its
+				 max_inline_data bytes of qp->sq_inl (NULL
+				 without) */
 };
 
 struct iw_rwqe {
@@ -252,7 +254,9 @@ struct iw_rwqe {
 
 /* Outstanding RDMA Read we issued (ORQ, depth = negotiated ORD). */
 struct iw_orqe {
-	struct iw_swqe wqe;
+	uint64_t wr_id;     /* of the Read's WR */
+	uint64_t len;
+	bool signaled;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint64_t got;       /* response bytes placed */
@@ -399,7 +403,13 @@ struct iw_qp {
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
 	struct iw_lkey_cache tx_lkc; /* under tx_lock */
+	/* The send queue: entries sized by what the QP was created with
+	 * (a QP of 4 SGEs and no inline data does not carry room for 16
+	 * SGEs and 256 bytes in each of thousands of entries). */
 	struct iw_swqe *sq;
+	struct rpcrdma_sge *sq_sge;   /* sq_cap x sq_max_sge */
+	uint8_t *sq_inl;              /* sq_cap x sq_max_inline, or NULL */
+	uint32_t sq_max_sge, sq_max_inline;
 	uint32_t sq_cap, sq_head, sq_count;
 	uint32_t sq_built;       /* SQ entries from sq_head taken into the
 				    TX batch, not yet sent */

@@ -56,18 +56,27 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	    (srq && srq->base.dev != id->dev))
 		return RPCRDMA_ERR_INVAL;
 	uint32_t sq = attr->max_send_wr ? attr->max_send_wr : IW_DEFAULT_WR;
+	uint32_t ssge = attr->max_send_sge ? attr->max_send_sge : IW_MAX_SGE;
+	uint32_t inl = attr->max_inline_data;
 	/* On a shared receive queue the QP has no ring of its own. */
 	uint32_t rq = srq ? 0
 			  : attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
 	pthread_mutex_lock(&qp->rx_lock);
 	pthread_mutex_lock(&qp->tx_lock);
 	qp->sq = calloc(sq, sizeof(*qp->sq));
+	qp->sq_sge = calloc((size_t)sq * ssge, sizeof(*qp->sq_sge));
+	qp->sq_inl = inl ? calloc(sq, inl) : NULL;
 	qp->rq = rq ? calloc(rq, sizeof(*qp->rq)) : NULL;
 	qp->orq = calloc(IW_MAX_RD, sizeof(*qp->orq));
 	qp->irq = calloc(IW_MAX_RD, sizeof(*qp->irq));
 	qp->rx.buf = malloc(IW_RXBUF);
-	if (!qp->sq || (rq && !qp->rq) || !qp->orq || !qp->irq || !qp->rx.buf) {
+	if (!qp->sq || !qp->sq_sge || (inl && !qp->sq_inl) || (rq && !qp->rq) ||
+	    !qp->orq || !qp->irq || !qp->rx.buf) {
 		free(qp->sq);
+		free(qp->sq_sge);
+		free(qp->sq_inl);
+		qp->sq_sge = NULL;
+		qp->sq_inl = NULL;
 		free(qp->rq);
 		free(qp->orq);
 		free(qp->irq);
@@ -78,6 +87,12 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 		return RPCRDMA_ERR_NOMEM;
 	}
 	qp->sq_cap = sq;
+	qp->sq_max_sge = ssge;
+	qp->sq_max_inline = inl;
+	for (uint32_t i = 0; i < sq; i++) {
+		qp->sq[i].sge = qp->sq_sge + (size_t)i * ssge;
+		qp->sq[i].inl = inl ? qp->sq_inl + (size_t)i * inl : NULL;
+	}
 	qp->rq_cap = rq;
 	qp->sq_head = qp->sq_count = qp->sq_built = 0;
 	qp->rq_head = qp->rq_count = 0;
@@ -110,7 +125,7 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->base.context = attr->context;
 	qp->base.max_send_wr = sq;
 	qp->base.max_recv_wr = rq;
-	qp->base.max_send_sge = IW_MAX_SGE;
+	qp->base.max_send_sge = ssge;
 	qp->base.max_recv_sge = srq ? srq->base.max_sge : IW_MAX_SGE;
 	qp->base.srq = attr->srq;
 	qp->srq = srq;
@@ -156,10 +171,14 @@ int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *b)
 		rpcrdma_iwarp_srq_attach(qp->srq, false);
 	qp->srq = NULL;
 	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inl);
 	free(qp->rq);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->rx.buf);
+	qp->sq_sge = NULL;
+	qp->sq_inl = NULL;
 	qp->sq = NULL;
 	qp->rq = NULL;
 	qp->orq = NULL;

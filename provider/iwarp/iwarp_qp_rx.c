@@ -195,7 +195,7 @@ static bool start_segment(struct iw_qp *qp)
 		bool bad_stag = h->stag != o->sink_stag;
 		uint64_t off = h->to - o->sink_to;
 		bool bad_bounds = h->to < o->sink_to || off != o->got ||
-				  plen > o->wqe.len - o->got;
+				  plen > o->len - o->got;
 		if (!bad_stag && !bad_bounds) {
 			rx->place.nseg = o->nseg;
 			memcpy(rx->place.seg, o->seg, sizeof(o->seg));
@@ -303,8 +303,8 @@ static bool start_segment(struct iw_qp *qp)
 static void complete_read(struct iw_qp *qp, struct iw_orqe *o,
 			  enum rpcrdma_wc_status st, uint32_t vendor)
 {
-	if (st != RPCRDMA_WC_SUCCESS || o->wqe.signaled)
-		rpcrdma_iwarp_complete(qp, true, o->wqe.wr_id, RPCRDMA_WC_RDMA_READ, st,
+	if (st != RPCRDMA_WC_SUCCESS || o->signaled)
+		rpcrdma_iwarp_complete(qp, true, o->wr_id, RPCRDMA_WC_RDMA_READ, st,
 				       st == RPCRDMA_WC_SUCCESS ? (uint32_t)o->got : 0,
 				       0, 0, vendor);
 	qp->orq_head = (qp->orq_head + 1) % IW_MAX_RD;

@@ -13,6 +13,7 @@
  * checked against the QP it names and the receive it used.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ struct grp {
 	int nslots;
 	int own_recvs;           /* without an SRQ: receives per server QP */
 	int next_recv;           /* wr_id of the next SRQ receive posted */
+	struct tp_side alt;      /* with alt.scq: the server QPs of odd
+				    connections complete there */
 };
 
 /* Messages of one connection in flight at most (each has its slot). */
@@ -207,7 +210,12 @@ static int grp_srv_event(struct grp *g, const struct tp_cm_ev *ev,
 		struct gconn *c = &g->c[i];
 		c->sid = ev->id;
 		c->sid->context = c;
-		if (grp_qp(&g->p.srv, ev->id, c, g->srq,
+		struct tp_side *side = &g->p.srv;
+		if (g->alt.scq && (i & 1)) {
+			g->alt.pd = g->p.srv.pd;
+			side = &g->alt;
+		}
+		if (grp_qp(side, ev->id, c, g->srq,
 			   g->srq ? 0 : (uint32_t)g->own_recvs, &c->sqp) < 0 ||
 		    (!g->srq && grp_post_own(g, c) < 0))
 			return -1;
@@ -386,6 +394,10 @@ static void grp_close(struct grp *g)
 	if (g->srq)
 		TP_OK(tp.ops->destroy_srq(g->srq));
 	g->srq = NULL;
+	if (g->alt.scq)
+		tp.ops->destroy_cq(g->alt.scq);
+	if (g->alt.rcq)
+		tp.ops->destroy_cq(g->alt.rcq);
 	tp_pair_close(&g->p);
 }
 
@@ -840,6 +852,117 @@ out:
 	grp_close(&g);
 }
 
+/* One poll group's thread: polls its receive CQ (arm, drain, sleep on the
+ * fd, ack) until it has `want` completions or 30 s passed.  Records them
+ * only; the main thread checks (the suite's checks are not
+ * thread-safe). */
+struct poller {
+	pthread_t th;
+	struct rpcrdma_cq *cq;
+	int want, got;
+	int err;
+	struct rpcrdma_wc wc[256];
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *pl = arg;
+	const struct rpcrdma_provider_ops *ops = tp.ops;
+	uint64_t end = tp_now_ms() + 30000;
+	while (pl->got < pl->want && tp_now_ms() < end) {
+		int room = pl->want - pl->got;
+		int n = ops->poll_cq(pl->cq, room, pl->wc + pl->got);
+		if (n == 0 && (n = ops->req_notify_cq(pl->cq)) == 0)
+			n = ops->poll_cq(pl->cq, room, pl->wc + pl->got);
+		if (n < 0) {
+			pl->err = n;
+			break;
+		}
+		if (n > 0) {
+			pl->got += n;
+			continue;
+		}
+		struct pollfd pfd = { .fd = ops->cq_fd(pl->cq), .events = POLLIN };
+		if (poll(&pfd, 1, 100) > 0)
+			ops->ack_cq_events(pl->cq);
+	}
+	return NULL;
+}
+
+/* Two poll groups, each a thread polling its own CQ, whose QPs share one
+ * SRQ: the QPs take receives concurrently from different threads (the
+ * iwarp provider's RX engines run on the polling threads).  Every receive
+ * is used once and names the QP its message came on, every message
+ * arrives whole, one QP's messages in order. */
+static void case_srq_two_threads(void)
+{
+	enum { N = 4, PER = 64, TOTAL = N * PER };
+	struct grp g;
+	struct poller pl[2];
+
+	memset(pl, 0, sizeof(pl));
+	if (!has_srq()) {
+		tp_skip("the device has no shared receive queues");
+		return;
+	}
+	if (grp_open(&g, N, TOTAL, true, TOTAL, 0) < 0)
+		goto out;
+	if (TP_OK(tp.ops->create_cq(tp.dev_srv, 4 * TOTAL, NULL,
+				    &g.alt.scq)) < 0 ||
+	    TP_OK(tp.ops->create_cq(tp.dev_srv, 4 * TOTAL, NULL,
+				    &g.alt.rcq)) < 0 ||
+	    grp_post_srq(&g, TOTAL) < 0 || grp_connect(&g) < 0)
+		goto out;
+	pl[0].cq = g.p.srv.rcq;
+	pl[1].cq = g.alt.rcq;
+	pl[0].want = pl[1].want = TOTAL / 2;
+	int started = 0;
+	for (; started < 2; started++)
+		if (!TP_CHECK(pthread_create(&pl[started].th, NULL, poller_main,
+					     &pl[started]) == 0,
+			      "pthread_create"))
+			break;
+	/* Rounds of SEND_SLOTS messages from every connection at once. */
+	for (uint32_t seq = 0; seq < PER && !tp_case_failed();
+	     seq += SEND_SLOTS) {
+		for (int i = 0; i < N; i++)
+			for (uint32_t k = 0; k < SEND_SLOTS; k++)
+				grp_send(&g, i, seq + k);
+		grp_sends_done(&g, N * SEND_SLOTS);
+	}
+	for (int t = 0; t < started; t++)
+		pthread_join(pl[t].th, NULL);
+	bool used[TOTAL] = { false };
+	int64_t last[N];
+	for (int i = 0; i < N; i++)
+		last[i] = -1;
+	for (int t = 0; t < 2; t++) {
+		TP_CHECK(pl[t].err == 0 && pl[t].got == pl[t].want,
+			 "poller %d: %d of %d completions (error %d)", t,
+			 pl[t].got, pl[t].want, pl[t].err);
+		for (int j = 0; j < pl[t].got; j++) {
+			const struct rpcrdma_wc *wc = &pl[t].wc[j];
+			int conn;
+			uint32_t seq;
+			if (!grp_check_recv(&g, wc, &conn, &seq))
+				continue;
+			TP_CHECK((conn & 1) == t, "connection %d's message on "
+				 "poll group %d's CQ", conn, t);
+			TP_CHECK(wc->wr_id < TOTAL && !used[wc->wr_id],
+				 "receive %llu used twice",
+				 (unsigned long long)wc->wr_id);
+			if (wc->wr_id < TOTAL)
+				used[wc->wr_id] = true;
+			TP_CHECK((int64_t)seq > last[conn],
+				 "connection %d: message %u completed after %lld",
+				 conn, seq, (long long)last[conn]);
+			last[conn] = seq;
+		}
+	}
+out:
+	grp_close(&g);
+}
+
 /* ------------------------------------------------------------------ */
 
 /* Connections of the many-QP case: 1000 on a software provider; fewer on
@@ -995,6 +1118,9 @@ const struct tp_case tp_cases_srq[] = {
 	  "a QP dies with SRQ receives outstanding: no flush, others go on" },
 	{ "srq_no_receive", case_srq_no_receive, 120,
 	  "a Send finding the SRQ empty fails its connection only" },
+	{ "srq_two_threads", case_srq_two_threads, 120,
+	  "two poll groups on two threads, one SRQ: each receive once, on "
+	  "its QP, in order per QP" },
 	{ "many_qps_one_cq", case_many_qps_one_cq, 600,
 	  "1000 idle QPs (verbs: 200) on one CQ and SRQ: idle polls, "
 	  "messages, a quarter destroyed" },
