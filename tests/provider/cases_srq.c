@@ -967,10 +967,19 @@ out:
 
 /* Connections of the many-QP case: 1000 on a software provider; fewer on
  * the lab's verbs devices, where each QP is a kernel object and the
- * guest runs under TCG. */
+ * guest runs under TCG; 40 on siw.  siw cannot create an object whose
+ * queue the kernel maps at mmap offset SIW_INVAL_UOBJ_KEY, 0x90000
+ * (siw_mmap_entry_insert(), siw_verbs.c:259-282; libsiw gives up on that
+ * key, siw.c:232-235 for an SRQ, 318-323 for a QP), and the kernel hands
+ * out the lowest free offset (rdma_user_mmap_entry_insert_range()): once
+ * the 144 pages below it are taken in the device context -- one per
+ * process, both sides here -- each new object lands there and fails (seen
+ * in the lab with 200 connections).  Here a connection takes three pages
+ * (the client QP's two queues, the server QP's send queue). */
 static int many_n(void)
 {
-	int n = strcmp(tp.ops->name, "verbs") == 0 ? 200 : 1000;
+	int n = tp_device_is_siw() ? 40
+		: strcmp(tp.ops->name, "verbs") == 0 ? 200 : 1000;
 	/* Two sockets (iwarp) per connection in this process. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -1122,7 +1131,7 @@ const struct tp_case tp_cases_srq[] = {
 	  "two poll groups on two threads, one SRQ: each receive once, on "
 	  "its QP, in order per QP" },
 	{ "many_qps_one_cq", case_many_qps_one_cq, 600,
-	  "1000 idle QPs (verbs: 200) on one CQ and SRQ: idle polls, "
+	  "1000 idle QPs (verbs: 200, siw: 40) on one CQ and SRQ: idle polls, "
 	  "messages, a quarter destroyed" },
 	{ NULL, NULL, 0, NULL },
 };
