@@ -194,6 +194,10 @@ struct iw_cq {
 	int epfd;                /* what cq_fd returns */
 	pthread_mutex_t qps_lock; /* held by an inline progress pass */
 	size_t nqps;             /* QPs attached (under qps_lock) */
+	struct iw_qp *solo;      /* the QP, while it was attached alone
+				    (under qps_lock): a pass runs it
+				    directly, a recv() rather than an
+				    epoll_wait() and a recv() */
 	_Atomic uint64_t last_active_ns;
 };
 

@@ -147,7 +147,8 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
  * so a socket a pass leaves readable (its RX engine busy elsewhere, or
  * beyond IW_POLL_QPS ready ones) is reported again by the next pass;
  * the RX engine leaves nothing staged when it returns (iwarp_qp_rx.c), so
- * a socket with nothing to read means a QP with nothing to do. */
+ * a socket with nothing to read means a QP with nothing to do.  A CQ with
+ * one QP (a connection's own) runs it without asking. */
 static void inline_progress(struct iw_cq *cq, bool ack)
 {
 	struct iw_cq *outer = consuming;
@@ -156,7 +157,16 @@ static void inline_progress(struct iw_cq *cq, bool ack)
 	consuming = cq;
 	consuming_ack = ack;
 	pthread_mutex_lock(&cq->qps_lock);
-	int n = cq->nqps ? epoll_wait(cq->epfd, ev, IW_POLL_QPS, 0) : 0;
+	int n = 0;
+	if (cq->solo) {
+		/* A connection's own CQ: asking epoll first would cost a
+		 * system call more per message. */
+		ev[0].data.ptr = cq->solo;
+		ev[0].events = EPOLLIN;
+		n = 1;
+	} else if (cq->nqps) {
+		n = epoll_wait(cq->epfd, ev, IW_POLL_QPS, 0);
+	}
 	for (int i = 0; i < n; i++) {
 		struct iw_qp *qp = ev[i].data.ptr;
 		if (!qp || atomic_load(&qp->state) != IW_QP_RTS)
@@ -245,6 +255,7 @@ void rpcrdma_iwarp_cq_attach(struct iw_qp *qp)
 	for (int i = 0, n = qp_cqs(qp, cqs); i < n; i++) {
 		pthread_mutex_lock(&cqs[i]->qps_lock);
 		cqs[i]->nqps++;
+		cqs[i]->solo = cqs[i]->nqps == 1 ? qp : NULL;
 		pthread_mutex_unlock(&cqs[i]->qps_lock);
 	}
 }
@@ -262,6 +273,8 @@ void rpcrdma_iwarp_cq_detach(struct iw_qp *qp)
 		if (fd >= 0)
 			epoll_ctl(cq->epfd, EPOLL_CTL_DEL, fd, NULL);
 		cq->nqps--;
+		/* Which QP is left is not known here: epoll tells. */
+		cq->solo = NULL;
 		pthread_mutex_unlock(&cq->qps_lock);
 		pthread_mutex_lock(&cq->lock);
 		uint32_t count = atomic_load_explicit(&cq->count,
