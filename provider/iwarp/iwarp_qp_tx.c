@@ -120,7 +120,8 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
 		/* INLINE is a hint (provider.h): taken up to the QP's
 		 * max_inline_data. */
-		if ((wr->send_flags & RPCRDMA_SEND_INLINE) && len <= qp->sq_max_inline &&
+		if ((wr->send_flags & RPCRDMA_SEND_INLINE) && w->inl &&
+		    len <= qp->sq_max_inline &&
 		    (wr->opcode == RPCRDMA_WR_SEND ||
 		     wr->opcode == RPCRDMA_WR_SEND_WITH_INV ||
 		     wr->opcode == RPCRDMA_WR_RDMA_WRITE)) {
