@@ -183,6 +183,8 @@ struct rs {
 	uint16_t epoch;      /* connection the call came in on */
 	bool stale;
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
+	bool own_reply;      /* an RPC reply the engine made (SYSTEM_ERR):
+				sent like a ULP's, freed without REPLY_SENT */
 	bool send_pending;   /* its Send not completed (send_queue.c) */
 	bool event_pending;  /* REPLY_SENT queued, not polled */
 	bool hold;           /* kept after REPLY_SENT until the upper

@@ -34,6 +34,7 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;
 		s->ulp = false;
+		s->own_reply = false;
 		s->send_pending = false;
 		s->callbuf = NULL;
 		s->call_malloced = false;
@@ -280,6 +281,41 @@ static bool names_handle(const struct rpcrdma_chunk_lists *cl, uint32_t h)
 	return false;
 }
 
+/* The call cannot be taken for want of memory or a registration (its
+ * chunk lists are copied into s).  Version 2 says so in the transport
+ * (RDMA2_ERR_SYSTEM, draft §5.3.3).  Version 1 has no such error:
+ * ERR_CHUNK would tell the Requester its chunks were wrong, which they
+ * were not.  So the call gets the RPC reply made for it, MSG_ACCEPTED
+ * with SYSTEM_ERR (RFC 5531 §9: "errors like memory allocation
+ * failure"), sent inline by the engine alone: the Requester's call
+ * completes with a clear error, and its Write chunks come back empty. */
+static void no_resources(struct rpcrdma_engine *e, struct rs *s)
+{
+	if (s->vers == RPCRDMA_VERSION_2) {
+		send_error(e, s, s->xid, RPCRDMA_V2_ERR_SYSTEM);
+		return;
+	}
+	if (s->call_malloced)
+		rpcrdma_buf_put(e, s->callbuf, s->call_cookie);
+	s->call_malloced = false;
+	uint8_t *p = s->small;
+	rpcrdma_be32_put(p, s->xid);
+	rpcrdma_be32_put(p + 4, 1);   /* REPLY */
+	rpcrdma_be32_put(p + 8, 0);   /* MSG_ACCEPTED */
+	rpcrdma_be32_put(p + 12, 0);  /* verifier: AUTH_NONE, empty */
+	rpcrdma_be32_put(p + 16, 0);
+	rpcrdma_be32_put(p + 20, 5);  /* SYSTEM_ERR */
+	s->callbuf = NULL;
+	s->msg[0] = (struct rpcrdma_iov){p, 24, false};
+	s->nmsg = 1;
+	s->user = NULL;
+	s->own_reply = true;  /* freed once sent, no REPLY_SENT */
+	s->err = 0;
+	s->reply_status = 0;
+	s->state = RS_WAIT_SQ;
+	rpcrdma_rs_run(e, s);
+}
+
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		     const uint8_t *msg, size_t len)
 {
@@ -356,14 +392,14 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	size_t cap = (size_t)total + (inserts ? (size_t)base_len : 0);
 	s->callbuf = rpcrdma_buf_get(e, cap ? cap : 1, &s->call_cookie);
 	if (!s->callbuf) {
-		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
+		no_resources(e, s);
 		return;
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
 		       RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK,
 		       &s->callmr)) {
-		send_error(e, s, h->xid, RPCRDMA_V2_ERR_SYSTEM);
+		no_resources(e, s);
 		return;
 	}
 	s->callmr_valid = true;
@@ -778,7 +814,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	RPCRDMA_PROBE3(svc_reply, s->xid, lng ? 2 : h->chunks.nwrites ? 1 : 0,
 		       h->credit);
 	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true,
-		  ulp_writes);
+		  ulp_writes || s->own_reply);
 	return;
 
 err_system:
@@ -808,7 +844,7 @@ void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s)
 	case RS_WAIT_SQ:
 		if (s->connprop)
 			run_connprop(e, s);
-		else if (s->ulp && !s->err)
+		else if ((s->ulp || s->own_reply) && !s->err)
 			run_reply(e, s);
 		else
 			run_error(e, s);

@@ -745,6 +745,41 @@ static void test_recv_byte_len_checked(void)
 	teardown();
 }
 
+/* A v1 call the Responder cannot take for want of a registration (its
+ * Position-Zero Read chunk needs a sink): version 1 has no error for
+ * that, and ERR_CHUNK would say the chunks were wrong.  The call gets the
+ * RPC reply made for it instead, MSG_ACCEPTED SYSTEM_ERR (RFC 5531 §9),
+ * inline, with its XID; no RDMA Read is posted, nothing is delivered, the
+ * slot comes back. */
+static void test_call_without_resources(void)
+{
+	setup(4, 4);
+	F->local_again = 1;
+	static const uint32_t call[] = {0x71, 1, 1, 1, 1, 0, 0x90, 100, 0,
+					0x3000, 0, 0, 0};
+	feed(call, 13);
+	CHECK_EQ(nsent, 1);
+	/* R set both ways: the call's handle may go with it (RFC 8797). */
+	CHECK(sent[0].op == RPCRDMA_WR_SEND ||
+	      sent[0].op == RPCRDMA_WR_SEND_WITH_INV);
+	static const uint32_t want[] = {0x71, 1, 4, 0, 0, 0, 0,
+					0x71, 1, 0, 0, 0, 5};
+	check_sent_words(0, want, 13);
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.err_chunk_sent, 0);
+	/* The slot is free again: the next call is taken. */
+	static const uint32_t next[] = {0x72, 1, 1, 0, 0, 0, 0,
+					0x72, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(next, 17);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+	CHECK_EQ(ev.xid, 0x72);
+	teardown();
+}
+
 int main(void)
 {
 	test_err_vers();
@@ -764,6 +799,7 @@ int main(void)
 	test_stale_close_dropped();
 	test_unaligned_position();
 	test_recv_byte_len_checked();
+	test_call_without_resources();
 	free(F);
 	TEST_MAIN_END();
 }
