@@ -22,7 +22,7 @@ MATRIX_CONFIGS ?= gcc/Debug gcc/Release gcc/RelWithDebInfo gcc/MinSizeRel \
 		  clang/Debug clang/Release clang/RelWithDebInfo clang/MinSizeRel
 
 .PHONY: all deps build build-clang build-release build-opt build-matrix test test-unit \
-	test-lab test-package fuzz demo demo-nfs install clean
+	test-lab test-package fuzz fuzz-long demo demo-nfs install clean
 
 all: build
 
@@ -85,6 +85,16 @@ FUZZ_SECONDS ?= 60
 fuzz: deps build-clang
 	cmake -S . -B $(CLANG_BUILD) -DFUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	cd $(CLANG_BUILD) && ctest --output-on-failure -L fuzz
+
+# Deep fuzzing: every target in turn (one at a time, under nice -n 19),
+# FUZZ_SECONDS each or FUZZ_RUNS executions (0: no bound), corpora kept
+# in FUZZ_CORPUS from run to run; prints executions, exec/s and coverage
+# per target (scripts/fuzz-long.sh).  make fuzz-long FUZZ_RUNS=10000000
+# FUZZ_SECONDS=3600 gives the table of docs/CONFORMANCE.md.
+FUZZ_RUNS   ?= 0
+FUZZ_CORPUS ?= $(CLANG_BUILD)/fuzz-corpus
+fuzz-long: deps build-clang
+	sh scripts/fuzz-long.sh $(CLANG_BUILD) $(FUZZ_CORPUS) $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_TARGETS)
 
 # Only what the demo runs is built here; `make install` builds the rest.
 demo:

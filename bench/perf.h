@@ -35,5 +35,10 @@ int perf_cmd_client(int argc, char **argv);
  * hidden subcommand it runs itself as under valgrind and perf. */
 int perf_cmd_cost(int argc, char **argv);
 int perf_cmd_cost_run(int argc, char **argv);
+/* perf_soak.c: a server and clients in separate processes through real
+ * faults (SIGKILL, SIGSTOP, a faulty TCP proxy). */
+int perf_cmd_soak(int argc, char **argv);
+/* perf_load.c: many client processes against a server process. */
+int perf_cmd_load(int argc, char **argv);
 
 #endif

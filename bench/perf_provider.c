@@ -27,6 +27,16 @@
  *              32 answers; messages per second each way.  TCP: 32
  *              messages in one send(), 32 answers in one send().
  *
+ *   scale (only with --only scale: thousands of sockets): --conns N
+ *              connections (1000) whose server QPs share one CQ; the
+ *              cost of poll_cq on that CQ while they are all idle, with
+ *              one connection and with N (the ratio is the baseline);
+ *              and heap and resident bytes per cm_id + QP (128 send and
+ *              128 receive WRs), from N of them created on unconnected
+ *              ids, with receive queues of their own and on one shared
+ *              receive queue (where the device has them; the server's
+ *              QPs of the poll measurement share one too).
+ *
  * Copies: where the provider counts them (provider.h qp_counters), the
  * receiver's user-space copies per payload byte placed are printed next
  * to each workload ("copied"): Writes at the server, Read Responses at the
@@ -41,6 +51,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -51,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -90,13 +102,14 @@ struct opts {
 	bool no_tcp;
 	bool json;
 	bool pin;
+	unsigned conns;            /* scale: connections on one CQ */
 	uint16_t port;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 };
 
 enum { W_PINGPONG = 1, W_WLAT = 2, W_BURST = 4, W_WRITE = 8, W_READ = 16,
-       W_ALL = 31 };
+       W_ALL = 31, W_SCALE = 32 /* not in W_ALL: thousands of sockets */ };
 
 struct results {
 	double lat_p50[2], lat_p99[2];      /* [0] provider, [1] tcp */
@@ -236,7 +249,9 @@ static int p_wait_wc(struct pend *e, struct rpcrdma_cq *cq,
 	}
 }
 
-static int p_setup_common(struct pend *e, const struct opts *o)
+/* Device, channel, PD, the receive CQ (of cqe entries) and the receive
+ * buffer of one side. */
+static int p_open(struct pend *e, const struct opts *o, int cqe)
 {
 	struct rpcrdma_dev_params dp;
 	memset(&dp, 0, sizeof(dp));
@@ -249,26 +264,53 @@ static int p_setup_common(struct pend *e, const struct opts *o)
 	if (rc == 0)
 		rc = e->ops->alloc_pd(e->dev, &e->pd);
 	if (rc == 0)
-		rc = e->ops->create_cq(e->dev, 256, e, &e->scq);
-	if (rc == 0)
-		rc = e->ops->create_cq(e->dev, 256, e, &e->rcq);
+		rc = e->ops->create_cq(e->dev, cqe, e, &e->rcq);
 	if (rc < 0)
 		return rc;
 	e->rbuf = calloc(NRECV, MSG);
+	if (!e->rbuf)
+		return RPCRDMA_ERR_NOMEM;
+	return e->ops->reg_mr(e->pd, e->rbuf, NRECV * MSG,
+			      RPCRDMA_ACCESS_LOCAL_WRITE, &e->rmr);
+}
+
+static int p_setup_common(struct pend *e, const struct opts *o)
+{
+	int rc = p_open(e, o, 256);
+	if (rc == 0)
+		rc = e->ops->create_cq(e->dev, 256, e, &e->scq);
+	if (rc < 0)
+		return rc;
 	e->sbuf = calloc(BURST, MSG);
 	e->data = calloc(1, DATA_LEN);
-	if (!e->rbuf || !e->sbuf || !e->data)
+	if (!e->sbuf || !e->data)
 		return RPCRDMA_ERR_NOMEM;
-	rc = e->ops->reg_mr(e->pd, e->rbuf, NRECV * MSG,
-			    RPCRDMA_ACCESS_LOCAL_WRITE, &e->rmr);
-	if (rc == 0)
-		rc = e->ops->reg_mr(e->pd, e->sbuf, BURST * MSG, 0, &e->smr);
+	rc = e->ops->reg_mr(e->pd, e->sbuf, BURST * MSG, 0, &e->smr);
 	if (rc == 0)
 		rc = e->ops->reg_mr(e->pd, e->data, DATA_LEN,
 				    RPCRDMA_ACCESS_LOCAL_WRITE |
 					    RPCRDMA_ACCESS_REMOTE_WRITE |
 					    RPCRDMA_ACCESS_REMOTE_READ,
 				    &e->dmr);
+	return rc;
+}
+
+/* Posts n receives to qp, or (qp NULL) to srq: wr_id i in slot
+ * i % NRECV of the receive buffer. */
+static int p_post_recvs(struct pend *e, struct rpcrdma_qp *qp,
+			struct rpcrdma_srq *srq, int n)
+{
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < n; i++) {
+		struct rpcrdma_sge sge = {
+			(uint64_t)(uintptr_t)(e->rbuf + (i % NRECV) * MSG), MSG,
+			e->rmr->lkey };
+		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
+					      .sg_list = &sge, .num_sge = 1 };
+		struct rpcrdma_recv_wr *bad;
+		rc = qp ? rpcrdma_post_recv(qp, &wr, &bad)
+			: rpcrdma_post_srq_recv(srq, &wr, &bad);
+	}
 	return rc;
 }
 
@@ -282,16 +324,9 @@ static int p_create_qp(struct pend *e)
 	qa.max_recv_wr = NRECV;
 	qa.max_send_sge = 1;
 	qa.max_recv_sge = 1;
+	qa.max_inline_data = MSG; /* the ping-pongs' messages go INLINE */
 	int rc = e->ops->create_qp(e->id, e->pd, &qa, &e->qp);
-	for (int i = 0; rc == 0 && i < NRECV; i++) {
-		struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)(e->rbuf + i * MSG),
-					   MSG, e->rmr->lkey };
-		struct rpcrdma_recv_wr wr = { .wr_id = (uint64_t)i,
-					      .sg_list = &sge, .num_sge = 1 };
-		struct rpcrdma_recv_wr *bad;
-		rc = rpcrdma_post_recv(e->qp, &wr, &bad);
-	}
-	return rc;
+	return rc ? rc : p_post_recvs(e, e->qp, NULL, NRECV);
 }
 
 static int p_repost(struct pend *e, uint64_t slot)
@@ -848,6 +883,315 @@ fail:
 }
 
 /* ------------------------------------------------------------------ */
+/* Scale: many connections on one CQ                                    */
+
+/* Send and receive WRs of a scale QP: what a server connection of the
+ * rpc layer asks for, roughly (credits plus calls). */
+#define SCALE_SEND_WR 128
+#define SCALE_RECV_WR 128
+/* Receives posted per server QP while connections sit idle. */
+#define SCALE_IDLE_RECVS 4
+
+struct scale_res {
+	unsigned conns;
+	double poll_ns_1, poll_ns_n;  /* poll_cq of an idle CQ, per call */
+	double qp_heap, qp_rss;       /* per cm_id + QP with its own receive
+					 queue; < 0: not measured */
+	double srq_qp_heap, srq_qp_rss; /* ...on a shared receive queue */
+	double srq_heap;              /* the shared receive queue itself */
+	bool srq;                     /* the device has shared receives */
+};
+
+/* Bytes the allocator handed out (0 under a sanitizer, whose allocator
+ * glibc's counters do not see). */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+	return m.uordblks + m.hblkhd;
+}
+
+static size_t rss_bytes(void)
+{
+	long pages = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A scale side: one CQ (rcq) for every QP. */
+static int scale_open(struct pend *e, const struct opts *o, int cqe)
+{
+	memset(e, 0, sizeof(*e));
+	return p_open(e, o, cqe);
+}
+
+/* A QP on e's one CQ, with nrecv receives of its own (post of them
+ * posted), or on srq. */
+static int scale_qp(struct pend *e, struct rpcrdma_cm_id *id, uint32_t nsend,
+		    uint32_t nrecv, int post, struct rpcrdma_srq *srq,
+		    struct rpcrdma_qp **qp)
+{
+	struct rpcrdma_qp_attr qa;
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = e->rcq;
+	qa.recv_cq = e->rcq;
+	qa.max_send_wr = nsend;
+	qa.max_recv_wr = nrecv;
+	qa.max_send_sge = 1;
+	qa.max_recv_sge = 1;
+	qa.srq = srq;
+	int rc = e->ops->create_qp(id, e->pd, &qa, qp);
+	return rc || srq ? rc : p_post_recvs(e, *qp, NULL, post);
+}
+
+/* A shared receive queue of SCALE_SRQ_WR receives on e's PD, all posted
+ * (so its ring is resident, as it would be serving connections). */
+#define SCALE_SRQ_WR 4096
+static int scale_srq(struct pend *e, struct rpcrdma_srq **srq)
+{
+	struct rpcrdma_srq_attr sa = { .max_wr = SCALE_SRQ_WR, .max_sge = 1 };
+	int rc = e->ops->create_srq ? e->ops->create_srq(e->pd, &sa, srq)
+				    : RPCRDMA_ERR_NOTSUP;
+	return rc ? rc : p_post_recvs(e, NULL, *srq, SCALE_SRQ_WR);
+}
+
+/* Heap and resident bytes per cm_id + QP, from n of them created on
+ * unconnected ids (nothing else of the process moves meanwhile); with
+ * use_srq, the QPs share a receive queue, whose own bytes go to *srq_heap
+ * (< 0 when the device has none: then nothing is measured). */
+static int scale_memory(const struct opts *o, unsigned n, bool use_srq,
+			double *heap, double *rss, double *srq_heap)
+{
+	struct pend e;
+	struct sockaddr_storage ss;
+	struct rpcrdma_srq *srq = NULL;
+	struct rpcrdma_cm_id **ids = calloc(n, sizeof(*ids));
+	struct rpcrdma_qp **qps = calloc(n, sizeof(*qps));
+	int rc = ids && qps ? scale_open(&e, o, 64) : RPCRDMA_ERR_NOMEM;
+	if (rc == 0 && use_srq) {
+		size_t s0 = heap_bytes();
+		rc = scale_srq(&e, &srq);
+		size_t s1 = heap_bytes();
+		if (rc == RPCRDMA_ERR_NOTSUP) {
+			n = 0; /* nothing to measure */
+			rc = 0;
+		} else if (rc == 0) {
+			*srq_heap = s1 > s0 ? (double)(s1 - s0) : -1;
+		}
+	}
+	size_t h0 = heap_bytes(), r0 = rss_bytes();
+	for (unsigned i = 0; rc == 0 && i < n; i++) {
+		rc = e.ops->create_id(e.ch, NULL, &ids[i]);
+		if (rc == 0)
+			rc = e.ops->resolve(ids[i], with_port(o, 9, &ss),
+					    o->sslen);
+		if (rc == 0)
+			rc = scale_qp(&e, ids[i], SCALE_SEND_WR, SCALE_RECV_WR,
+				      SCALE_RECV_WR, srq, &qps[i]);
+	}
+	size_t h1 = heap_bytes(), r1 = rss_bytes();
+	if (rc == 0 && n) {
+		*heap = h1 > h0 ? (double)(h1 - h0) / n : -1;
+		*rss = r1 > r0 ? (double)(r1 - r0) / n : -1;
+	}
+	for (unsigned i = 0; ids && i < n; i++) {
+		if (qps[i])
+			e.ops->destroy_qp(qps[i]);
+		if (ids[i])
+			e.ops->destroy_id(ids[i]);
+	}
+	if (srq)
+		e.ops->destroy_srq(srq);
+	p_teardown(&e);
+	free(ids);
+	free(qps);
+	if (rc < 0)
+		fprintf(stderr, "rpcrdma-perf: scale memory: %s\n",
+			rpcrdma_strerror(rc));
+	return rc;
+}
+
+/* poll_cq on an idle CQ, in ns per call (0.2 s of calls). */
+static double scale_poll_cost(struct pend *s)
+{
+	struct rpcrdma_wc wc[16];
+	unsigned long k = 0;
+	uint64_t t0 = perf_now_ns(), t;
+	do {
+		for (int i = 0; i < 16; i++, k++)
+			if (s->ops->poll_cq(s->rcq, 16, wc) != 0)
+				return -1;
+		t = perf_now_ns();
+	} while (t - t0 < 200000000ull);
+	return (double)(t - t0) / (double)k;
+}
+
+struct scale_conn {
+	struct rpcrdma_cm_id *cid, *sid;
+	struct rpcrdma_qp *cqp, *sqp;
+};
+
+/* Connects conns [from, to): the server's QPs on its one CQ, and on srq
+ * when there is one. */
+static int scale_connect(const struct opts *o, struct pend *s, struct pend *c,
+			 struct rpcrdma_srq *srq, uint16_t port,
+			 struct scale_conn *k, unsigned from, unsigned to)
+{
+	struct sockaddr_storage ss;
+	unsigned next = from, req = 0, cest = 0, sest = 0, want = to - from;
+	uint64_t end = perf_now_ns() + (uint64_t)WAIT_MS * 1000000u;
+	while ((cest < want || sest < want) && perf_now_ns() < end) {
+		/* At most 64 handshakes in flight, as a listen backlog. */
+		while (next < to && next - from - cest < 64) {
+			struct scale_conn *x = &k[next];
+			int rc = c->ops->create_id(c->ch, x, &x->cid);
+			if (rc == 0)
+				rc = c->ops->resolve(x->cid,
+						     with_port(o, port, &ss),
+						     o->sslen);
+			if (rc == 0)
+				rc = scale_qp(c, x->cid, 4, 1, 0, NULL, &x->cqp);
+			struct rpcrdma_conn_param cp = {
+				.private_data = &next,
+				.private_data_len = sizeof(next),
+				.responder_resources = 1,
+				.initiator_depth = 1 };
+			if (rc == 0)
+				rc = c->ops->connect(x->cid, &cp);
+			if (rc < 0)
+				return rc;
+			next++;
+		}
+		struct rpcrdma_cm_event *ev;
+		bool any = false;
+		while (s->ops->get_cm_event(s->ch, &ev) == 0) {
+			any = true;
+			int rc = 0;
+			if (ev->type == RPCRDMA_CM_EVENT_CONNECT_REQUEST) {
+				unsigned i = UINT32_MAX;
+				if (ev->private_data_len >= sizeof(i))
+					memcpy(&i, ev->private_data, sizeof(i));
+				if (i < from || i >= to || k[i].sid)
+					rc = RPCRDMA_ERR_PROTOCOL;
+				struct rpcrdma_conn_param cp = {
+					.responder_resources = 1,
+					.initiator_depth = 1 };
+				if (rc == 0) {
+					k[i].sid = ev->id;
+					rc = scale_qp(s, ev->id, 4,
+						      SCALE_IDLE_RECVS,
+						      SCALE_IDLE_RECVS, srq,
+						      &k[i].sqp);
+				}
+				if (rc == 0)
+					rc = s->ops->accept(ev->id, &cp);
+				req++;
+			} else if (ev->type == RPCRDMA_CM_EVENT_ESTABLISHED) {
+				sest++;
+			} else {
+				rc = RPCRDMA_ERR_PROTOCOL;
+			}
+			s->ops->ack_cm_event(ev);
+			if (rc < 0)
+				return rc;
+		}
+		while (c->ops->get_cm_event(c->ch, &ev) == 0) {
+			any = true;
+			bool ok = ev->type == RPCRDMA_CM_EVENT_ESTABLISHED;
+			c->ops->ack_cm_event(ev);
+			if (!ok)
+				return RPCRDMA_ERR_CONNREFUSED;
+			cest++;
+		}
+		if (!any) {
+			struct pollfd pfd[2] = { { s->ch->fd, POLLIN, 0 },
+						 { c->ch->fd, POLLIN, 0 } };
+			poll(pfd, 2, 10);
+		}
+	}
+	return cest == want && sest == want ? 0 : RPCRDMA_ERR_TIMEOUT;
+}
+
+/* poll_cq cost with 1 and n idle connections; the server's QPs share a
+ * receive queue where the device has them (*srq_used says). */
+static int scale_poll(const struct opts *o, unsigned n, double *ns1,
+		      double *nsn, bool *srq_used)
+{
+	struct pend s, c;
+	struct sockaddr_storage ss;
+	struct rpcrdma_srq *srq = NULL;
+	struct scale_conn *k = calloc(n, sizeof(*k));
+	int rc = k ? scale_open(&s, o, (int)(8 * n + 64)) : RPCRDMA_ERR_NOMEM;
+	if (rc == 0)
+		rc = scale_open(&c, o, (int)(8 * n + 64));
+	if (rc == 0 && scale_srq(&s, &srq) < 0 && srq) {
+		s.ops->destroy_srq(srq); /* none: own receive queues */
+		srq = NULL;
+	}
+	*srq_used = srq != NULL;
+	if (rc == 0)
+		rc = s.ops->create_id(s.ch, NULL, &s.listen);
+	if (rc == 0)
+		rc = s.ops->listen(s.listen, with_port(o, o->port, &ss),
+				   o->sslen, 1024);
+	uint16_t port = 0;
+	if (rc == 0)
+		port = port_of(&s.listen->local_addr);
+	if (rc == 0)
+		rc = scale_connect(o, &s, &c, srq, port, k, 0, 1);
+	if (rc == 0)
+		*ns1 = scale_poll_cost(&s);
+	if (rc == 0)
+		rc = scale_connect(o, &s, &c, srq, port, k, 1, n);
+	if (rc == 0)
+		*nsn = scale_poll_cost(&s);
+	if (rc == 0 && (*ns1 < 0 || *nsn < 0))
+		rc = RPCRDMA_ERR_PROTOCOL; /* an idle CQ had completions */
+	for (unsigned i = 0; k && i < n; i++) {
+		if (k[i].cqp)
+			c.ops->destroy_qp(k[i].cqp);
+		if (k[i].cid)
+			c.ops->destroy_id(k[i].cid);
+		if (k[i].sqp)
+			s.ops->destroy_qp(k[i].sqp);
+		if (k[i].sid)
+			s.ops->destroy_id(k[i].sid);
+	}
+	if (srq)
+		s.ops->destroy_srq(srq);
+	free(k);
+	p_teardown(&c);
+	p_teardown(&s);
+	if (rc < 0)
+		fprintf(stderr, "rpcrdma-perf: scale with %u connections: %s\n",
+			n, rpcrdma_strerror(rc));
+	return rc;
+}
+
+static int run_scale(const struct opts *o, struct scale_res *r)
+{
+	/* Two sockets per connection in this process, and a few more. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	r->conns = o->conns;
+	r->qp_heap = r->qp_rss = r->srq_qp_heap = r->srq_qp_rss = -1;
+	r->srq_heap = -1;
+	if (scale_memory(o, o->conns, false, &r->qp_heap, &r->qp_rss,
+			 &r->srq_heap) < 0 ||
+	    scale_memory(o, o->conns, true, &r->srq_qp_heap, &r->srq_qp_rss,
+			 &r->srq_heap) < 0)
+		return -1;
+	return scale_poll(o, o->conns, &r->poll_ns_1, &r->poll_ns_n, &r->srq);
+}
+
+/* ------------------------------------------------------------------ */
 /* TCP side: the same pattern on a socket                               */
 
 /* Reads exactly n bytes: tries without blocking, then sleeps in poll(). */
@@ -1089,14 +1433,21 @@ static const char *size_str(size_t s, char *b, size_t n)
 	return b;
 }
 
+/* v with `decimals`, or `none` when it was not measured (< 0). */
+static const char *num_str(double v, int decimals, const char *none, char *b,
+			   size_t n)
+{
+	if (v < 0)
+		snprintf(b, n, "%s", none);
+	else
+		snprintf(b, n, "%.*f", decimals, v);
+	return b;
+}
+
 /* Copied bytes per payload byte, or "-" when not counted. */
 static const char *cp_str(double v, char *b, size_t n)
 {
-	if (v < 0)
-		snprintf(b, n, "%s", "-");
-	else
-		snprintf(b, n, "%.4f", v);
-	return b;
+	return num_str(v, 4, "-", b, n);
 }
 
 static void print_text(const struct opts *o, const struct results *r)
@@ -1192,6 +1543,48 @@ static void print_json(const struct opts *o, const struct results *r)
 	printf("}\n");
 }
 
+static const char *bytes_str(double v, char *b, size_t n)
+{
+	return num_str(v, 0, "n/a", b, n);
+}
+
+static void print_scale(const struct opts *o, const struct scale_res *r)
+{
+	char b1[32], b2[32], b3[32];
+	printf("scale: %s, %u connections, every server QP on one CQ%s\n",
+	       o->provider, r->conns,
+	       r->srq ? " and one shared receive queue" : "");
+	printf("  poll_cq on the idle CQ  ns/call: 1 connection %.0f, %u "
+	       "connections %.0f, ratio %.2f\n",
+	       r->poll_ns_1, r->conns, r->poll_ns_n,
+	       ratio(r->poll_ns_n, r->poll_ns_1));
+	printf("  per cm_id + QP (%d send, %d receive WRs)   heap bytes   "
+	       "RSS bytes\n", SCALE_SEND_WR, SCALE_RECV_WR);
+	printf("    own receive queue       %12s %11s\n",
+	       bytes_str(r->qp_heap, b1, sizeof(b1)),
+	       bytes_str(r->qp_rss, b2, sizeof(b2)));
+	printf("    shared receive queue    %12s %11s   (ratio %.2f; the "
+	       "queue itself, %d receives: %s heap bytes)\n",
+	       bytes_str(r->srq_qp_heap, b1, sizeof(b1)),
+	       bytes_str(r->srq_qp_rss, b2, sizeof(b2)),
+	       ratio(r->srq_qp_heap, r->qp_heap), SCALE_SRQ_WR,
+	       bytes_str(r->srq_heap, b3, sizeof(b3)));
+	printf("  (heap: glibc's counters, n/a under a sanitizer)\n");
+}
+
+static void print_scale_json(const struct opts *o, const struct scale_res *r)
+{
+	printf("{\"subcommand\":\"provider\",\"workload\":\"scale\","
+	       "\"provider\":\"%s\",\"conns\":%u,\"poll_ns_1\":%.1f,"
+	       "\"poll_ns_n\":%.1f,\"poll_ratio\":%.3f,\"srq\":%s,"
+	       "\"qp_heap\":%.0f,\"qp_rss\":%.0f,\"srq_qp_heap\":%.0f,"
+	       "\"srq_qp_rss\":%.0f,\"srq_heap\":%.0f}\n",
+	       o->provider, r->conns, r->poll_ns_1, r->poll_ns_n,
+	       ratio(r->poll_ns_n, r->poll_ns_1), r->srq ? "true" : "false",
+	       r->qp_heap, r->qp_rss, r->srq_qp_heap, r->srq_qp_rss,
+	       r->srq_heap);
+}
+
 /* --only LIST: comma-separated workload names; 0 when one is unknown. */
 static unsigned parse_only(const char *v)
 {
@@ -1200,7 +1593,7 @@ static unsigned parse_only(const char *v)
 		unsigned bit;
 	} w[] = { { "pingpong", W_PINGPONG }, { "wlat", W_WLAT },
 		  { "burst", W_BURST }, { "write", W_WRITE },
-		  { "read", W_READ } };
+		  { "read", W_READ }, { "scale", W_SCALE } };
 	char buf[128];
 	char *save = NULL;
 	unsigned bits = 0;
@@ -1220,7 +1613,8 @@ static unsigned parse_only(const char *v)
 int perf_cmd_provider(int argc, char **argv)
 {
 	struct opts o = { .provider = "iwarp", .addr = "127.0.0.1",
-			  .iters = 10000, .max_size = MAXSZ, .only = W_ALL };
+			  .iters = 10000, .max_size = MAXSZ, .only = W_ALL,
+			  .conns = 1000 };
 	struct results r;
 	long port = 0;
 
@@ -1254,9 +1648,12 @@ int perf_cmd_provider(int argc, char **argv)
 			i++;
 			if (!o.only) {
 				fprintf(stderr, "rpcrdma-perf: --only takes "
-					"pingpong,wlat,burst,write,read\n");
+					"pingpong,wlat,burst,write,read,scale\n");
 				return 2;
 			}
+		} else if (!strcmp(a, "--conns") && v) {
+			o.conns = (unsigned)strtoul(v, NULL, 0);
+			i++;
 		} else if (!strcmp(a, "--no-tcp")) {
 			o.no_tcp = true;
 		} else if (!strcmp(a, "--spin-us") && v) {
@@ -1271,8 +1668,8 @@ int perf_cmd_provider(int argc, char **argv)
 				"usage: rpcrdma-perf provider [--provider NAME] "
 				"[--addr IP] [--iters N] [--min-size BYTES] "
 				"[--max-size BYTES] [--spin-us N] [--port P] "
-				"[--only pingpong,wlat,burst,write,read] "
-				"[--no-tcp] [--pin] [--json]\n");
+				"[--only pingpong,wlat,burst,write,read,scale] "
+				"[--conns N] [--no-tcp] [--pin] [--json]\n");
 			return 2;
 		}
 	}
@@ -1304,6 +1701,19 @@ int perf_cmd_provider(int argc, char **argv)
 		fprintf(stderr, "rpcrdma-perf: unknown provider %s\n",
 			o.provider);
 		return 2;
+	}
+	if (o.only & W_SCALE) {
+		struct scale_res sr;
+		memset(&sr, 0, sizeof(sr));
+		if (o.conns < 2 || run_scale(&o, &sr) < 0)
+			return 1;
+		if (o.json)
+			print_scale_json(&o, &sr);
+		else
+			print_scale(&o, &sr);
+		o.only &= ~(unsigned)W_SCALE;
+		if (!o.only)
+			return 0;
 	}
 	if (run_provider(&o, &r) < 0)
 		return 1;

@@ -6,6 +6,7 @@
  *                         [--max-size BYTES] [--spin-us N] [--pin] [--json]
  *   rpcrdma-perf rpc | server | client ...   (perf_rpc.c)
  *   rpcrdma-perf cost ...                    (perf_cost.c)
+ *   rpcrdma-perf load ...                    (perf_load.c)
  *
  * Every subcommand measures its baseline in the same run, on the same
  * address, with the same threads and wake-up pattern, and prints ratios.
@@ -88,6 +89,25 @@ static const struct perf_cmd cmds[] = {
 	  "(callgrind), context switches\n"
 	  "      (getrusage, perf stat), CPU time; rpcrdma, rdma-tirpc and "
 	  "libtirpc side by side" },
+	{ "soak", perf_cmd_soak,
+	  "soak [--seconds N] [--clients N] [--depth N] [--max-retries N] "
+	  "[--timeout-ms N]\n"
+	  "      [--kill-every S] [--stop-every S] [--churn N] [--port N] "
+	  "[--seed N] [--keep]\n"
+	  "      a server and client processes through SIGKILL + restart, "
+	  "SIGSTOP and a faulty\n"
+	  "      TCP proxy; every call accounted for (perf_soak.c)" },
+	{ "load", perf_cmd_load,
+	  "load [--procs P] [--conns C | --connections N] [--depth D] "
+	  "[--duration S] [--mix SPEC]\n"
+	  "      [--with rpcrdma,rdma-tirpc,libtirpc] [--reopen N] [--idle S] "
+	  "[--fairness] [--json] ...\n"
+	  "      P client processes x C connections x D calls in flight "
+	  "against a server in another\n"
+	  "      process: calls/s, p50/p99/p999, errors by kind, calls never "
+	  "completed, the server's\n"
+	  "      RSS per connection and CPU per call; --fairness: small calls "
+	  "beside a greedy client" },
 	/* What cost runs under valgrind and perf: warm-up + CALLS calls. */
 	{ "cost-run", perf_cmd_cost_run, NULL },
 	{ NULL, NULL, NULL },
@@ -168,6 +188,52 @@ static const struct {
 	 "  --goals                  the project's targets, MET / MISSED\n"
 	 "  --quiet                  the table alone\n"
 	 "  --json                   JSON instead of tables\n"},
+	{"load",
+	 "  --procs P                client processes (default 2)\n"
+	 "  --conns C                connections per process (default 4)\n"
+	 "  --connections N          N connections in all, spread over the "
+	 "processes (instead of --conns)\n"
+	 "  --depth D                calls in flight per connection "
+	 "(default 1)\n"
+	 "  --duration S             seconds of load (default 5; 0: connect, "
+	 "hold, one call each)\n"
+	 "  --mix SPEC               kinds of call and their shares, "
+	 "e.g. null:90,4k:9,1m:1 (default null);\n"
+	 "                           null, SIZE or wSIZE (a WRITE), rSIZE (a "
+	 "READ), SIZE up to 1m\n"
+	 "  --with LIST              contenders, in turn, among rpcrdma (native "
+	 "async API),\n"
+	 "                           rdma-tirpc (rpcgen stubs, D threads per "
+	 "connection), libtirpc\n"
+	 "                           (TCP, the same way) (default "
+	 "rpcrdma,libtirpc)\n"
+	 "  --reopen N               close and open each connection again "
+	 "after N calls\n"
+	 "  --idle S                 hold the connections idle S seconds "
+	 "before the load: the\n"
+	 "                           server's CPU then (default 1)\n"
+	 "  --drain S                how long calls may take to end after the "
+	 "duration (default 40)\n"
+	 "  --settle S               wait after the close before the server's "
+	 "RSS (default 3)\n"
+	 "  --connect-threads N      threads opening connections per process "
+	 "(default 8)\n"
+	 "  --addr IP                where the server this command starts "
+	 "listens (default 127.0.0.1)\n"
+	 "  --server-workers N       that server's handler threads (default 0: "
+	 "inline)\n"
+	 "  --server HOST:PORT       an `rpcrdma-perf server` already running "
+	 "instead\n"
+	 "  --server-pid PID         its process, for its memory and CPU\n"
+	 "  --provider NAME          iwarp (default) or verbs\n"
+	 "  --fairness               N small callers alone, then beside one "
+	 "greedy connection\n"
+	 "  --fair-conns N           the small callers (default 8)\n"
+	 "  --greedy-depth D         the greedy connection's calls in flight "
+	 "(default 32)\n"
+	 "  --greedy-mix SPEC        its calls (default w1m)\n"
+	 "  --quiet                  no progress lines\n"
+	 "  --json                   JSON instead of text\n"},
 };
 
 static void usage(FILE *f)

@@ -4,6 +4,7 @@
  * the dispatch of received messages by direction (see engine.h).  The
  * Requester role is in requester.c, the Responder role in responder.c.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,7 @@ static bool ev_grow(struct rpcrdma_engine *e)
 	free(e->evq);
 	e->evq = q;
 	e->evq_cap = cap;
+	e->cap.evq = cap; /* what a reset clears */
 	e->evq_head = 0;
 	return true;
 }
@@ -250,81 +252,15 @@ static bool unpost(struct rpcrdma_engine *e, uint32_t idx)
 /* ---------------------------------------------------------------------
  * Create / destroy
  */
-int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
-			  const struct rpcrdma_engine_mem_ops *mem,
-			  struct rpcrdma_engine **out)
+/* The state of a new engine, over allocations in place and every other
+ * field zero: create's last step, and all of reset. */
+static void engine_init(struct rpcrdma_engine *e)
 {
-	if (!cfg || !mem || !mem->reg || !mem->release || !out)
-		return RPCRDMA_ERR_INVAL;
-	if (!cfg->max_calls || !cfg->credits ||
-	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||
-	    cfg->max_inline_recv < RPCRDMA_V1_DEFAULT_INLINE ||
-	    cfg->max_calls > (1u << 20) || cfg->credits > (1u << 20) ||
-	    cfg->versions < RPCRDMA_ENGINE_V1_ONLY ||
-	    cfg->versions > RPCRDMA_ENGINE_PREFER_V2 ||
-	    cfg->v2_brs > RPCRDMA_V2_RVREQSUP_GENL)
-		return RPCRDMA_ERR_INVAL;
-	struct rpcrdma_engine *e = calloc(1, sizeof *e);
-	if (!e)
-		return RPCRDMA_ERR_NOMEM;
-	e->cfg = *cfg;
-	e->mem = *mem;
-	/* Buffers exactly as large as what we advertise (RFC 8797 §4.2). */
-	e->rsize = rpcrdma_cm_pdata_code_to_size(
-		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_recv));
-	e->ssize = rpcrdma_cm_pdata_code_to_size(
-		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_send));
-	if (e->cfg.limits.max_header_size == 0 ||
-	    e->cfg.limits.max_header_size > e->rsize)
-		e->cfg.limits.max_header_size = e->rsize;
-	e->nrq = cfg->max_calls;
-	/* A Responder slot is busy until its reply's Send completes, which a
-	 * fast Requester may overtake with its next call: twice the grant. */
-	e->nrs = 2 * cfg->credits;
-	e->recv_target = cfg->credits + cfg->max_calls;
-	e->nrbuf = e->recv_target + e->nrq;
-	if (!e->cfg.sq_depth)
-		e->cfg.sq_depth = 4 * (cfg->max_calls + cfg->credits);
 	e->sq_avail = e->cfg.sq_depth;
-	e->next_xid = cfg->xid_seed;
-	e->peer_v1_only = cfg->peer_v1_only;
+	e->next_xid = e->cfg.xid_seed;
+	e->peer_v1_only = e->cfg.peer_v1_only;
 	rpcrdma_credits_reset(e);
 	e->ord = 1;
-
-	e->rq = calloc(e->nrq, sizeof *e->rq);
-	e->rs = calloc(e->nrs, sizeof *e->rs);
-	e->rq_free = calloc(e->nrq, sizeof *e->rq_free);
-	e->rs_free = calloc(e->nrs, sizeof *e->rs_free);
-	for (e->xid_mask = 1; e->xid_mask < 4 * e->nrq; e->xid_mask <<= 1)
-		;
-	e->xid_map = calloc(e->xid_mask, sizeof *e->xid_map);
-	e->xid_mask--;
-	e->rfree = calloc(e->nrbuf, sizeof *e->rfree);
-	e->rposted = calloc(e->nrbuf, sizeof *e->rposted);
-	e->wrq_cap = e->cfg.sq_depth + e->nrbuf;
-	e->wrq = calloc(e->wrq_cap, sizeof *e->wrq);
-	e->evq_cap = e->nrq + e->nrs + 1;
-	e->evq = calloc(e->evq_cap, sizeof *e->evq);
-	e->arena_len = (size_t)e->nrbuf * e->rsize +
-		       (size_t)(e->nrq + e->nrs) * e->ssize +
-		       (size_t)e->nrs * e->rsize;
-	e->arena = calloc(1, e->arena_len);
-	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
-	    !e->xid_map || rpcrdma_sq_create(e) < 0) {
-		e->arena_mr.addr = NULL;
-		rpcrdma_engine_destroy(e);
-		return RPCRDMA_ERR_NOMEM;
-	}
-	int rc = mem->reg(mem->ctx, e->arena, e->arena_len,
-			  RPCRDMA_ACCESS_LOCAL_WRITE, &e->arena_mr);
-	if (rc) {
-		e->arena_mr.addr = NULL;
-		rpcrdma_engine_destroy(e);
-		/* AGAIN means "registrations are short, retry later" to the
-		 * roles, which queue; here nothing will retry. */
-		return rc == RPCRDMA_ERR_AGAIN ? RPCRDMA_ERR_NOMEM : rc;
-	}
 	e->rbufs = e->arena;
 	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
 	for (uint32_t i = 0; i < e->nrq; i++, p += e->ssize) {
@@ -348,23 +284,148 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
 	e->rq_pending.n = e->rs_pending.n = 0;
+}
+
+/* The sizes cfg gives, after create's checks on it. */
+static int derive(const struct rpcrdma_engine_config *cfg,
+		  struct rpcrdma_engine_sizes *z)
+{
+	if (!cfg->max_calls || !cfg->credits ||
+	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||
+	    cfg->max_inline_recv < RPCRDMA_V1_DEFAULT_INLINE ||
+	    cfg->max_calls > (1u << 20) || cfg->credits > (1u << 20) ||
+	    cfg->versions < RPCRDMA_ENGINE_V1_ONLY ||
+	    cfg->versions > RPCRDMA_ENGINE_PREFER_V2 ||
+	    cfg->v2_brs > RPCRDMA_V2_RVREQSUP_GENL)
+		return RPCRDMA_ERR_INVAL;
+	/* Buffers exactly as large as what we advertise (RFC 8797 §4.2). */
+	z->rsize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_recv));
+	z->ssize = rpcrdma_cm_pdata_code_to_size(
+		rpcrdma_cm_pdata_size_to_code(cfg->max_inline_send));
+	z->max_header = cfg->limits.max_header_size;
+	if (z->max_header == 0 || z->max_header > z->rsize)
+		z->max_header = z->rsize;
+	z->nrq = cfg->max_calls;
+	/* A Responder slot is busy until its reply's Send completes, which a
+	 * fast Requester may overtake with its next call: twice the grant. */
+	z->nrs = 2 * cfg->credits;
+	z->recv_target = cfg->credits + cfg->max_calls;
+	z->nrbuf = z->recv_target + z->nrq;
+	z->sq_depth = cfg->sq_depth ? cfg->sq_depth
+				    : 4 * (cfg->max_calls + cfg->credits);
+	for (z->xid_map = 1; z->xid_map < 4 * z->nrq; z->xid_map <<= 1)
+		;
+	z->wrq = z->sq_depth + z->nrbuf;
+	z->evq = z->nrq + z->nrs + 1;
+	z->sqe = z->sq_depth + 1;
+	z->arena = (size_t)z->nrbuf * z->rsize +
+		   (size_t)(z->nrq + z->nrs) * z->ssize +
+		   (size_t)z->nrs * z->rsize;
+	return 0;
+}
+
+/* The arena of rpcrdma_engine_create: receive buffers (credits, the
+ * replies of our calls, and one per call held), a Send buffer per
+ * Requester and Responder slot, and a small-reply buffer per Responder
+ * slot, each as large as what we advertise (RFC 8797 §4.2).  0 for a
+ * configuration create refuses. */
+size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg)
+{
+	struct rpcrdma_engine_sizes z;
+	return derive(cfg, &z) == 0 ? z.arena : 0;
+}
+
+/* The configuration and the sizes it gives, into e. */
+static void apply(struct rpcrdma_engine *e,
+		  const struct rpcrdma_engine_config *cfg,
+		  const struct rpcrdma_engine_sizes *z)
+{
+	e->cfg = *cfg;
+	e->cfg.limits.max_header_size = z->max_header;
+	e->cfg.sq_depth = z->sq_depth;
+	e->rsize = z->rsize;
+	e->ssize = z->ssize;
+	e->nrq = z->nrq;
+	e->nrs = z->nrs;
+	e->recv_target = z->recv_target;
+	e->nrbuf = z->nrbuf;
+	e->xid_mask = z->xid_map - 1;
+	e->wrq_cap = z->wrq;
+	e->evq_cap = z->evq;
+	e->sqe_cap = z->sqe;
+	e->arena_len = z->arena;
+}
+
+int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
+			  const struct rpcrdma_engine_mem_ops *mem,
+			  struct rpcrdma_engine **out)
+{
+	struct rpcrdma_engine_sizes z;
+	if (!cfg || !mem || !mem->reg || !mem->release || !out)
+		return RPCRDMA_ERR_INVAL;
+	int rc = derive(cfg, &z);
+	if (rc)
+		return rc;
+	struct rpcrdma_engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return RPCRDMA_ERR_NOMEM;
+	e->mem = *mem;
+	apply(e, cfg, &z);
+	e->cap = z;
+	e->rq = calloc(z.nrq, sizeof *e->rq);
+	e->rs = calloc(z.nrs, sizeof *e->rs);
+	e->rq_free = calloc(z.nrq, sizeof *e->rq_free);
+	e->rs_free = calloc(z.nrs, sizeof *e->rs_free);
+	e->xid_map = calloc(z.xid_map, sizeof *e->xid_map);
+	e->rfree = calloc(z.nrbuf, sizeof *e->rfree);
+	e->rposted = calloc(z.nrbuf, sizeof *e->rposted);
+	e->wrq = calloc(z.wrq, sizeof *e->wrq);
+	e->evq = calloc(z.evq, sizeof *e->evq);
+	e->sqe = calloc(z.sqe, sizeof *e->sqe);
+	e->arena = calloc(1, z.arena);
+	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
+	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
+	    !e->xid_map || !e->sqe) {
+		e->arena_mr.addr = NULL;
+		rpcrdma_engine_destroy(e);
+		return RPCRDMA_ERR_NOMEM;
+	}
+	rpcrdma_sq_config(e);
+	rc = mem->reg(mem->ctx, e->arena, z.arena, RPCRDMA_ACCESS_LOCAL_WRITE,
+		      &e->arena_mr);
+	if (rc) {
+		e->arena_mr.addr = NULL;
+		rpcrdma_engine_destroy(e);
+		/* AGAIN means "registrations are short, retry later" to the
+		 * roles, which queue; here nothing will retry. */
+		return rc == RPCRDMA_ERR_AGAIN ? RPCRDMA_ERR_NOMEM : rc;
+	}
+	engine_init(e);
 	*out = e;
 	return 0;
+}
+
+/* Slots' registrations and memory, as destroy releases them. */
+static void release_slots(struct rpcrdma_engine *e)
+{
+	if (e->rq)
+		for (uint32_t i = 0; i < e->nrq; i++) {
+			rpcrdma_rq_release_mrs(e, &e->rq[i]);
+			free(e->rq[i].bounce);
+			e->rq[i].bounce = NULL;
+		}
+	if (e->rs)
+		for (uint32_t i = 0; i < e->nrs; i++)
+			if (e->rs[i].state != RS_FREE)
+				rpcrdma_rs_free(e, &e->rs[i]);
 }
 
 void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 {
 	if (!e)
 		return;
-	if (e->rq)
-		for (uint32_t i = 0; i < e->nrq; i++) {
-			rpcrdma_rq_release_mrs(e, &e->rq[i]);
-			free(e->rq[i].bounce);
-		}
-	if (e->rs)
-		for (uint32_t i = 0; i < e->nrs; i++)
-			if (e->rs[i].state != RS_FREE)
-				rpcrdma_rs_free(e, &e->rs[i]);
+	release_slots(e);
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
 	free(e->arena);
@@ -379,6 +440,77 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	free(e->rs);
 	free(e->rq);
 	free(e);
+}
+
+int rpcrdma_engine_reset(struct rpcrdma_engine *e,
+			 const struct rpcrdma_engine_config *cfg)
+{
+	struct rpcrdma_engine_sizes z;
+	if (!cfg)
+		cfg = &e->cfg;
+	int rc = derive(cfg, &z);
+	if (rc)
+		return rc;
+	const struct rpcrdma_engine_sizes *c = &e->cap;
+	if (z.nrq > c->nrq || z.nrs > c->nrs || z.nrbuf > c->nrbuf ||
+	    z.xid_map > c->xid_map || z.wrq > c->wrq || z.evq > c->evq ||
+	    z.sqe > c->sqe || z.arena > c->arena)
+		return RPCRDMA_ERR_NOSPACE;
+	release_slots(e);
+	/* Keep what create allocated and registered (and how large it is);
+	 * every other field goes back to zero, as create's calloc left it,
+	 * and so does the content of every array but the buffers' (and the
+	 * scratch headers').  Slots never taken are as the last init left
+	 * them. */
+	struct rpcrdma_engine_mem_ops mem = e->mem;
+	struct rpcrdma_engine_sizes cap = e->cap;
+	struct rpcrdma_engine_mr arena_mr = e->arena_mr;
+	struct rq *rq = e->rq;
+	struct rs *rs = e->rs;
+	uint32_t rq_used = e->rq_used, rs_used = e->rs_used;
+	uint32_t *rq_free = e->rq_free, *rs_free = e->rs_free;
+	uint32_t *xid_map = e->xid_map, *rfree = e->rfree;
+	uint32_t *rposted = e->rposted;
+	struct rpcrdma_engine_wr *wrq = e->wrq;
+	struct evq_ent *evq = e->evq;
+	struct sq_ent *sqe = e->sqe;
+	uint8_t *arena = e->arena;
+	struct rpcrdma_engine_config keep = *cfg; /* cfg may be &e->cfg */
+	/* The scratch headers (most of the struct) are written before each
+	 * use. */
+	memset(e, 0, offsetof(struct rpcrdma_engine, rx_hdr));
+	e->mem = mem;
+	e->cap = cap;
+	e->arena_mr = arena_mr;
+	e->rq = rq;
+	e->rs = rs;
+	e->rq_free = rq_free;
+	e->rs_free = rs_free;
+	e->xid_map = xid_map;
+	e->rfree = rfree;
+	e->rposted = rposted;
+	e->wrq = wrq;
+	e->evq = evq;
+	e->sqe = sqe;
+	e->arena = arena;
+	apply(e, &keep, &z);
+	memset(rq, 0, rq_used * sizeof *rq);
+	memset(rs, 0, rs_used * sizeof *rs);
+	memset(rq_free, 0, cap.nrq * sizeof *rq_free);
+	memset(rs_free, 0, cap.nrs * sizeof *rs_free);
+	memset(xid_map, 0, cap.xid_map * sizeof *xid_map);
+	memset(rfree, 0, cap.nrbuf * sizeof *rfree);
+	memset(rposted, 0, cap.nrbuf * sizeof *rposted);
+	memset(wrq, 0, cap.wrq * sizeof *wrq);
+	memset(evq, 0, cap.evq * sizeof *evq);
+	memset(sqe, 0, cap.sqe * sizeof *sqe);
+	/* The buffers keep their bytes (zeroing them was a sixth of a fuzz
+	 * input's time): nothing reads a buffer byte that was not written
+	 * in the same life, and the fuzz targets' replay build checks that
+	 * a reset engine does exactly what a new one does. */
+	rpcrdma_sq_config(e);
+	engine_init(e);
+	return 0;
 }
 
 int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
@@ -432,7 +564,12 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 {
 	if (e->connected)
 		return RPCRDMA_ERR_BUSY;
-	rpcrdma_cm_pdata_decode(pdata, pdata ? len : 0, &e->peer_pdata);
+	/* RFC 8797 §5.2: "the buffer containing the received Private Data
+	 * is searched for the Format Identifier word", at any offset (other
+	 * layers may put their own private data first); only when no
+	 * conforming message is found do the §5.1 defaults apply.  Both
+	 * roles come through here. */
+	rpcrdma_cm_pdata_find(pdata, pdata ? len : 0, &e->peer_pdata, NULL);
 	e->connected = true;
 	e->close_asked = false;
 	e->ord = ord ? ord : 1;

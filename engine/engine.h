@@ -232,9 +232,27 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg);
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
 			  struct rpcrdma_engine **out);
+/* The bytes of receive and send buffers an engine made with cfg
+ * allocates and registers (one region, for the life of the engine): what
+ * a connection costs before any call (a server's memory budget counts
+ * it). */
+size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg);
 /* Completes every call not yet completed with RPCRDMA_ERR_CANCELLED (no
  * event: the caller is going away), releases all registrations, frees. */
 void rpcrdma_engine_destroy(struct rpcrdma_engine *e);
+/* Back to the state rpcrdma_engine_create(cfg) would return, keeping the
+ * engine's allocations and its buffers' registration: calls and incoming
+ * calls are dropped without events (their registrations released, as
+ * destroy does), counters, XIDs, connection and version state start
+ * again (the buffers' bytes are left as they are).  cfg NULL: the
+ * current configuration; another one must need no more slots, buffers
+ * or queue entries than the engine was created with
+ * (RPCRDMA_ERR_NOSPACE, nothing changed; RPCRDMA_ERR_INVAL as create).
+ * For drivers that run many short lives (the fuzz targets,
+ * fuzz/engine_harness.h), where a whole create costs more than what
+ * they then do. */
+int rpcrdma_engine_reset(struct rpcrdma_engine *e,
+			 const struct rpcrdma_engine_config *cfg);
 
 /* Our RFC 8797 private data (8 bytes) for connect/accept.  Returns its
  * length or RPCRDMA_ERR_NOSPACE. */
@@ -246,7 +264,8 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
  */
 
 /* The connection is up.  pdata/len: the peer's private data (NULL/0 when
- * none; invalid data means 1024-byte thresholds, RFC 8797 §5.1).  ord:
+ * none), searched for the RFC 8797 message at any offset (§5.2); none
+ * found means 1024-byte thresholds and no remote invalidation (§5.1).  ord:
  * RDMA Reads we may have outstanding (0 is taken as 1).  Posts every
  * receive buffer, then sends any queued and resent calls.  Errors:
  * RPCRDMA_ERR_BUSY if already connected. */

@@ -154,6 +154,13 @@ struct rq {
 	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
 	enum shape shape;    /* shape of the last attempt */
 	uint32_t offered_writes; /* Write chunks in the last attempt */
+	/* What the last attempt offered, segment by segment (each of our
+	 * chunks has at most one): a reply is checked against these, not
+	 * against the caller's results (RFC 8166 §3.4.6, §4.5; draft
+	 * §5.3.3: a recovery offers fewer chunks, or some empty). */
+	uint8_t off_w_nsegs[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_segment off_w[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_segment off_reply; /* when reply_offered */
 	uint32_t peer_err;   /* error code that ended the call */
 	/* Recovery after an RDMA2_ERROR (§5.3.3): how the resend differs. */
 	bool resend;         /* resend once invalidation is done */
@@ -251,8 +258,19 @@ static inline uint32_t fifo_take(struct fifo *f)
 	return h;
 }
 
+/* What a configuration makes of an engine: its buffer and slot counts
+ * (engine.c derives them for create and reset). */
+struct rpcrdma_engine_sizes {
+	uint32_t rsize, ssize, nrq, nrs, recv_target, nrbuf, sq_depth;
+	uint32_t xid_map, wrq, evq, sqe; /* array entries */
+	uint32_t max_header;
+	size_t arena;
+};
+
 struct rpcrdma_engine {
 	struct rpcrdma_engine_config cfg;
+	/* What create allocated for (a reset may use less). */
+	struct rpcrdma_engine_sizes cap;
 	struct rpcrdma_engine_mem_ops mem;
 	struct rpcrdma_engine_counters ctr;
 
@@ -279,6 +297,10 @@ struct rpcrdma_engine {
 	bool fallback_reconnect; /* the opener was lost: the calls held go
 				    on a new connection, in v1 */
 	bool vers_failed;      /* V2_ONLY against a v1 server */
+	bool neg_lost;         /* our opener timed out on this connection:
+				  v1 on a guess (§7.2) */
+	bool rx_closing;       /* the ends disagree on the version: every
+				  message dropped until the close */
 	bool peer_props;       /* RDMA2_CONNPROP received */
 	uint32_t peer_rbsiz, peer_brs;
 
@@ -288,6 +310,8 @@ struct rpcrdma_engine {
 	uint32_t next_xid;
 	uint32_t nrq;
 	struct rq *rq;
+	uint32_t rq_used;      /* slots below this were taken since create
+				  or reset (rs_used likewise) */
 	struct fifo rq_pending;
 	uint32_t *rq_free;     /* stack of free slots */
 	uint32_t nrq_free;
@@ -300,6 +324,7 @@ struct rpcrdma_engine {
 	/* Responder role. */
 	uint32_t nrs;
 	struct rs *rs;
+	uint32_t rs_used;
 	struct fifo rs_pending;
 	uint32_t *rs_free;     /* stack of free slots */
 	uint32_t nrs_free;
@@ -325,7 +350,10 @@ struct rpcrdma_engine {
 	uint32_t evq_cap, evq_head, evq_count;
 	bool ev_lost;          /* an event could not be queued */
 
-	/* Scratch headers (large: embedded chunk lists). */
+	/* Scratch headers (large: embedded chunk lists), written before
+	 * each use.  rpcrdma_engine_reset() zeroes every field above them
+	 * wholesale: a new allocation must be kept there by name; a new
+	 * field that is not scratch goes above them. */
 	struct rpcrdma_v1_hdr rx_hdr;
 	struct rpcrdma_v1_hdr tx_hdr;
 	struct rpcrdma_v2_hdr rx_hdr2;
@@ -405,7 +433,7 @@ void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* send_queue.c */
-int rpcrdma_sq_create(struct rpcrdma_engine *e);
+void rpcrdma_sq_config(struct rpcrdma_engine *e);
 void rpcrdma_sq_destroy(struct rpcrdma_engine *e);
 void rpcrdma_sq_reset(struct rpcrdma_engine *e);
 /* A send-queue request is handed out: record it, choose signalling. */

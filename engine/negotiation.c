@@ -127,6 +127,8 @@ void rpcrdma_neg_start(struct rpcrdma_engine *e, uint64_t now)
 	e->vers = 0;
 	e->negotiating = false;
 	e->vers_failed = false;
+	e->neg_lost = false;
+	e->rx_closing = false;
 	e->peer_props = false;
 	e->peer_rbsiz = RPCRDMA_V2_RBSIZ_DEFAULT;
 	e->peer_brs = RPCRDMA_V2_RVREQSUP_INLINE; /* §4.2 Table 1 */
@@ -165,6 +167,7 @@ bool rpcrdma_neg_tick(struct rpcrdma_engine *e, uint64_t now)
 	 * v1 (peer_v1_only) and whose first message the server follows.
 	 * Nothing but the opener went on this one (§7), so the calls held
 	 * go there whatever their retries (docs/v2.md). */
+	e->neg_lost = true; /* a late answer is dropped (receive.c) */
 	if (e->cfg.versions == RPCRDMA_ENGINE_PREFER_V2) {
 		e->negotiating = false;
 		e->peer_v1_only = true;

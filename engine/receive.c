@@ -281,6 +281,22 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 {
 	uint32_t lo, hi;
 
+	if (e->neg_lost && c->vers == RPCRDMA_VERSION_2 &&
+	    c->proc != RPCRDMA_V2_ERROR) {
+		/* §7.2 lets us take an unanswered opener for lost and go on
+		 * in v1, but this server got it (late: it was stalled) and
+		 * speaks v2 on the connection (§7.3: it never switches), so
+		 * each end now refuses the other's version and every call
+		 * would fail with ERR_VERS.  Close, dropping what else comes:
+		 * the calls go again on a new connection, which opens in v1
+		 * (the server is remembered as v1, which it also speaks), or
+		 * fail with DISCONNECTED. */
+		e->rx_closing = true;
+		e->ctr.bad_replies++;
+		rpcrdma_ask_close(e, RPCRDMA_ERR_DISCONNECTED);
+		return;
+	}
+
 	if (c->proc == RPCRDMA_V1_ERROR) {
 		/* A v1-format ERR_VERS answering our v2 opener. */
 		struct rpcrdma_v1_hdr *h = &e->rx_hdr;
@@ -337,11 +353,25 @@ bool rpcrdma_rx_message(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		e->ctr.short_dropped++;
 		return false;
 	}
+	if (e->rx_closing) {
+		e->ctr.bad_replies++;
+		return false;
+	}
 	bool ok, first = false;
 	if (e->vers) {
 		ok = c.vers == e->vers;
 	} else if (e->negotiating) {
 		ok = c.vers == RPCRDMA_VERSION_2;
+	} else if (e->cfg.client) {
+		/* A client knows its version from the start, or its v2
+		 * opener failed with V2_ONLY (vers_failed: the calls have
+		 * failed and the connection is closing).  It never takes the
+		 * version from the peer's message, as a server does: that
+		 * sent a second RDMA2_CONNPROP (draft §7: one message, then
+		 * nothing) and served v1 reverse calls on a V2_ONLY
+		 * connection. */
+		e->ctr.bad_replies++;
+		return false;
 	} else {
 		/* A server's first message: the client chose (§7.3). */
 		ok = (c.vers == RPCRDMA_VERSION_1 &&

@@ -97,6 +97,8 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
 	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
+	if (q->idx >= e->rq_used)
+		e->rq_used = q->idx + 1; /* what a reset must clear */
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
@@ -226,6 +228,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 				goto fail;
 			wc->nsegs = 1;
 		}
+		q->off_w_nsegs[i] = (uint8_t)wc->nsegs;
+		q->off_w[i] = wc->segs[0];
 	}
 	h->chunks.nwrites = nw;
 	q->offered_writes = nw;
@@ -246,6 +250,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		h->chunks.reply.nsegs = 1;
 		h->chunks.has_reply = true;
 		q->reply_offered = true;
+		q->off_reply = h->chunks.reply.segs[0];
 	}
 
 	if (!q->force_long && rpcrdma_hdr_size(e, h) + unreduced <= e->thr.send) {
@@ -536,16 +541,46 @@ static uint64_t chunk_len(const struct rpcrdma_write_chunk *c)
 	return t;
 }
 
-/* Check the returned Write list against what we offered (§3.4.6,
- * §4.3.2.2-3): no more chunks, each no longer than offered. */
-static bool check_writes(const struct rq *q, const struct rpcrdma_chunk_lists *cl)
+/* A returned chunk against the noff segments offered for it: "The
+ * Responder MUST copy the segment count and all segments from the
+ * Requester-provided Write chunk", updating only the lengths (RFC 8166
+ * §3.4.6; §4.3.3 for the Reply chunk).  So no more segments than
+ * offered, each with the handle and offset offered and no longer.  A
+ * chunk returned with fewer segments (an old Responder leaving an unused
+ * chunk empty) carries less data, never data nobody could write. */
+static bool same_segments(const struct rpcrdma_write_chunk *got,
+			  const struct rpcrdma_segment *off, uint32_t noff)
 {
-	if (cl->nwrites > q->req.nresults)
+	if (got->nsegs > noff)
 		return false;
-	for (uint32_t i = 0; i < cl->nwrites; i++)
-		if (chunk_len(&cl->writes[i]) > q->req.results[i].len)
+	for (uint32_t j = 0; j < got->nsegs; j++)
+		if (got->segs[j].handle != off[j].handle ||
+		    got->segs[j].offset != off[j].offset ||
+		    got->segs[j].length > off[j].length)
 			return false;
 	return true;
+}
+
+/* Check the returned Write list and Reply chunk against what the attempt
+ * being answered offered, not what the caller asked for: a v2 recovery
+ * resends with fewer Write chunks (RDMA2_ERR_WRITE_CHUNKS), or with one
+ * empty (RDMA2_ERR_WRITE_RESOURCE, RFC 8166 §4.3.2.3: "MUST return an
+ * empty Write chunk in that Write list position"), and the handles of
+ * the earlier attempt are invalidated.  More Write chunks than offered,
+ * a segment not offered, or one longer than offered is a header error
+ * the Requester MUST silently discard (§4.5; draft §5.3.3); accepting it
+ * would complete the call with result bytes nobody wrote. */
+static bool check_chunks(const struct rq *q,
+			 const struct rpcrdma_chunk_lists *cl)
+{
+	if (cl->nwrites > q->offered_writes)
+		return false;
+	for (uint32_t i = 0; i < cl->nwrites; i++)
+		if (!same_segments(&cl->writes[i], &q->off_w[i],
+				   q->off_w_nsegs[i]))
+			return false;
+	return !cl->has_reply ||
+	       same_segments(&cl->reply, &q->off_reply, q->reply_offered ? 1 : 0);
 }
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
@@ -710,7 +745,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	case RPCRDMA_V1_MSG:
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
-		if (cl->nreads || !check_writes(q, cl) ||
+		if (cl->nreads || !check_chunks(q, cl) ||
 		    (cl->has_reply && chunk_len(&cl->reply))) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
@@ -730,7 +765,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		/* Long Reply (§3.5.3): the Payload stream is in our Reply
 		 * chunk; its returned length is the reply's. */
 		if (!cl->has_reply || !offered_reply || cl->nreads ||
-		    !check_writes(q, cl) ||
+		    !check_chunks(q, cl) ||
 		    chunk_len(&cl->reply) > q->req.reply_max) {
 			e->ctr.bad_replies++;
 			return false;

@@ -28,6 +28,8 @@ static struct rs *rs_alloc(struct rpcrdma_engine *e)
 {
 	if (e->nrs_free) {
 		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		if (s->idx >= e->rs_used)
+			e->rs_used = s->idx + 1; /* what a reset must clear */
 		/* Taken: the caller sets its real state next. */
 		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;

@@ -26,12 +26,9 @@
 
 #include "engine/engine_internal.h"
 
-int rpcrdma_sq_create(struct rpcrdma_engine *e)
+/* signal_every from the configuration (create, reset). */
+void rpcrdma_sq_config(struct rpcrdma_engine *e)
 {
-	e->sqe_cap = e->cfg.sq_depth + 1;
-	e->sqe = calloc(e->sqe_cap, sizeof *e->sqe);
-	if (!e->sqe)
-		return RPCRDMA_ERR_NOMEM;
 	/* At most signal_every - 1 unsignalled requests wait behind the last
 	 * signalled one: well inside the send queue, and inside the spare
 	 * responder slots (twice the grant, engine.c) that unsignalled reply
@@ -42,7 +39,6 @@ int rpcrdma_sq_create(struct rpcrdma_engine *e)
 	if (n > 16)
 		n = 16;
 	e->signal_every = n ? n : 1;
-	return 0;
 }
 
 void rpcrdma_sq_destroy(struct rpcrdma_engine *e)

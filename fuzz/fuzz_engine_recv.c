@@ -70,7 +70,6 @@
 #include "wire/rpcrdma_v1.h"
 #include "wire/xdr.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---------------------------------------------------------------------
  * Segments the peer advertised on this connection.
@@ -234,7 +233,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	struct inc *ic = &incs[call_id];
 	struct rpcrdma_iov v[5];
 	unsigned n = 0;
-	uint8_t *h = xmalloc(24);
+	uint8_t *h = inc_alloc(incs, ic, 24);
 	uint32_t w[6] = {ic->xid, RPCRDMA_RPC_REPLY, 0, 0, 0, 0};
 	for (int i = 0; i < 6; i++)
 		rpcrdma_be32_put(h + 4 * i, w[i]);
@@ -243,14 +242,14 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	unsigned nddp = shape & 3;
 	for (unsigned i = 0; i < nddp; i++) {
 		size_t len = in ? u16(in) % 9000u : 100u + 37u * i;
-		uint8_t *b = xmalloc(len);
+		uint8_t *b = inc_alloc(incs, ic, len);
 		memset(b, 0xd0 + (int)i, len);
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, true};
 	}
 	if (shape & 4) {
 		size_t len = in ? (u16(in) % 12000u) & ~(size_t)3 : 5000u;
-		uint8_t *b = xmalloc(len);
+		uint8_t *b = inc_alloc(incs, ic, len);
 		memset(b, 0x5a, len);
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, false};
@@ -260,7 +259,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	if (rc == 0) {
 		ic->state = 2;
 	} else if (rc == RPCRDMA_ERR_DISCONNECTED) {
-		free_inc(ic);
+		free_inc_in(incs, ic);
 	} else {
 		FAIL("submit_reply(%u) = %d", call_id, rc);
 	}
@@ -327,6 +326,25 @@ static void check_reply_chunks(uint64_t written)
 
 static bool call_sent; /* a call's Send was handed out in this drain */
 
+/* The chunk lists of our last calls (their latest attempt), by XID. */
+#define MAX_OURS 8u
+static struct ourcall {
+	uint32_t xid;
+	struct rpcrdma_chunk_lists cl;
+} ours[MAX_OURS];
+static uint32_t nours;
+
+static const struct rpcrdma_chunk_lists *our_lists(uint32_t xid)
+{
+	uint32_t n = nours < MAX_OURS ? nours : MAX_OURS;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct ourcall *oc = &ours[(nours - 1 - k) % MAX_OURS];
+		if (oc->xid == xid)
+			return &oc->cl;
+	}
+	return NULL;
+}
+
 static void check_send(const struct rpcrdma_engine_wr *w)
 {
 	const struct rpcrdma_send_wr *sw = &w->send;
@@ -341,6 +359,10 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 		memcpy(msg + n, p, sw->sg_list[i].length);
 		n += sw->sg_list[i].length;
 	}
+	dig(n);
+	if (n >= 16)
+		dig((uint64_t)rpcrdma_be32_get(msg + 4) << 32 ^
+		    rpcrdma_be32_get(msg + 12));
 	uint64_t written = write_bytes;
 	write_bytes = 0;
 	struct rpcrdma_engine_info info;
@@ -381,6 +403,10 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 	if (written)
 		FAIL("RDMA Writes before a call's Send");
 	call_sent = true;
+	/* Kept so that structured replies can return its segments. */
+	struct ourcall *oc = &ours[nours++ % MAX_OURS];
+	oc->xid = hx.xid;
+	rpcrdma_chunk_lists_copy(&oc->cl, &hx.chunks);
 	if (hx.credit == 0)
 		FAIL("call asks for 0 credits");
 	/* Our handles are now exposed to the peer. */
@@ -412,6 +438,8 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 
 static void execute(const struct rpcrdma_engine_wr *w)
 {
+	dig(w->is_recv ? 1 : 2 + (uint64_t)w->send.opcode);
+	dig(w->is_recv ? w->recv.sg_list[0].length : (uint32_t)w->send.num_sge);
 	TRACE("  wr %s op %d id %#llx len %u\n", w->is_recv ? "recv" : "send",
 	      w->is_recv ? -1 : (int)w->send.opcode,
 	      (unsigned long long)(w->is_recv ? w->recv.wr_id : w->send.wr_id),
@@ -500,6 +528,8 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 {
 	TRACE("  event %d xid %#x status %d call_id %u\n", (int)ev->type,
 	      ev->xid, ev->status, ev->call_id);
+	dig((uint64_t)ev->type << 32 ^ (uint32_t)ev->status);
+	dig((uint64_t)ev->xid << 32 ^ ev->reply_len);
 	switch (ev->type) {
 	case RPCRDMA_EV_CALL_DONE: {
 		struct call *c = ev->user;
@@ -524,10 +554,10 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 				     ev->result_len[i], cap);
 		}
 		/* Touch what the engine says it wrote. */
-		volatile uint8_t sink = 0;
-		for (size_t i = 0; i < ev->reply_len; i++)
-			sink ^= c->reply[i];
-		(void)sink;
+		/* What the engine says it delivered is there to read. */
+		if (!readable(c->reply, ev->reply_len))
+			FAIL("reply_len %zu runs past the reply buffer",
+			     ev->reply_len);
 		free_call(c);
 		return false;
 	}
@@ -581,10 +611,12 @@ static void drain(void)
 		if (guard > 10000)
 			FAIL("engine never settles");
 		bool moved = false;
-		struct rpcrdma_engine_wr w;
-		while (rpcrdma_engine_pop_wr(E, &w)) {
+		/* The engine's own entry, as the driver posts it (valid
+		 * until the next call that changes the engine). */
+		const struct rpcrdma_engine_wr *w;
+		while ((w = rpcrdma_engine_next_wr(E)) != NULL) {
 			moved = true;
-			execute(&w);
+			execute(w);
 		}
 		struct rpcrdma_engine_event ev;
 		while (!(flags & F_LAZY) && rpcrdma_engine_poll_event(E, &ev)) {
@@ -619,9 +651,7 @@ static void complete_sends(uint32_t n)
 		if (!qp_err)
 			sq_unacked = 0;
 		struct rpcrdma_wc wc;
-		memset(&wc, 0, sizeof wc);
-		wc.wr_id = p.wr_id;
-		wc.status = qp_err ? RPCRDMA_WC_WR_FLUSH_ERR : RPCRDMA_WC_SUCCESS;
+		harness_wc(&wc, p.wr_id, p.op, qp_err);
 		switch (p.op) {
 		case RPCRDMA_WR_RDMA_READ:
 			wc.opcode = RPCRDMA_WC_RDMA_READ;
@@ -629,8 +659,13 @@ static void complete_sends(uint32_t n)
 				struct rpcrdma_sge g = {p.addr, p.len, p.lkey};
 				uint8_t *d = check_sge(&g, RPCRDMA_ACCESS_LOCAL_WRITE,
 						       "RDMA Read completion");
-				for (uint32_t i = 0; i < p.len; i++)
-					d[i] = (uint8_t)(i * 7 + 3);
+				for (uint32_t i = 0; i < p.len;) {
+					uint32_t k = p.len - i;
+					if (k > sizeof read_pattern)
+						k = sizeof read_pattern;
+					memcpy(d + i, read_pattern, k);
+					i += k;
+				}
 				if ((flags & F_PLAUSIBLE) && p.len >= 8) {
 					rpcrdma_be32_put(d, p.read_xid);
 					rpcrdma_be32_put(d + 4, RPCRDMA_RPC_CALL);
@@ -677,7 +712,7 @@ static void establish(struct in *in)
 		bytes(in, pd, plen);
 	}
 	uint8_t ord = u8(in);
-	rpcrdma_cm_pdata_decode(plen ? pd : NULL, plen, &peer_pd);
+	rpcrdma_cm_pdata_find(plen ? pd : NULL, plen, &peer_pd, NULL); /* RFC 8797 §5.2 */
 	conn_up = true;
 	connected = true;
 	qp_err = false;
@@ -728,7 +763,7 @@ static void lose_connection(void)
 static void submit(struct in *in)
 {
 	if (ncalls < MAX_CALLS &&
-	    harness_submit(E, in, &calls[ncalls], 3, 0))
+	    harness_submit(E, in, &calls[ncalls], ncalls, 3, 0))
 		ncalls++;
 }
 
@@ -872,14 +907,21 @@ static void structured_message(struct in *in)
 			break;
 		}
 		hb.proc = (fl & 1) ? RPCRDMA_V1_NOMSG : RPCRDMA_V1_MSG;
-		/* echo the Write list we offered, lengths up to what was
-		 * offered (+1 when fl & 2: a lying Responder) */
+		/* Echo the segments the call's last attempt offered (RFC
+		 * 8166 §3.4.6), lengths up to what was offered (+1 when
+		 * fl & 2: a lying Responder; fl & 8: a foreign handle). */
+		const struct rpcrdma_chunk_lists *off = our_lists(xid);
 		hb.chunks.nwrites = c->nres;
 		for (unsigned i = 0; i < c->nres; i++) {
 			struct rpcrdma_write_chunk *w = &hb.chunks.writes[i];
 			w->nsegs = c->res_len[i] ? 1 : 0;
+			if (off && i < off->nwrites)
+				w->nsegs = off->writes[i].nsegs ? 1 : 0;
 			if (w->nsegs) {
 				w->segs[0].handle = 0x100;
+				w->segs[0].offset = 0;
+				if (off && i < off->nwrites && !(fl & 8))
+					w->segs[0] = off->writes[i].segs[0];
 				w->segs[0].length = u16(in) %
 					(uint32_t)(c->res_len[i] + 1 + ((fl & 2) ? 1 : 0));
 			}
@@ -888,6 +930,9 @@ static void structured_message(struct in *in)
 			hb.chunks.has_reply = true;
 			hb.chunks.reply.nsegs = 1;
 			hb.chunks.reply.segs[0].handle = 0x101;
+			hb.chunks.reply.segs[0].offset = 0;
+			if (off && off->has_reply && off->reply.nsegs && !(fl & 8))
+				hb.chunks.reply.segs[0] = off->reply.segs[0];
 			hb.chunks.reply.segs[0].length =
 				hb.proc == RPCRDMA_V1_NOMSG
 					? u16(in) % (uint32_t)(c->reply_max + 2)
@@ -1085,14 +1130,13 @@ static void reset(void)
 	last_rx_xid = 0;
 	err_injected = close_polled = false;
 	call_sent = false;
+	nours = 0;
 	memset(&peer_pd, 0, sizeof peer_pd);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run_input(const uint8_t *data, size_t size)
 {
 	struct in in = {data, size};
-	if (trace < 0)
-		trace = getenv("FUZZ_ENGINE_TRACE") != NULL;
 	reset();
 	rpcrdma_engine_config_default(&C);
 	C.max_calls = 1u + u8(&in) % 6u;
@@ -1117,7 +1161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const struct rpcrdma_engine_mem_ops ops = {
 		NULL, fake_reg, fake_release, NULL, NULL,
 	};
-	int rc = rpcrdma_engine_create(&C, &ops, &E);
+	int rc = harness_engine(&C, &ops, &E);
 	if (rc)
 		FAIL("create = %d", rc);
 	again_budget = faults & 7;
@@ -1199,13 +1243,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(unsigned long long)k.remote_invs,
 			(unsigned long long)k.send_with_inv);
 	}
-	rpcrdma_engine_destroy(E);
+	harness_engine_done(E);
 	E = NULL;
 	if (live_regs)
 		FAIL("%u registrations leaked after destroy", live_regs);
 	for (unsigned i = 0; i < ncalls; i++)
 		free_call(&calls[i]);
 	for (uint32_t i = 0; i < MAX_RS; i++)
-		free_inc(&incs[i]);
-	return 0;
+		free_inc_in(incs, &incs[i]);
 }

@@ -55,7 +55,6 @@
 #include "wire/rpcrdma_v2.h"
 #include "wire/xdr.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* ---------------------------------------------------------------------
  * Queues (completed in posting order) and peer segments
@@ -153,7 +152,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	struct inc *ic = &incs[call_id];
 	struct rpcrdma_iov v[5];
 	unsigned n = 0;
-	uint8_t *h = xmalloc(24);
+	uint8_t *h = inc_alloc(incs, ic, 24);
 	uint32_t w[6] = {ic->xid, RPCRDMA_RPC_REPLY, 0, 0, 0, 0};
 	for (int i = 0; i < 6; i++)
 		rpcrdma_be32_put(h + 4 * i, w[i]);
@@ -162,14 +161,14 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	unsigned nddp = shape & 3;
 	for (unsigned i = 0; i < nddp; i++) {
 		size_t len = in ? u16(in) % 9000u : 100u + 37u * i;
-		uint8_t *b = xmalloc(len);
+		uint8_t *b = inc_alloc(incs, ic, len);
 		memset(b, 0xd0 + (int)i, len);
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, true};
 	}
 	if (shape & 4) {
 		size_t len = in ? (u16(in) % 12000u) & ~(size_t)3 : 5000u;
-		uint8_t *b = xmalloc(len);
+		uint8_t *b = inc_alloc(incs, ic, len);
 		memset(b, 0x5a, len);
 		ic->bufs[ic->nbufs++] = b;
 		v[n++] = (struct rpcrdma_iov){b, len, false};
@@ -179,7 +178,7 @@ static void answer(uint32_t call_id, uint8_t shape, struct in *in)
 	if (rc == 0)
 		ic->state = 2;
 	else if (rc == RPCRDMA_ERR_DISCONNECTED)
-		free_inc(ic);
+		free_inc_in(incs, ic);
 	else
 		FAIL("submit_reply(%u) = %d", call_id, rc);
 }
@@ -241,6 +240,8 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 		FAIL("Send of %zu bytes over max_inline_send %u", n, smax);
 	if (n < 16)
 		FAIL("Send of %zu bytes: no transport header", n);
+	dig(n);
+	dig((uint64_t)rpcrdma_be32_get(msg + 4) << 32 ^ rpcrdma_be32_get(msg + 12));
 	sends_this_conn++;
 	struct rpcrdma_engine_info info;
 	rpcrdma_engine_get_info(E, &info);
@@ -342,6 +343,8 @@ static void check_send(const struct rpcrdma_engine_wr *w)
 
 static void execute(const struct rpcrdma_engine_wr *w)
 {
+	dig(w->is_recv ? 1 : 2 + (uint64_t)w->send.opcode);
+	dig(w->is_recv ? w->recv.sg_list[0].length : (uint32_t)w->send.num_sge);
 	if (!connected)
 		FAIL("work request handed out while disconnected");
 	if (w->is_recv) {
@@ -413,6 +416,8 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 {
 	TRACE("  event %d xid %#x status %d call_id %u\n", (int)ev->type,
 	      ev->xid, ev->status, ev->call_id);
+	dig((uint64_t)ev->type << 32 ^ (uint32_t)ev->status);
+	dig((uint64_t)ev->xid << 32 ^ ev->reply_len);
 	switch (ev->type) {
 	case RPCRDMA_EV_CALL_DONE: {
 		struct call *c = ev->user;
@@ -438,10 +443,10 @@ static bool handle_event(const struct rpcrdma_engine_event *ev)
 				FAIL("result %u: %zu bytes > offered %zu", i,
 				     ev->result_len[i], cap);
 		}
-		volatile uint8_t sink = 0;
-		for (size_t i = 0; i < ev->reply_len; i++)
-			sink ^= c->reply[i];
-		(void)sink;
+		/* What the engine says it delivered is there to read. */
+		if (!readable(c->reply, ev->reply_len))
+			FAIL("reply_len %zu runs past the reply buffer",
+			     ev->reply_len);
 		free_call(c);
 		return false;
 	}
@@ -499,10 +504,12 @@ static void drain(void)
 		if (guard > 10000)
 			FAIL("engine never settles");
 		bool moved = false;
-		struct rpcrdma_engine_wr w;
-		while (rpcrdma_engine_pop_wr(E, &w)) {
+		/* The engine's own entry, as the driver posts it (valid
+		 * until the next call that changes the engine). */
+		const struct rpcrdma_engine_wr *w;
+		while ((w = rpcrdma_engine_next_wr(E)) != NULL) {
 			moved = true;
-			execute(&w);
+			execute(w);
 		}
 		struct rpcrdma_engine_event ev;
 		while (rpcrdma_engine_poll_event(E, &ev)) {
@@ -535,9 +542,7 @@ static void complete_sends(uint32_t n)
 		if (!qp_err)
 			sq_unacked = 0;
 		struct rpcrdma_wc wc;
-		memset(&wc, 0, sizeof wc);
-		wc.wr_id = p.wr_id;
-		wc.status = qp_err ? RPCRDMA_WC_WR_FLUSH_ERR : RPCRDMA_WC_SUCCESS;
+		harness_wc(&wc, p.wr_id, p.op, qp_err);
 		switch (p.op) {
 		case RPCRDMA_WR_RDMA_READ:
 			wc.opcode = RPCRDMA_WC_RDMA_READ;
@@ -622,7 +627,7 @@ static void lose_connection(void)
 static void submit(struct in *in)
 {
 	if (ncalls < MAX_CALLS &&
-	    harness_submit(E, in, &calls[ncalls], 4, now))
+	    harness_submit(E, in, &calls[ncalls], ncalls, 4, now))
 		ncalls++;
 }
 
@@ -1146,11 +1151,9 @@ static void reset(void)
 	now = 1000;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void run_input(const uint8_t *data, size_t size)
 {
 	struct in in = {data, size};
-	if (trace < 0)
-		trace = getenv("FUZZ_ENGINE_TRACE") != NULL;
 	reset();
 	rpcrdma_engine_config_default(&C);
 	/* byte 0: role and versions */
@@ -1208,7 +1211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const struct rpcrdma_engine_mem_ops ops = {
 		NULL, fake_reg, fake_release, NULL, NULL,
 	};
-	int rc = rpcrdma_engine_create(&C, &ops, &E);
+	int rc = harness_engine(&C, &ops, &E);
 	if (rc)
 		FAIL("create = %d", rc);
 	again_budget = (sqd >> 5) & 3;
@@ -1264,7 +1267,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fprintf(stderr, "  call %#x done %d\n", calls[i].xid,
 				calls[i].done);
 	}
-	rpcrdma_engine_destroy(E);
+	harness_engine_done(E);
 	E = NULL;
 	if (live_regs || nreg != nrel)
 		FAIL("%u registrations leaked after destroy (%llu reg, %llu "
@@ -1277,6 +1280,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < ncalls; i++)
 		free_call(&calls[i]);
 	for (uint32_t i = 0; i < MAX_RS; i++)
-		free_inc(&incs[i]);
-	return 0;
+		free_inc_in(incs, &incs[i]);
 }

@@ -18,7 +18,9 @@
  * on success and a negative enum rpcrdma_error on failure.  Nothing here
  * blocks unless it says so.  Threads: a QP's post_send/post_recv may be
  * called from any thread but not concurrently for the same QP; a CQ is
- * polled by one thread at a time; CM channel calls likewise.
+ * polled by one thread at a time; CM channel calls likewise; a shared
+ * receive queue's calls from any thread at any time (while its QPs take
+ * receives on other threads).
  *
  * Connection set-up follows librdmacm:
  *   active:  create_id -> resolve(addr) -> create_qp -> connect
@@ -100,6 +102,9 @@ enum rpcrdma_dev_cap {
 						  address stays right when
 						  the memory behind it is
 						  freed and mapped again */
+	RPCRDMA_DEV_CAP_SRQ = 1u << 8,         /* shared receive queues
+						  (create_srq and the rest;
+						  max_srq > 0) */
 };
 
 struct rpcrdma_dev_attr {
@@ -120,6 +125,9 @@ struct rpcrdma_dev_attr {
 				      driver quirks and their source */
 	uint32_t vendor_id;        /* verbs: the device's (siw 0x626d74,
 				      rxe 0xffffff); iwarp: 0 */
+	uint32_t max_srq;          /* shared receive queues (0: none) */
+	uint32_t max_srq_wr;       /* receives one of them holds */
+	uint32_t max_srq_sge;      /* SGEs per receive of one */
 };
 
 struct rpcrdma_dev {
@@ -274,11 +282,88 @@ struct rpcrdma_wc {
  *     do { n = poll(cq) ... } while (n > 0);
  *     req_notify(cq);
  *     do { n = poll(cq) ... } while (n > 0);   // catch the race
+ *
+ * Many QPs may complete to one CQ (a poll group: hundreds to thousands of
+ * connections, one CQ and one shared receive queue per thread).  poll_cq
+ * and ack_cq_events then cost what the QPs with work cost, not what the
+ * idle ones would: a software provider runs only the engines of QPs whose
+ * sockets have data or room (iwarp: those its CQ's epoll set reports
+ * ready), and a QP destroyed leaves the others of its CQ alone.
  */
 struct rpcrdma_cq {
 	struct rpcrdma_dev *dev;
 	void *context;
 	int cqe;
+};
+
+/* ---------------------------------------------------------------------
+ * Shared receive queue (SRQ), as verbs' ibv_srq.
+ *
+ * One queue of receives feeding every QP created with qp_attr.srq set to
+ * it (QPs of its protection domain).  Such a QP has no receive queue of
+ * its own: post_recv on it is refused (RPCRDMA_ERR_INVAL, *bad = wr) and
+ * max_recv_wr / max_recv_sge of its attr are ignored.
+ *
+ * Taking: when a Send message starts to arrive on one of those QPs (iWARP:
+ *   the first DDP segment of an untagged message on queue 0, RFC 5041
+ *   §5.3; IB: the first packet), the QP takes the oldest receive still in
+ *   the SRQ: receives are taken in posting order, whatever QP takes them.
+ *   The receive is then validated and filled exactly as a QP's own one
+ *   (its SGEs against the SRQ's PD) and completes on that QP's recv_cq
+ *   with wc.qp the QP (so wc.qp->context names the connection).  One
+ *   QP's receive completions come in its message order; those of
+ *   different QPs in the order their messages end.
+ * Empty: a Send that finds no receive is fatal for the QP it came on, not
+ *   for the SRQ or its other QPs (iWARP: Terminate, DDP "no buffer",
+ *   RFC 5041 §7.2; IB: RNR NAK, and the verbs provider's senders retry
+ *   none, so the sender sees RNR_RETRY_EXC_ERR).
+ * A QP that dies (disconnect, Terminate, a failed receive, destroy_qp):
+ *   the receive it was filling, a message begun and not ended, completes
+ *   with WR_FLUSH_ERR on its recv_cq; receives it had not taken stay in
+ *   the SRQ for the other QPs, nothing else is flushed.  Completions of a
+ *   QP still in a CQ when the QP is destroyed come with wc.qp NULL (verbs
+ *   drops those of the QP's own queues, as before, but never an SRQ
+ *   receive's).  Where a device loses the receive of a message in
+ *   progress instead, docs/DEVICES.md says so.
+ * destroy_srq: refused (RPCRDMA_ERR_BUSY) while a QP uses the SRQ.  The
+ *   receives still posted are dropped without completions (verbs: the
+ *   device does not flush an SRQ): their buffers are the consumer's again
+ *   once it returns.
+ * Limit (IBV_EVENT_SRQ_LIMIT_REACHED, the "low watermark"): modify_srq
+ *   arms it with a limit (0 disarms; more than max_wr is INVAL).  When a
+ *   QP takes a receive and fewer than `limit` remain in the SRQ, the limit
+ *   is disarmed (query_srq reports limit 0) and the event is pending: fd
+ *   becomes readable and the next query_srq reports limit_reached (once;
+ *   that query makes fd unreadable again).  Arm again to hear of the next
+ *   one.  No signal, no thread: the consumer polls query_srq (after
+ *   polling its CQ, say) or watches fd.  verbs: the device reports it as
+ *   an asynchronous event of the device context; query_srq reads those
+ *   events (without blocking) and fd is an epoll fd holding the context's
+ *   event fd, so it may also wake for another event of the device.
+ */
+struct rpcrdma_srq_attr {
+	uint32_t max_wr;   /* receives it holds (0: provider default) */
+	uint32_t max_sge;  /* SGEs per receive (0: 1) */
+	uint32_t limit;    /* armed at creation (0: not armed) */
+	void *context;
+};
+
+struct rpcrdma_srq {
+	struct rpcrdma_dev *dev;
+	struct rpcrdma_pd *pd;
+	void *context;
+	uint32_t max_wr;   /* actual sizes after creation */
+	uint32_t max_sge;
+	int fd;            /* readable while a limit event is pending */
+};
+
+struct rpcrdma_srq_state {
+	uint32_t posted;     /* receives posted and not completed yet
+				(verbs: whose completion was not polled
+				yet; the device may hold fewer) */
+	uint32_t limit;      /* the armed limit; 0 when not armed */
+	bool limit_reached;  /* the limit event came since the last
+				query_srq (reported once) */
 };
 
 /* ---------------------------------------------------------------------
@@ -294,6 +379,8 @@ struct rpcrdma_qp_attr {
 	uint32_t max_inline_data;
 	bool sq_sig_all;   /* every send WR generates a completion */
 	void *context;
+	struct rpcrdma_srq *srq; /* receives come from it (NULL: the QP's
+				    own receive queue of max_recv_wr) */
 };
 
 struct rpcrdma_cm_id;
@@ -306,9 +393,10 @@ struct rpcrdma_qp {
 	struct rpcrdma_cq *recv_cq;
 	void *context;
 	uint32_t max_send_wr;   /* actual sizes after creation */
-	uint32_t max_recv_wr;
+	uint32_t max_recv_wr;   /* 0 with an SRQ */
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
+	struct rpcrdma_srq *srq;
 };
 
 /* An iWARP Terminate as sent or received (RFC 5040 §7.1, §7.2). */
@@ -474,6 +562,23 @@ struct rpcrdma_provider_ops {
 	 * QP exists. */
 	int (*qp_counters)(struct rpcrdma_qp *qp,
 			   struct rpcrdma_qp_counters *out);
+
+	/* Shared receive queues (struct rpcrdma_srq above); NULL where the
+	 * provider has none (the wrappers say NOTSUP); create_srq on a
+	 * device without RPCRDMA_DEV_CAP_SRQ says NOTSUP too. */
+	int (*create_srq)(struct rpcrdma_pd *pd,
+			  const struct rpcrdma_srq_attr *attr,
+			  struct rpcrdma_srq **out);
+	int (*destroy_srq)(struct rpcrdma_srq *srq);
+	/* As post_recv: chained, in order; on failure *bad points at the
+	 * first WR not posted (RPCRDMA_ERR_NOMEM: the SRQ is full). */
+	int (*post_srq_recv)(struct rpcrdma_srq *srq,
+			     struct rpcrdma_recv_wr *wr,
+			     struct rpcrdma_recv_wr **bad);
+	/* Arms the limit event at `limit` receives (0 disarms). */
+	int (*modify_srq)(struct rpcrdma_srq *srq, uint32_t limit);
+	int (*query_srq)(struct rpcrdma_srq *srq,
+			 struct rpcrdma_srq_state *out);
 };
 
 /* Registry: "iwarp" always; "verbs" when built with rdma-core.  NULL if
@@ -502,6 +607,23 @@ static inline int rpcrdma_post_recv(struct rpcrdma_qp *qp,
 				    struct rpcrdma_recv_wr **bad)
 {
 	return qp->dev->ops->post_recv(qp, wr, bad);
+}
+
+static inline int rpcrdma_post_srq_recv(struct rpcrdma_srq *srq,
+					struct rpcrdma_recv_wr *wr,
+					struct rpcrdma_recv_wr **bad)
+{
+	if (!srq->dev->ops->post_srq_recv)
+		return RPCRDMA_ERR_NOTSUP;
+	return srq->dev->ops->post_srq_recv(srq, wr, bad);
+}
+
+static inline int rpcrdma_query_srq(struct rpcrdma_srq *srq,
+				    struct rpcrdma_srq_state *out)
+{
+	if (!srq->dev->ops->query_srq)
+		return RPCRDMA_ERR_NOTSUP;
+	return srq->dev->ops->query_srq(srq, out);
 }
 
 static inline int rpcrdma_poll_cq(struct rpcrdma_cq *cq, int n,

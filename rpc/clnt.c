@@ -653,9 +653,17 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	}
 	if (ev.type != RPCRDMA_CM_EVENT_ESTABLISHED) {
 		rc = cm_to_err(&ev);
-		rpcrdma_rpc_trace("%s: %s: %s", c->x->name,
-				  rpcrdma_rpc_cm_event_name(ev.type),
-				  rpcrdma_strerror(rc));
+		char why[RPC_REJECT_TEXT_MAX + 1];
+		/* A server of ours says why it refused (reject.c). */
+		if (ev.type == RPCRDMA_CM_EVENT_REJECTED &&
+		    rpcrdma_rpc_reject_reason(ev.pdata, ev.pdata_len, why,
+					      sizeof why))
+			rpcrdma_rpc_trace("%s: refused by the server: %s",
+					  c->x->name, why);
+		else
+			rpcrdma_rpc_trace("%s: %s: %s", c->x->name,
+					  rpcrdma_rpc_cm_event_name(ev.type),
+					  rpcrdma_strerror(rc));
 		goto fail;
 	}
 	rpcrdma_rpc_trace("%s: established", c->x->name);

@@ -80,6 +80,32 @@ static bool env_choice(const char *name, const char *const *choices,
 	return false;
 }
 
+/* A number of bytes from lo to hi (hi at most 2^50): decimal with an
+ * optional K, M, G or T suffix (KiB ... TiB). */
+static bool bytes_value(const char *s, uint64_t lo, uint64_t hi,
+			uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; break;
+	case 'M': case 'm': shift = 20; break;
+	case 'G': case 'g': shift = 30; break;
+	case 'T': case 't': shift = 40; break;
+	default: break;
+	}
+	if (shift)
+		end++;
+	/* v checked before the shift, so it cannot overflow. */
+	if (*s < '0' || *s > '9' || *end || errno || v > hi >> shift ||
+	    ((uint64_t)v << shift) < lo)
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
 #define MAX_MSG_MIN 4096u
 #define MAX_MSG_MAX (1u << 30)
 #define MAX_MSG_ACCEPTED \
@@ -89,26 +115,31 @@ static bool env_choice(const char *name, const char *const *choices,
 static bool env_size(const char *name, uint32_t *out, struct env_err *err)
 {
 	const char *s = env_get(name);
+	uint64_t v;
 	if (!s)
 		return false;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*s < '0' || *s > '9' || *end || errno || v > MAX_MSG_MAX ||
-	    (v << shift) < MAX_MSG_MIN || (v << shift) > MAX_MSG_MAX) {
+	if (!bytes_value(s, MAX_MSG_MIN, MAX_MSG_MAX, &v)) {
 		env_refuse(err, name, s, MAX_MSG_ACCEPTED);
 		return false;
 	}
-	*out = (uint32_t)(v << shift);
+	*out = (uint32_t)v;
+	return true;
+}
+
+#define MAX_MEMORY_ACCEPTED \
+	"0 (no budget) or bytes up to 1P, decimal, with an optional K, M, G " \
+	"or T suffix (KiB, MiB, GiB, TiB)"
+
+/* RPCRDMA_MAX_MEMORY: bytes, "0", "268435456", "256M", "2G". */
+static bool env_bytes(const char *name, uint64_t *out, struct env_err *err)
+{
+	const char *s = env_get(name);
+	if (!s)
+		return false;
+	if (!bytes_value(s, 0, 1ull << 50, out)) {
+		env_refuse(err, name, s, MAX_MEMORY_ACCEPTED);
+		return false;
+	}
 	return true;
 }
 
@@ -176,6 +207,9 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 	uint32_t m;
 	if (env_size("RPCRDMA_MAX_MSG", &m, err))
 		o->max_msg = m;
+	uint64_t mm;
+	if (env_bytes("RPCRDMA_MAX_MEMORY", &mm, err))
+		o->max_memory = mm;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
 }
@@ -288,6 +322,8 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->rdma_timeout_ms = d.rdma_timeout_ms;
 	if (!out->busy_poll_us)
 		out->busy_poll_us = d.busy_poll_us;
+	if (!out->max_memory)
+		out->max_memory = d.max_memory;
 	if (out->busy_poll_us > 1000000)
 		out->busy_poll_us = 1000000;
 	return 0;
@@ -321,6 +357,31 @@ uint64_t rpcrdma_rpc_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* One line on stderr: head, then fmt; one write, so that the lines of
+ * threads (and of processes sharing the file) do not interleave. */
+static void emit(const char *head, const char *fmt, va_list ap)
+{
+	char line[512];
+	int n = snprintf(line, sizeof line, "%s", head);
+	if (n > 0 && (size_t)n < sizeof line)
+		n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof line - 1)
+		n = (int)sizeof line - 2;
+	line[n++] = '\n';
+	ssize_t w = write(2, line, (size_t)n);
+	(void)w;
+}
+
+void rpcrdma_rpc_log(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit("rpcrdma: ", fmt, ap);
+	va_end(ap);
+}
+
 void rpcrdma_rpc_trace(const char *fmt, ...)
 {
 	/* Looked up once; threads may race to do it, to the same value. */
@@ -336,24 +397,16 @@ void rpcrdma_rpc_trace(const char *fmt, ...)
 	if (!v)
 		return;
 	/* A log line: who, when (wall clock, to line up with other logs),
-	 * what; one write, so threads' lines do not interleave. */
-	char line[512];
+	 * what. */
+	char head[64];
 	struct timespec ts;
 	struct tm tm;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
-	int n = snprintf(line, sizeof line, "rpcrdma[%ld] %02d:%02d:%02d.%06ld ",
-			 (long)getpid(), tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 ts.tv_nsec / 1000);
+	snprintf(head, sizeof head, "rpcrdma[%ld] %02d:%02d:%02d.%06ld ",
+		 (long)getpid(), tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 ts.tv_nsec / 1000);
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof line)
-		n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	emit(head, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof line - 1)
-		n = (int)sizeof line - 2;
-	line[n++] = '\n';
-	ssize_t w = write(2, line, (size_t)n);
-	(void)w;
 }

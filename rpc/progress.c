@@ -151,7 +151,7 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
 		up->ops->event_locked(up->state, x, &ev, w);
 	}
 	if (!x->vers_noted && x->peer_key[0])
-		rpcrdma_rpc_xprt_note_peer_locked(x);
+		rpcrdma_rpc_xprt_note_version(x);
 	if (!x->dead)
 		for (int i = 0; i < RPC_ROLES; i++)
 			if (x->up[i].ops->pumped_locked)
@@ -317,7 +317,7 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 	}
 	if (x->e && x->connected && !x->dead)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs */
-	rpcrdma_rpc_xprt_note_peer_locked(x);
+	rpcrdma_rpc_xprt_note_version(x);
 	rpcrdma_rpc_note_version_locked(x);
 	for (int i = 0; i < RPC_ROLES; i++)
 		if (x->up[i].ops->tick_locked)

@@ -75,6 +75,10 @@ bool rpcrdma_rpc_addr_bad_port(const char *s);
  * once): connection events and failures, for diagnosing a broken peer. */
 void rpcrdma_rpc_trace(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+/* A line on stderr whatever RPCRDMA_DEBUG says, "rpcrdma: " first: what
+ * an operator must see (a server at one of its limits, svc.c). */
+void rpcrdma_rpc_log(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /* Options with every zero field replaced by its default; in NULL: the
  * defaults.  in->size is the caller's struct size (rpcrdma.h, "Binary
@@ -442,6 +446,9 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 			    struct rpc_xprt **out);
 /* Everything torn down; no thread may use x any more. */
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x);
+/* A client that learnt its server speaks only v1 remembers it for the
+ * next connection (draft §7.2); from the loop's tick and at destroy. */
+void rpcrdma_rpc_xprt_note_version(struct rpc_xprt *x);
 
 /* Our RFC 8797 private data for connect/accept. */
 int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap);
@@ -463,10 +470,6 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now);
  * when the event was about it. */
 bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 				      const struct rpcrdma_cm_event *ev);
-/* With x->lock held, client: while the version is not settled, see
- * whether the engine learnt the server speaks only v1 (remembered,
- * v1_servers.c). */
-void rpcrdma_rpc_xprt_note_peer_locked(struct rpc_xprt *x);
 /* With x->lock held: once the version is settled, log it and fire the
  * connect probe (once per connection). */
 void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x);
@@ -699,5 +702,13 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s);
 int rpcrdma_rpc_svc_register_any_flags(struct rpcrdma_svc *s,
 				       rpcrdma_svc_handler handler, void *arg,
 				       unsigned flags);
+
+/* Why a server refused a connection, carried in its reject's private
+ * data (reject.c): the encoding (its length, or RPCRDMA_ERR_NOSPACE), and
+ * the reason a client found in a reject (false: none of ours). */
+#define RPC_REJECT_TEXT_MAX 120u
+int rpcrdma_rpc_reject_pdata(const char *why, uint8_t *buf, size_t cap);
+bool rpcrdma_rpc_reject_reason(const void *pdata, size_t len, char *out,
+			       size_t cap);
 
 #endif

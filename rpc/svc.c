@@ -11,12 +11,23 @@
  * RDMA connection (RFC 8166 §3.3.1 and the rdma-core habit).
  * A connection that ends is reaped by the loop once no request or
  * reverse-direction handle refers to it.
+ *
+ * Limits (rpcrdma(7), DIAGNOSTICS): a connection beyond max_connections,
+ * one that would take the memory the connections hold past max_memory,
+ * and one the server has no resources for (file descriptors, memory) is
+ * refused with a reject whose private data says why (reject.c).  Each
+ * limit is logged on stderr once per episode: when it is first hit, and
+ * when a connection is accepted again (with how many were refused
+ * meanwhile); RPCRDMA_DEBUG traces every refusal.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "rpc/rpc_internal.h"
 #include "rpc/stats_export.h"
@@ -37,27 +48,137 @@ struct rpcrdma_svc {
 	struct rpcrdma_stats reaped;
 	struct rpc_stat_src stat_src; /* exported (stats_export.c) */
 	bool exported;
+	/* Limits being hit (the loop thread's: svc_accept): an episode
+	 * starts at the first refusal and ends at the next accept. */
+	bool lim_on[3];
+	uint64_t lim_refused[3];
+};
+
+enum svc_limit { LIM_CONNECTIONS, LIM_MEMORY, LIM_RESOURCES };
+static const char *const lim_name[] = {
+	"max_connections", "max_memory", "out of resources",
 };
 
 static unsigned svc_total(void *obj, struct rpcrdma_stats *all);
 static void svc_each(void *obj, void (*fn)(void *, struct rpc_xprt *),
 		     void *ctx);
 
-/* opts.max_connections: are that many connections still up?  (list_lock
- * then x->lock, as rpcrdma_svc_stats takes them.) */
-static bool svc_full(struct rpcrdma_svc *s)
+/* What a connection of this server holds, as max_memory counts it: the
+ * engine's receive and send buffers (allocated and registered for its
+ * whole life: rpcrdma_engine_buffer_bytes, configured as
+ * rpcrdma_rpc_xprt_create configures a server's) and its request records
+ * (one per Responder slot, twice the credits).  Not counted: the QP and
+ * CQ of the provider (and what the kernel holds for them), the
+ * registered buffers shared by every connection (buf_pool.c), the
+ * arguments and results of calls in progress. */
+static uint64_t conn_bytes(const struct rpcrdma_opts *o)
 {
-	if (!s->opts.max_connections)
-		return false;
-	unsigned live = 0;
+	struct rpcrdma_engine_config cfg;
+	rpcrdma_engine_config_default(&cfg);
+	cfg.max_calls = o->backchannel_credits;
+	cfg.credits = o->credits;
+	cfg.max_inline_send = o->inline_send;
+	cfg.max_inline_recv = o->inline_recv;
+	return rpcrdma_engine_buffer_bytes(&cfg) +
+	       2ull * o->credits * sizeof(struct rpcrdma_svc_req);
+}
+
+/* The connections up, and the bytes every connection not yet reaped
+ * holds (conn_bytes, and its reply region, max_msg, once registered: a
+ * callback with results was made on it).  (list_lock then x->lock, as
+ * rpcrdma_svc_stats takes them.) */
+static void svc_count(struct rpcrdma_svc *s, unsigned *live, uint64_t *bytes)
+{
+	uint64_t per = conn_bytes(&s->opts);
+	*live = 0;
+	*bytes = 0;
 	pthread_mutex_lock(&s->list_lock);
 	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
 		pthread_mutex_lock(&x->lock);
-		live += !x->dead;
+		*live += !x->dead;
 		pthread_mutex_unlock(&x->lock);
+		*bytes += per + (uint64_t)rpcrdma_rpc_region_registrations(x->rr) *
+					s->opts.max_msg;
 	}
 	pthread_mutex_unlock(&s->list_lock);
-	return live >= s->opts.max_connections;
+}
+
+/* One line on stderr, whatever RPCRDMA_DEBUG says: a server at a limit
+ * must say so. */
+static void svc_log(const struct rpcrdma_svc *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void svc_log(const struct rpcrdma_svc *s, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	rpcrdma_rpc_log("server %s: %s", s->name, msg);
+}
+
+/* Refuses the connection request of ev because of limit lim: a reject
+ * whose private data says `why` (short: it travels), the limit logged
+ * if this starts its episode (`detail`: the numbers), every refusal
+ * traced, counted in connections_refused. */
+static void svc_refuse(struct rpcrdma_svc *s, struct rpcrdma_cm_id *id,
+		       enum svc_limit lim, const char *why, const char *detail)
+{
+	char who[64];
+	uint8_t pd[4 + RPC_REJECT_TEXT_MAX];
+	rpcrdma_rpc_addr_str(&id->peer_addr, who, sizeof who);
+	if (!s->lim_on[lim]) {
+		s->lim_on[lim] = true;
+		s->lim_refused[lim] = 0;
+		svc_log(s, "%s; refusing connections (said once, until one is "
+			   "accepted again)", detail);
+	}
+	s->lim_refused[lim]++;
+	rpcrdma_rpc_trace("%s: refused: %s", who, detail);
+	int pl = rpcrdma_rpc_reject_pdata(why, pd, sizeof pd);
+	s->rd.ops->reject(id, pl > 0 ? pd : NULL, pl > 0 ? (uint8_t)pl : 0);
+	pthread_mutex_lock(&s->list_lock);
+	s->reaped.connections_refused++;
+	pthread_mutex_unlock(&s->list_lock);
+}
+
+/* A connection was accepted: every limit's episode is over. */
+static void svc_limits_clear(struct rpcrdma_svc *s)
+{
+	for (unsigned k = 0; k < sizeof s->lim_on / sizeof s->lim_on[0]; k++)
+		if (s->lim_on[k]) {
+			s->lim_on[k] = false;
+			svc_log(s, "accepting connections again (%llu refused: "
+				   "%s)",
+				(unsigned long long)s->lim_refused[k],
+				lim_name[k]);
+		}
+}
+
+/* The server could not set up a connection (rc): why, with the
+ * open-file limit when it is out of descriptors. */
+static void svc_refuse_resources(struct rpcrdma_svc *s,
+				 struct rpcrdma_cm_id *id, int rc, int err)
+{
+	char why[RPC_REJECT_TEXT_MAX + 1], detail[256];
+	if (rc == RPCRDMA_ERR_SYSTEM && (err == EMFILE || err == ENFILE)) {
+		struct rlimit rl = {0, 0};
+		getrlimit(RLIMIT_NOFILE, &rl);
+		snprintf(why, sizeof why, "server out of file descriptors");
+		snprintf(detail, sizeof detail,
+			 "cannot set up a connection: out of file descriptors "
+			 "(%s; open-file limit %llu)",
+			 err == EMFILE ? "EMFILE" : "ENFILE",
+			 (unsigned long long)rl.rlim_cur);
+	} else {
+		snprintf(why, sizeof why, "server out of resources: %s",
+			 rpcrdma_strerror(rc));
+		snprintf(detail, sizeof detail,
+			 "cannot set up a connection: %s%s%s",
+			 rpcrdma_strerror(rc), rc == RPCRDMA_ERR_SYSTEM ? ": " : "",
+			 rc == RPCRDMA_ERR_SYSTEM ? strerror(err) : "");
+	}
+	svc_refuse(s, id, LIM_RESOURCES, why, detail);
 }
 
 /* Unregisters x from the loop and frees it.  svc_run() may be attending
@@ -87,27 +208,46 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	uint8_t pd[16];
 	int rc;
 
-	if (svc_full(s)) {
-		/* A reject, not a silent close: the client reports
-		 * RPCRDMA_ERR_CONNREFUSED at once (iwarp: an MPA Reply with
-		 * R set, RFC 5044 §7.1.2 rule 2; verbs: rdma_reject). */
-		char who[64];
-		rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
-		rpcrdma_rpc_trace("%s: refused: %u connections open "
-				  "(max_connections)", who,
-				  s->opts.max_connections);
-		ops->reject(ev->id, NULL, 0);
+	/* A reject, not a silent close: the client reports
+	 * RPCRDMA_ERR_CONNREFUSED at once (iwarp: an MPA Reply with R set,
+	 * RFC 5044 §7.1.2 rule 2; verbs: rdma_reject), and the reason. */
+	unsigned live = 0;
+	uint64_t held = 0;
+	char why[RPC_REJECT_TEXT_MAX + 1], detail[256];
+	if (s->opts.max_connections || s->opts.max_memory)
+		svc_count(s, &live, &held);
+	if (s->opts.max_connections && live >= s->opts.max_connections) {
+		snprintf(why, sizeof why,
+			 "max_connections: the server has %u connections open",
+			 live);
+		snprintf(detail, sizeof detail,
+			 "%u connections open (max_connections %u)", live,
+			 s->opts.max_connections);
+		svc_refuse(s, ev->id, LIM_CONNECTIONS, why, detail);
 		ops->destroy_id(ev->id);
-		pthread_mutex_lock(&s->list_lock);
-		s->reaped.connections_refused++;
-		pthread_mutex_unlock(&s->list_lock);
+		return;
+	}
+	uint64_t need = conn_bytes(&s->opts);
+	if (s->opts.max_memory && held + need > s->opts.max_memory) {
+		snprintf(why, sizeof why,
+			 "max_memory: the server's memory budget (%llu bytes) "
+			 "is spent",
+			 (unsigned long long)s->opts.max_memory);
+		snprintf(detail, sizeof detail,
+			 "memory budget reached (max_memory %llu bytes): %u "
+			 "connections hold %llu bytes, a new one needs %llu",
+			 (unsigned long long)s->opts.max_memory, live,
+			 (unsigned long long)held, (unsigned long long)need);
+		svc_refuse(s, ev->id, LIM_MEMORY, why, detail);
+		ops->destroy_id(ev->id);
 		return;
 	}
 
+	errno = 0;
 	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id,
 				     roles, &x);
 	if (rc < 0) {
-		ops->reject(ev->id, NULL, 0);
+		svc_refuse_resources(s, ev->id, rc, errno);
 		ops->destroy_id(ev->id);
 		return;
 	}
@@ -115,8 +255,9 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	rpcrdma_rpc_disp_attach_locked(x, s->disp);
 	pthread_mutex_unlock(&x->lock);
 	x->loop = &s->loop;
+	errno = 0;
 	if (rpcrdma_rpc_loop_add(&s->loop, x) < 0) {
-		ops->reject(x->id, NULL, 0);
+		svc_refuse_resources(s, x->id, RPCRDMA_ERR_SYSTEM, errno);
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 		rpcrdma_rpc_xprt_destroy(x);
 		return;
@@ -146,6 +287,7 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	x->next = s->loop.xprts;
 	s->loop.xprts = x;
 	pthread_mutex_unlock(&s->list_lock);
+	svc_limits_clear(s);
 }
 
 static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)

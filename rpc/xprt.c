@@ -141,11 +141,31 @@ fail:
 	return rc;
 }
 
+void rpcrdma_rpc_xprt_note_version(struct rpc_xprt *x)
+{
+	if (!x->peer_key[0] || x->vers_noted || !x->e)
+		return;
+	/* Remember a v1-only server as soon as the engine learns it (the
+	 * pump looks while the version is not settled: a second client may
+	 * connect while this one is still up), not when the client goes
+	 * (draft §7.2); once the version is settled there is nothing more
+	 * to learn on this connection. */
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	if (in.peer_v1_only)
+		rpcrdma_rpc_v1_server_remember(x->peer_key);
+	x->vers_noted = in.version && !in.negotiating;
+}
+
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 {
 	if (!x)
 		return;
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
+
+	/* A connection gone before its pumps saw the version settled must
+	 * not forget what it learnt. */
+	rpcrdma_rpc_xprt_note_version(x);
 
 	/* Engine first: it releases (deregisters) every registration while
 	 * the PD is alive; then the QP, whose CQ can only go after it. */
@@ -399,21 +419,6 @@ bool rpcrdma_rpc_xprt_reconnect_event(struct rpc_xprt *x,
 							     : NULL,
 				     ev->private_data_len, ord);
 	return true;
-}
-
-void rpcrdma_rpc_xprt_note_peer_locked(struct rpc_xprt *x)
-{
-	if (!x->peer_key[0] || x->vers_noted || !x->e)
-		return;
-	/* Remember a v1-only server as soon as the engine learns it (a
-	 * second client may connect while this one is still up), not when
-	 * the client goes (draft §7.2); once the version is settled there
-	 * is nothing more to learn on this connection. */
-	struct rpcrdma_engine_info in;
-	rpcrdma_engine_get_info(x->e, &in);
-	if (in.peer_v1_only)
-		rpcrdma_rpc_v1_server_remember(x->peer_key);
-	x->vers_noted = in.version && !in.negotiating;
 }
 
 void rpcrdma_rpc_note_version_locked(struct rpc_xprt *x)

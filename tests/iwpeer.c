@@ -159,14 +159,23 @@ int iwpeer_read_mpa(struct iwpeer *p, int timeout_ms)
 int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
 		   size_t pd_len, int timeout_ms)
 {
+	return iwpeer_connect_ird(p, addr, pd, pd_len, 0, timeout_ms);
+}
+
+int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms)
+{
 	int rc = iwpeer_tcp_connect(p, addr, timeout_ms);
 	if (rc)
 		return rc;
 	uint8_t f[RPCRDMA_IWARP_MPA_HDR_LEN + 512];
 	if (pd_len > 512)
 		return RPCRDMA_ERR_INVAL;
-	size_t n = mpa_frame(f, false, RPCRDMA_IWARP_MPA_FLAG_C, 1, NULL, pd,
-			     pd_len);
+	uint8_t io[RPCRDMA_IWARP_MPA_IRDORD_LEN];
+	struct rpcrdma_iwarp_irdord r = {.ird = ird, .ord = ird};
+	rpcrdma_iwarp_irdord_put(&r, io);
+	size_t n = mpa_frame(f, false, RPCRDMA_IWARP_MPA_FLAG_C, ird ? 2 : 1,
+			     ird ? io : NULL, pd, pd_len);
 	rc = iwpeer_write(p, f, n);
 	if (!rc)
 		rc = iwpeer_read_mpa(p, timeout_ms);
@@ -248,6 +257,9 @@ void iwpeer_close(struct iwpeer *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
+	while (p->nstash)
+		free(p->stash[--p->nstash]);
+	p->nregions = 0;
 }
 
 int iwpeer_send_fpdu(struct iwpeer *p, const void *ulpdu, size_t len)
@@ -262,21 +274,24 @@ int iwpeer_send_fpdu(struct iwpeer *p, const void *ulpdu, size_t len)
 	return rc;
 }
 
-int iwpeer_send(struct iwpeer *p, const void *msg, size_t len)
+/* One DDP message (untagged on queue qn, or tagged at stag/to) cut
+ * into FPDUs of max_ulpdu bytes: message offsets or tagged offsets
+ * advance, the last segment has L set (RFC 5041 §5). */
+static int send_message(struct iwpeer *p, struct rpcrdma_iwarp_ddp_hdr h,
+			const void *msg, size_t len)
 {
-	size_t seg = p->max_ulpdu - RPCRDMA_IWARP_DDP_UNTAGGED_HLEN;
+	size_t seg = p->max_ulpdu - rpcrdma_iwarp_ddp_hlen(h.tagged);
 	size_t off = 0;
-	uint32_t msn = p->msn[RPCRDMA_IWARP_QN_SEND]++;
+	uint64_t to = h.to;
 	do {
 		size_t k = len - off < seg ? len - off : seg;
-		struct rpcrdma_iwarp_ddp_hdr h = {
-			.tagged = false, .last = off + k == len,
-			.dv = RPCRDMA_IWARP_DDP_VERSION,
-			.rv = RPCRDMA_IWARP_RDMAP_VERSION,
-			.opcode = RPCRDMA_IWARP_OP_SEND,
-			.qn = RPCRDMA_IWARP_QN_SEND, .msn = msn,
-			.mo = (uint32_t)off,
-		};
+		h.last = off + k == len;
+		h.dv = RPCRDMA_IWARP_DDP_VERSION;
+		h.rv = RPCRDMA_IWARP_RDMAP_VERSION;
+		if (h.tagged)
+			h.to = to + off;
+		else
+			h.mo = (uint32_t)off;
 		uint8_t u[IWPEER_SEG];
 		int hl = rpcrdma_iwarp_ddp_build(&h, u, sizeof(u));
 		if (hl < 0)
@@ -289,6 +304,158 @@ int iwpeer_send(struct iwpeer *p, const void *msg, size_t len)
 		off += k;
 	} while (off < len);
 	return 0;
+}
+
+static int send_untagged(struct iwpeer *p, uint8_t opcode, uint32_t inv,
+			 const void *msg, size_t len)
+{
+	struct rpcrdma_iwarp_ddp_hdr h = {
+		.opcode = opcode, .inval_stag = inv,
+		.qn = RPCRDMA_IWARP_QN_SEND,
+		.msn = p->msn[RPCRDMA_IWARP_QN_SEND]++,
+	};
+	return send_message(p, h, msg, len);
+}
+
+int iwpeer_send(struct iwpeer *p, const void *msg, size_t len)
+{
+	return send_untagged(p, RPCRDMA_IWARP_OP_SEND, 0, msg, len);
+}
+
+int iwpeer_send_inv(struct iwpeer *p, const void *msg, size_t len,
+		    uint32_t stag)
+{
+	return send_untagged(p, RPCRDMA_IWARP_OP_SEND_INV, stag, msg, len);
+}
+
+int iwpeer_rdma_write(struct iwpeer *p, uint32_t stag, uint64_t to,
+		      const void *data, size_t len)
+{
+	struct rpcrdma_iwarp_ddp_hdr h = {
+		.tagged = true, .opcode = RPCRDMA_IWARP_OP_WRITE,
+		.stag = stag, .to = to,
+	};
+	return send_message(p, h, data, len);
+}
+
+/* The sink STag of our Read Requests: tagged Read Response segments
+ * naming it land in the caller's buffer. */
+#define IWPEER_SINK_STAG 0x5157u
+
+static int stash_push(struct iwpeer *p, const struct iwpeer_msg *m)
+{
+	if (p->nstash >= sizeof(p->stash) / sizeof(p->stash[0]))
+		return RPCRDMA_ERR_NOSPACE;
+	struct iwpeer_msg *c = malloc(sizeof(*c));
+	if (!c)
+		return RPCRDMA_ERR_NOMEM;
+	memcpy(c, m, sizeof(*c));
+	p->stash[p->nstash++] = c;
+	return 0;
+}
+
+int iwpeer_rdma_read(struct iwpeer *p, uint32_t stag, uint64_t to,
+		     void *out, size_t len, int timeout_ms)
+{
+	struct rpcrdma_iwarp_read_req rr = {
+		.sink_stag = IWPEER_SINK_STAG, .sink_to = 0,
+		.size = (uint32_t)len, .src_stag = stag, .src_to = to,
+	};
+	uint8_t b[RPCRDMA_IWARP_READ_REQ_LEN];
+	int n = rpcrdma_iwarp_read_req_build(&rr, b, sizeof(b));
+	if (n < 0)
+		return n;
+	struct rpcrdma_iwarp_ddp_hdr h = {
+		.opcode = RPCRDMA_IWARP_OP_READ_REQ,
+		.qn = RPCRDMA_IWARP_QN_READ_REQ,
+		.msn = p->msn[RPCRDMA_IWARP_QN_READ_REQ]++,
+	};
+	int rc = send_message(p, h, b, (size_t)n);
+	if (rc)
+		return rc;
+	struct iwpeer_msg *m = malloc(sizeof(*m));
+	if (!m)
+		return RPCRDMA_ERR_NOMEM;
+	/* Read Responses come in order (RFC 5040 §5.2): all of ours. */
+	size_t got = 0;
+	while (!rc) {
+		rc = iwpeer_recv(p, m, timeout_ms);
+		if (rc)
+			break;
+		if (m->kind == IWPEER_READ_RESP && m->stag == IWPEER_SINK_STAG &&
+		    m->to <= len && m->len <= len - m->to) {
+			memcpy((uint8_t *)out + m->to, m->msg, m->len);
+			got += m->len;
+			if (m->last)
+				break;
+		} else if (m->kind == IWPEER_SEND ||
+			   (m->kind == IWPEER_WRITE && !m->len)) {
+			if (m->kind == IWPEER_SEND)
+				rc = stash_push(p, m);
+		} else {
+			rc = RPCRDMA_ERR_PROTOCOL; /* Terminate, end, junk */
+		}
+	}
+	free(m);
+	if (!rc && got != len)
+		rc = RPCRDMA_ERR_PROTOCOL; /* a short Read Response */
+	return rc;
+}
+
+int iwpeer_expose(struct iwpeer *p, uint32_t stag, uint64_t to,
+		  const void *mem, size_t len)
+{
+	if (p->nregions >= sizeof(p->regions) / sizeof(p->regions[0]))
+		return RPCRDMA_ERR_NOSPACE;
+	p->regions[p->nregions++] =
+		(struct iwpeer_region){stag, to, mem, len};
+	return 0;
+}
+
+void iwpeer_unexpose(struct iwpeer *p, uint32_t stag)
+{
+	for (unsigned i = 0; i < p->nregions;)
+		if (p->regions[i].stag == stag)
+			p->regions[i] = p->regions[--p->nregions];
+		else
+			i++;
+}
+
+int iwpeer_answer_read(struct iwpeer *p, const struct rpcrdma_iwarp_read_req *rr)
+{
+	for (unsigned i = 0; i < p->nregions; i++) {
+		const struct iwpeer_region *g = &p->regions[i];
+		if (g->stag != rr->src_stag || rr->src_to < g->to ||
+		    rr->src_to - g->to > g->len ||
+		    g->len - (rr->src_to - g->to) < rr->size)
+			continue;
+		struct rpcrdma_iwarp_ddp_hdr h = {
+			.tagged = true, .opcode = RPCRDMA_IWARP_OP_READ_RESP,
+			.stag = rr->sink_stag, .to = rr->sink_to,
+		};
+		p->reads_served++;
+		return send_message(p, h, g->mem + (rr->src_to - g->to),
+				    rr->size);
+	}
+	/* RFC 5040 §8.1: an invalid STag is a Terminate, then the stream
+	 * ends. */
+	struct rpcrdma_iwarp_term t = {
+		.layer = RPCRDMA_IWARP_LAYER_RDMAP,
+		.etype = RPCRDMA_IWARP_RDMAP_ET_PROT,
+		.ecode = RPCRDMA_IWARP_RDMAP_EC_INV_STAG,
+	};
+	uint8_t b[RPCRDMA_IWARP_TERM_MAX_LEN];
+	int n = rpcrdma_iwarp_term_build(&t, b, sizeof(b));
+	if (n < 0)
+		return n;
+	struct rpcrdma_iwarp_ddp_hdr h = {
+		.opcode = RPCRDMA_IWARP_OP_TERMINATE,
+		.qn = RPCRDMA_IWARP_QN_TERMINATE,
+		.msn = p->msn[RPCRDMA_IWARP_QN_TERMINATE]++,
+	};
+	send_message(p, h, b, (size_t)n);
+	shutdown(p->fd, SHUT_RDWR);
+	return RPCRDMA_ERR_PROTOCOL;
 }
 
 static int end_kind(int rc, struct iwpeer_msg *m)
@@ -306,7 +473,14 @@ static int end_kind(int rc, struct iwpeer_msg *m)
 
 int iwpeer_recv(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms)
 {
-	static uint8_t f[2 + 0xFFFF + 3 + 4];
+	static _Thread_local uint8_t f[2 + 0xFFFF + 3 + 4];
+	if (p->nstash) {
+		memcpy(m, p->stash[0], sizeof(*m));
+		free(p->stash[0]);
+		memmove(p->stash, p->stash + 1,
+			--p->nstash * sizeof(p->stash[0]));
+		return 0;
+	}
 	int64_t end = now_ms() + timeout_ms;
 	for (;;) {
 		int64_t left = end - now_ms();
@@ -335,11 +509,22 @@ int iwpeer_recv(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms)
 			m->kind = h.opcode == RPCRDMA_IWARP_OP_WRITE ? IWPEER_WRITE
 								     : IWPEER_READ_RESP;
 			m->len = plen;
+			m->stag = h.stag;
+			m->to = h.to;
+			m->last = h.last;
+			if (plen <= sizeof(m->msg))
+				memcpy(m->msg, pl, plen);
 			return 0;
 		}
 		if (h.qn == RPCRDMA_IWARP_QN_READ_REQ) {
 			if (rpcrdma_iwarp_read_req_parse(pl, plen, &m->rr) < 0)
 				return RPCRDMA_ERR_PROTOCOL;
+			if (p->nregions && !p->defer_reads) {
+				rc = iwpeer_answer_read(p, &m->rr);
+				if (rc)
+					return rc;
+				continue;
+			}
 			m->kind = IWPEER_READ_REQ;
 			return 0;
 		}

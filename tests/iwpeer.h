@@ -30,6 +30,20 @@ struct iwpeer {
 	struct rpcrdma_iwarp_mpa_rr peer; /* the peer's Request or Reply */
 	uint8_t peer_pd[512];
 	size_t peer_pd_len;
+	/* Sends that came while iwpeer_rdma_read waited (FIFO). */
+	struct iwpeer_msg *stash[16];
+	unsigned nstash;
+	/* Regions served to the peer's Read Requests (iwpeer_expose). */
+	struct iwpeer_region {
+		uint32_t stag;
+		uint64_t to;
+		const uint8_t *mem;
+		size_t len;
+	} regions[16];
+	unsigned nregions;
+	unsigned reads_served; /* Read Requests answered from regions */
+	bool defer_reads;      /* return Read Requests to the caller
+				  (iwpeer_answer_read) instead */
 };
 
 /* TCP connect to addr (numeric "host:port" or "[v6]:port"); no MPA yet. */
@@ -40,6 +54,10 @@ int iwpeer_tcp_connect(struct iwpeer *p, const char *addr, int timeout_ms);
  * Reply had R set (its private data in peer_pd). */
 int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
 		   size_t pd_len, int timeout_ms);
+/* The same with an enhanced (revision 2) Request offering IRD and ORD
+ * (RFC 6581 §7.1): the responder's ORD is then at most ird. */
+int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms);
 
 /* Reads one MPA Request or Reply frame whatever its PD_Length (up to
  * 0xFFFF bytes of private data are read and the first 512 kept). */
@@ -65,6 +83,23 @@ int iwpeer_send_fpdu(struct iwpeer *p, const void *ulpdu, size_t len);
  * of max_ulpdu payload bytes with their message offsets. */
 int iwpeer_send(struct iwpeer *p, const void *msg, size_t len);
 
+/* The same as a Send With Invalidate of stag (RFC 5040 §5.1, §6.10). */
+int iwpeer_send_inv(struct iwpeer *p, const void *msg, size_t len,
+		    uint32_t stag);
+
+/* An RDMA Write of len bytes to (stag, to), segmented into tagged FPDUs
+ * (RFC 5040 §4.3).  The peer checks the STag; a bad one gets us a
+ * Terminate (read it with iwpeer_recv). */
+int iwpeer_rdma_write(struct iwpeer *p, uint32_t stag, uint64_t to,
+		      const void *data, size_t len);
+
+/* An RDMA Read of len bytes from (stag, to) into out (RFC 5040 §4.4):
+ * a Read Request, then the Read Response's tagged segments.  Sends that
+ * arrive meanwhile are kept for iwpeer_recv.  RPCRDMA_ERR_PROTOCOL when
+ * the peer answers with a Terminate (then *term, if not NULL, has it). */
+int iwpeer_rdma_read(struct iwpeer *p, uint32_t stag, uint64_t to,
+		     void *out, size_t len, int timeout_ms);
+
 enum iwpeer_kind {
 	IWPEER_SEND = 1,     /* a whole untagged Send: msg, len, inv_stag */
 	IWPEER_READ_REQ,     /* an RDMA Read Request: rr */
@@ -78,16 +113,31 @@ enum iwpeer_kind {
 struct iwpeer_msg {
 	enum iwpeer_kind kind;
 	uint8_t opcode;
-	uint8_t msg[65536];
+	uint8_t msg[65536];  /* a Send; or a tagged segment's payload */
 	size_t len;
 	uint32_t inv_stag;
+	uint32_t stag;       /* tagged: STag, TO, L bit */
+	uint64_t to;
+	bool last;
 	struct rpcrdma_iwarp_read_req rr;
 	struct rpcrdma_iwarp_term term;
 };
 
-/* The next message.  RPCRDMA_ERR_TIMEOUT when nothing complete came;
- * RPCRDMA_ERR_PROTOCOL for a frame we cannot parse (bad CRC included). */
+/* The next message (a Send kept by iwpeer_rdma_read first).
+ * RPCRDMA_ERR_TIMEOUT when nothing complete came; RPCRDMA_ERR_PROTOCOL
+ * for a frame we cannot parse (bad CRC included). */
 int iwpeer_recv(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms);
+
+/* Local memory the peer exposes to RDMA Reads from the other side (a
+ * Read chunk we offer in a call): iwpeer_recv answers a Read Request
+ * for stag within it with a Read Response, instead of returning it. */
+int iwpeer_expose(struct iwpeer *p, uint32_t stag, uint64_t to,
+		  const void *mem, size_t len);
+void iwpeer_unexpose(struct iwpeer *p, uint32_t stag);
+/* Answer a Read Request (with defer_reads) from the exposed regions: a
+ * Read Response, or a Terminate when it is outside them (RFC 5040
+ * §8.1; the peer's QP then fails). */
+int iwpeer_answer_read(struct iwpeer *p, const struct rpcrdma_iwarp_read_req *rr);
 
 /* The next Send, skipping zero-length RDMA Writes (RTRs). */
 int iwpeer_recv_send(struct iwpeer *p, struct iwpeer_msg *m, int timeout_ms);

@@ -99,8 +99,9 @@ int rpcrdma_cm_pdata_encode(void *buf, size_t cap, size_t max_send,
 			    size_t max_recv, bool remote_inv);
 
 /*
- * Decode private data that starts at buf[0] (what librdmacm hands to the
- * ULP, and what the Linux kernel sends).  Trailing octets after the
+ * Decode private data that starts at buf[0] (a tool looking at a buffer
+ * known to hold the message there; a receiver on a connection searches
+ * with rpcrdma_cm_pdata_find(), §5.2).  Trailing octets after the
  * first eight are accepted and ignored (RFC 8797 §6: later formats add
  * fields from byte eight on).  buf may be NULL when len is 0.
  * Always fills *pd; returns pd->present.

@@ -158,9 +158,21 @@ struct rpcrdma_opts {
 				       or free it before then.  Synchronous
 				       calls always borrow it until they
 				       return.  Default false */
+	uint64_t max_memory;        /* server: a memory budget, in bytes,
+				       for what its connections hold as the
+				       library counts it (each: its receive
+				       and send buffers and request
+				       records, about 850 KiB at the default
+				       credits and inline sizes; its reply
+				       region, max_msg, once registered).
+				       A connection that would take it past
+				       is refused (the client sees
+				       RPCRDMA_ERR_CONNREFUSED; the reject
+				       says why).  0: no budget (default);
+				       RPCRDMA_MAX_MEMORY */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD borrow_args
+#define RPCRDMA_OPTS_LAST_FIELD max_memory
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -190,7 +202,8 @@ enum rpcrdma_versions {
  * RPCRDMA_WORKERS (0 to 1024) the workers, RPCRDMA_MAX_CONNECTIONS and
  * RPCRDMA_RDMA_TIMEOUT_MS (decimal) the fields of the same names,
  * RPCRDMA_MAX_MSG (bytes, "4M") max_msg, RPCRDMA_MPA_CRC (0 or 1)
- * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us.
+ * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us,
+ * RPCRDMA_MAX_MEMORY (bytes, "512M"; 0: none) max_memory.
  * Options whose number fields are 0 take these defaults too, so rpcgen
  * programs and every example honour them.  A value a variable does not
  * accept is refused: it is not taken here, and every create call fails
@@ -414,7 +427,8 @@ struct rpcrdma_stats {
 	uint64_t reconnects;      /* client: connections re-established */
 	uint64_t v2_err_sent[10], v2_err_recv[10]; /* by error code */
 	uint64_t rdma_timeouts;   /* connections closed by rdma_timeout_ms */
-	uint64_t connections_refused; /* server: over max_connections */
+	uint64_t connections_refused; /* server: over max_connections or
+					 max_memory, or out of resources */
 	uint64_t registrations;   /* memory registrations made for calls'
 				     and replies' chunks (a connection's own
 				     buffers not counted; its reply region

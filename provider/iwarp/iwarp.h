@@ -13,15 +13,19 @@
  *    messages per call as fit one batch: iwarp_qp_tx.c).  Only when TCP
  *    pushes back (EAGAIN) does the QP ask the progress thread for EPOLLOUT;
  *    poll_cq() also retries a blocked TX inline.
- *  - RX: poll_cq() and ack_cq_events() run the RX engine of every QP
- *    attached to the CQ inline (trylock of the QP's RX side) before
- *    returning, so a busy-polling consumer never waits for another thread.
- *    One pass takes apart everything the socket holds; large payloads
- *    are received straight into place (iwarp_qp_rx.c).
+ *  - RX: poll_cq() and ack_cq_events() run inline (trylock of the QP's RX
+ *    side) the RX engine of every QP of the CQ whose socket has data,
+ *    before returning, so a busy-polling consumer never waits for another
+ *    thread.  One pass takes apart everything the socket holds; large
+ *    payloads are received straight into place (iwarp_qp_rx.c).
  *  - cq_fd() is an epoll fd holding the CQ's eventfd (signalled by
  *    completions produced on other threads while armed) AND the sockets of
- *    the QPs attached to it: a consumer sleeping on cq_fd wakes directly on
- *    socket data and processes it inline in ack_cq_events()/poll_cq().
+ *    the QPs attached to it (EPOLLIN; EPOLLOUT too on the send CQ of a QP
+ *    whose TX waits for room): a consumer sleeping on cq_fd wakes directly
+ *    on socket data and processes it inline in ack_cq_events()/poll_cq().
+ *    The same epoll set, asked without waiting, tells poll_cq which QPs
+ *    have work: its cost follows the QPs with data, not the QPs attached
+ *    (a poll group's thousand idle connections cost one epoll_wait).
  *  - Unless the consumer asked for manual progress (rpcrdma_dev_params),
  *    the progress thread watches every socket with EPOLLONESHOT.  When a
  *    socket is readable and a consumer of that QP's CQs is armed and was
@@ -38,8 +42,13 @@
  *    MPA Request/Reply), handshake time-outs and EPOLLOUT.
  *
  * Locks (acquire in this order; none is held across a blocking call):
- *   cq->qps_lock -> qp->rx_lock -> qp->tx_lock -> qp->rq_lock
+ *   cq->qps_lock -> qp->rx_lock -> qp->tx_lock -> qp->rq_lock / srq->lock
  *   -> dev->mem_lock / cq->lock / ch->lock;  dev->lock -> qp->ep_lock.
+ * cq->qps_lock is held by an inline progress pass over the CQ's ready
+ * QPs; destroy_qp takes it to take the QP out of the CQ's epoll set, so
+ * no pass can still name a QP once that returns.  A shared receive queue
+ * (iwarp_srq.c) is one lock: QPs progressed by different threads take
+ * receives from it under their own rx_lock, and posting takes only it.
  * Object lifetime: an endpoint (cm_id + its embedded QP) that the progress
  * thread may reference is freed only by that thread, at the top of its
  * loop, after destroy_id() moved it to the graveyard and removed its fds
@@ -79,6 +88,12 @@
 #define IW_TX_IOV 512           /* iovecs in one sendmsg (<= IOV_MAX) */
 #define IW_TX_BYTES (64u << 10) /* wire bytes in one sendmsg */
 #define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
+#define IW_MAX_SRQ 65536        /* shared receive queues per device, as
+				   reported (memory is the real limit) */
+#define IW_MAX_SRQ_WR (16 * IW_MAX_WR) /* receives one of them holds */
+#define IW_POLL_QPS 64          /* ready QPs one inline pass takes from
+				   the CQ's epoll set (the rest, next
+				   pass: level-triggered, round robin) */
 
 struct iw_ep;
 struct iw_qp;
@@ -177,10 +192,33 @@ struct iw_cq {
 				    cq_fd */
 	int efd;                 /* eventfd: completions while armed */
 	int epfd;                /* what cq_fd returns */
-	pthread_mutex_t qps_lock;
-	struct iw_qp **qps;
-	size_t nqps, qps_cap;
+	pthread_mutex_t qps_lock; /* held by an inline progress pass */
+	size_t nqps;             /* QPs attached (under qps_lock) */
+	struct iw_qp *solo;      /* the QP, while it was attached alone
+				    (under qps_lock): a pass runs it
+				    directly, a recv() rather than an
+				    epoll_wait() and a recv() */
 	_Atomic uint64_t last_active_ns;
+};
+
+/* A posted receive of a shared receive queue; its SGEs are the max_sge
+ * entries of srq->sges at its index. */
+struct iw_srqe {
+	uint64_t wr_id;
+	int num_sge;
+};
+
+struct iw_srq {
+	struct rpcrdma_srq base;
+	pthread_mutex_t lock;    /* everything below but posted */
+	struct iw_srqe *q;
+	struct rpcrdma_sge *sges;
+	uint32_t cap, head, count;
+	uint32_t limit;          /* armed limit, 0: not armed */
+	bool event;              /* limit reached, not yet queried */
+	uint32_t nqps;           /* QPs created on it */
+	_Atomic uint32_t posted; /* posted, not completed */
+	int efd;                 /* base.fd: readable while event */
 };
 
 enum iw_qp_state {
@@ -195,7 +233,7 @@ struct iw_swqe {
 	unsigned flags;
 	bool signaled;
 	int num_sge;
-	struct rpcrdma_sge sge[IW_MAX_SGE];
+	struct rpcrdma_sge *sge; /* its max_send_sge slots of qp->sq_sge */
 	uint64_t len;
 	uint32_t inval_rkey;
 	uint64_t raddr;
@@ -207,7 +245,9 @@ struct iw_swqe {
 	uint32_t bind_rkey;
 	bool in_orq;          /* RDMA Read whose ORQ entry exists: leaves
 				 the SQ without a completion of its own */
-	uint8_t inl[IW_MAX_INLINE]; /* INLINE payload copied at post */
+	uint8_t *inl;         /* INLINE payload copied at post: its
+				 max_inline_data bytes of qp->sq_inl (NULL
+				 without) */
 };
 
 struct iw_rwqe {
@@ -218,7 +258,9 @@ struct iw_rwqe {
 
 /* Outstanding RDMA Read we issued (ORQ, depth = negotiated ORD). */
 struct iw_orqe {
-	struct iw_swqe wqe;
+	uint64_t wr_id;     /* of the Read's WR */
+	uint64_t len;
+	bool signaled;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint64_t got;       /* response bytes placed */
@@ -347,6 +389,7 @@ struct iw_qp {
 	struct rpcrdma_qp base;
 	struct iw_ep *ep;
 	struct iw_dev *dev;
+	struct iw_srq *srq;      /* receives come from it; no rq then */
 	/* created and fd are written under rx_lock+tx_lock (qp_start,
 	 * destroy_qp) but read by the progress thread under ep->lock only,
 	 * as a filter before it takes rx_lock: atomics keep that read
@@ -364,7 +407,13 @@ struct iw_qp {
 
 	pthread_mutex_t tx_lock; /* SQ, ORQ, IRQ, TX engine, hist, term */
 	struct iw_lkey_cache tx_lkc; /* under tx_lock */
+	/* The send queue: entries sized by what the QP was created with
+	 * (a QP of 4 SGEs and no inline data does not carry room for 16
+	 * SGEs and 256 bytes in each of thousands of entries). */
 	struct iw_swqe *sq;
+	struct rpcrdma_sge *sq_sge;   /* sq_cap x sq_max_sge */
+	uint8_t *sq_inl;              /* sq_cap x sq_max_inline, or NULL */
+	uint32_t sq_max_sge, sq_max_inline;
 	uint32_t sq_cap, sq_head, sq_count;
 	uint32_t sq_built;       /* SQ entries from sq_head taken into the
 				    TX batch, not yet sent */
@@ -455,6 +504,10 @@ struct iw_ep {
 	uint8_t my_ird, my_ord;
 	struct iw_qp qp;
 	struct iw_ep *next_all, *next_grave;
+	/* Listener: accept() is failing for want of descriptors or memory
+	 * (logged once per episode), and the attempts since. */
+	bool accept_starved;
+	uint64_t accept_retries;
 };
 
 static inline struct iw_dev *iw_dev(struct rpcrdma_dev *d)
@@ -500,10 +553,28 @@ int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *cq);
 int rpcrdma_iwarp_cq_fd(struct rpcrdma_cq *cq);
 int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *cq);
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc);
-int rpcrdma_iwarp_cq_attach(struct iw_cq *cq, struct iw_qp *qp);
-void rpcrdma_iwarp_cq_detach(struct iw_cq *cq, struct iw_qp *qp);
-void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on);
+void rpcrdma_iwarp_cq_attach(struct iw_qp *qp);
+void rpcrdma_iwarp_cq_detach(struct iw_qp *qp);
+/* The QP's socket in (on) or out of its CQs' epoll sets; _out updates
+ * the send CQ's EPOLLOUT from qp->want_out. */
+void rpcrdma_iwarp_cq_watch(struct iw_qp *qp, bool on);
+void rpcrdma_iwarp_cq_watch_out(struct iw_qp *qp);
 bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now);
+
+/* iwarp_srq.c */
+int rpcrdma_iwarp_create_srq(struct rpcrdma_pd *pd,
+			     const struct rpcrdma_srq_attr *attr,
+			     struct rpcrdma_srq **out);
+int rpcrdma_iwarp_destroy_srq(struct rpcrdma_srq *srq);
+int rpcrdma_iwarp_post_srq_recv(struct rpcrdma_srq *srq,
+				struct rpcrdma_recv_wr *wr,
+				struct rpcrdma_recv_wr **bad);
+int rpcrdma_iwarp_modify_srq(struct rpcrdma_srq *srq, uint32_t limit);
+int rpcrdma_iwarp_query_srq(struct rpcrdma_srq *srq,
+			    struct rpcrdma_srq_state *out);
+/* Takes the oldest receive into *out; false when there is none. */
+bool rpcrdma_iwarp_srq_take(struct iw_srq *srq, struct iw_rwqe *out);
+void rpcrdma_iwarp_srq_attach(struct iw_srq *srq, bool on);
 
 /* iwarp_qp.c */
 int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,

@@ -14,10 +14,13 @@
  * Handshake steps run on the progress thread, bounded by the connect
  * time-out (RFC 5044 §7.1.2 rules 8 and 10).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -623,6 +626,57 @@ static void accept_pause(struct iw_ep *l)
 		     rpcrdma_iwarp_now_ns() + IW_ACCEPT_RETRY_NS);
 }
 
+/* "a.b.c.d:port" / "[v6]:port" of the listener, for its log lines. */
+static void listener_name(const struct iw_ep *l, char *buf, size_t cap)
+{
+	const struct sockaddr_storage *ss = &l->base.local_addr;
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+		snprintf(buf, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+		snprintf(buf, cap, "%s:%u", ip, ntohs(a->sin_port));
+	}
+}
+
+/* A resource limit the server hits: one line on stderr when the episode
+ * starts, one when it ends (a server silent at its open-file limit
+ * leaves its clients timing out with no clue). */
+static void accept_starved(struct iw_ep *l, int err)
+{
+	l->accept_retries++;
+	if (l->accept_starved)
+		return;
+	l->accept_starved = true;
+	l->accept_retries = 0;
+	char name[80];
+	struct rlimit rl = {0, 0};
+	getrlimit(RLIMIT_NOFILE, &rl);
+	listener_name(l, name, sizeof name);
+	fprintf(stderr,
+		"rpcrdma: iwarp: listener %s: accept: %s (open-file limit "
+		"%llu): connections wait in the backlog, accept tried again "
+		"every %llu ms (said once, until one is accepted)\n",
+		name, strerror(err), (unsigned long long)rl.rlim_cur,
+		(unsigned long long)(IW_ACCEPT_RETRY_NS / 1000000ull));
+}
+
+static void accept_fed(struct iw_ep *l)
+{
+	if (!l->accept_starved)
+		return;
+	l->accept_starved = false;
+	char name[80];
+	listener_name(l, name, sizeof name);
+	fprintf(stderr,
+		"rpcrdma: iwarp: listener %s: accepting again (after %llu "
+		"attempts that failed)\n",
+		name, (unsigned long long)l->accept_retries + 1);
+}
+
 static void accept_conns(struct iw_ep *l)
 {
 	for (;;) {
@@ -632,10 +686,13 @@ static void accept_conns(struct iw_ep *l)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM)
+			    errno == ENOBUFS || errno == ENOMEM) {
+				accept_starved(l, errno);
 				accept_pause(l);
+			}
 			return;
 		}
+		accept_fed(l);
 		struct iw_ep *c = ep_new(l->dev, l->base.channel, l->base.context);
 		if (!c) {
 			close(fd);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Completion queues.  poll_cq/ack_cq_events run the RX (and a blocked TX)
- * of every attached QP inline: see the threading model in iwarp.h.
+ * Completion queues.  poll_cq/ack_cq_events run inline the RX (and a
+ * blocked TX) of the attached QPs whose sockets the CQ's epoll set reports
+ * ready: see the threading model in iwarp.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,6 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 	close(cq->epfd);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->qps_lock);
-	free(cq->qps);
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -139,20 +139,40 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 	return got;
 }
 
-/* Runs every attached QP's engines on this thread (never blocking on a
- * lock another thread holds: that thread is already making progress). */
+/* Runs on this thread the engines of the attached QPs whose sockets are
+ * ready, as the CQ's epoll set reports them without waiting: with many
+ * QPs on the CQ, a pass costs what the QPs with data cost (one
+ * epoll_wait, not a recv per QP).  Never blocks on a QP lock another
+ * thread holds: that thread is already making progress.  Level-triggered,
+ * so a socket a pass leaves readable (its RX engine busy elsewhere, or
+ * beyond IW_POLL_QPS ready ones) is reported again by the next pass;
+ * the RX engine leaves nothing staged when it returns (iwarp_qp_rx.c), so
+ * a socket with nothing to read means a QP with nothing to do.  A CQ with
+ * one QP (a connection's own) runs it without asking. */
 static void inline_progress(struct iw_cq *cq, bool ack)
 {
 	struct iw_cq *outer = consuming;
 	bool outer_ack = consuming_ack;
+	struct epoll_event ev[IW_POLL_QPS];
 	consuming = cq;
 	consuming_ack = ack;
 	pthread_mutex_lock(&cq->qps_lock);
-	for (size_t i = 0; i < cq->nqps; i++) {
-		struct iw_qp *qp = cq->qps[i];
-		if (atomic_load(&qp->state) != IW_QP_RTS)
-			continue;
-		rpcrdma_iwarp_rx_progress(qp, false);
+	int n = 0;
+	if (cq->solo) {
+		/* A connection's own CQ: asking epoll first would cost a
+		 * system call more per message. */
+		ev[0].data.ptr = cq->solo;
+		ev[0].events = EPOLLIN;
+		n = 1;
+	} else if (cq->nqps) {
+		n = epoll_wait(cq->epfd, ev, IW_POLL_QPS, 0);
+	}
+	for (int i = 0; i < n; i++) {
+		struct iw_qp *qp = ev[i].data.ptr;
+		if (!qp || atomic_load(&qp->state) != IW_QP_RTS)
+			continue; /* the eventfd, or a QP going down */
+		if (ev[i].events & ~(uint32_t)EPOLLOUT)
+			rpcrdma_iwarp_rx_progress(qp, false);
 		if (atomic_load(&qp->want_out))
 			rpcrdma_iwarp_tx_progress(qp);
 	}
@@ -223,48 +243,92 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	return 0;
 }
 
-int rpcrdma_iwarp_cq_attach(struct iw_cq *cq, struct iw_qp *qp)
+/* The QP's CQs: the send CQ, and the receive CQ when it is another. */
+static int qp_cqs(struct iw_qp *qp, struct iw_cq *cqs[2])
 {
-	pthread_mutex_lock(&cq->qps_lock);
-	for (size_t i = 0; i < cq->nqps; i++)
-		if (cq->qps[i] == qp) {
-			pthread_mutex_unlock(&cq->qps_lock);
-			return 0;
-		}
-	if (cq->nqps == cq->qps_cap) {
-		size_t cap = cq->qps_cap ? cq->qps_cap * 2 : 8;
-		struct iw_qp **q = realloc(cq->qps, cap * sizeof(*q));
-		if (!q) {
-			pthread_mutex_unlock(&cq->qps_lock);
-			return RPCRDMA_ERR_NOMEM;
-		}
-		cq->qps = q;
-		cq->qps_cap = cap;
-	}
-	cq->qps[cq->nqps++] = qp;
-	pthread_mutex_unlock(&cq->qps_lock);
-	return 0;
+	cqs[0] = (struct iw_cq *)qp->base.send_cq;
+	cqs[1] = (struct iw_cq *)qp->base.recv_cq;
+	return cqs[1] != cqs[0] ? 2 : 1;
 }
 
-void rpcrdma_iwarp_cq_detach(struct iw_cq *cq, struct iw_qp *qp)
+void rpcrdma_iwarp_cq_attach(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&cq->qps_lock);
-	for (size_t i = 0; i < cq->nqps; i++)
-		if (cq->qps[i] == qp) {
-			cq->qps[i] = cq->qps[--cq->nqps];
-			break;
-		}
-	pthread_mutex_unlock(&cq->qps_lock);
+	struct iw_cq *cqs[2];
+	for (int i = 0, n = qp_cqs(qp, cqs); i < n; i++) {
+		pthread_mutex_lock(&cqs[i]->qps_lock);
+		cqs[i]->nqps++;
+		cqs[i]->solo = cqs[i]->nqps == 1 ? qp : NULL;
+		pthread_mutex_unlock(&cqs[i]->qps_lock);
+	}
 }
 
-void rpcrdma_iwarp_cq_watch_fd(struct iw_cq *cq, int fd, bool on)
+/* Takes the QP out of its CQs: out of their epoll sets under qps_lock, so
+ * no inline pass names it after this; its completions still queued lose
+ * their QP pointer (provider.h: wc.qp NULL once the QP is destroyed). */
+void rpcrdma_iwarp_cq_detach(struct iw_qp *qp)
 {
-	if (on) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-		epoll_ctl(cq->epfd, EPOLL_CTL_ADD, fd, &ev);
-	} else {
-		epoll_ctl(cq->epfd, EPOLL_CTL_DEL, fd, NULL);
+	struct iw_cq *cqs[2];
+	int fd = atomic_load(&qp->fd);
+	for (int i = 0, n = qp_cqs(qp, cqs); i < n; i++) {
+		struct iw_cq *cq = cqs[i];
+		pthread_mutex_lock(&cq->qps_lock);
+		if (fd >= 0)
+			epoll_ctl(cq->epfd, EPOLL_CTL_DEL, fd, NULL);
+		cq->nqps--;
+		/* Which QP is left is not known here: epoll tells. */
+		cq->solo = NULL;
+		pthread_mutex_unlock(&cq->qps_lock);
+		pthread_mutex_lock(&cq->lock);
+		uint32_t count = atomic_load_explicit(&cq->count,
+						      memory_order_relaxed);
+		for (uint32_t k = 0; k < count; k++) {
+			struct rpcrdma_wc *wc = &cq->ring[(cq->head + k) % cq->cap];
+			if (wc->qp == &qp->base)
+				wc->qp = NULL;
+		}
+		pthread_mutex_unlock(&cq->lock);
 	}
+}
+
+/* What the QP's socket is watched for in cq's epoll set: data, and room
+ * on the send CQ while TX waits for it (TCP pushed back). */
+static uint32_t watch_events(struct iw_qp *qp, struct iw_cq *cq)
+{
+	uint32_t ev = EPOLLIN;
+	if (cq == (struct iw_cq *)qp->base.send_cq && atomic_load(&qp->want_out))
+		ev |= EPOLLOUT;
+	return ev;
+}
+
+void rpcrdma_iwarp_cq_watch(struct iw_qp *qp, bool on)
+{
+	struct iw_cq *cqs[2];
+	int fd = atomic_load(&qp->fd);
+	if (fd < 0)
+		return;
+	for (int i = 0, n = qp_cqs(qp, cqs); i < n; i++) {
+		if (on) {
+			struct epoll_event ev = {
+				.events = watch_events(qp, cqs[i]),
+				.data.ptr = qp };
+			epoll_ctl(cqs[i]->epfd, EPOLL_CTL_ADD, fd, &ev);
+		} else {
+			epoll_ctl(cqs[i]->epfd, EPOLL_CTL_DEL, fd, NULL);
+		}
+	}
+}
+
+void rpcrdma_iwarp_cq_watch_out(struct iw_qp *qp)
+{
+	struct iw_cq *cq = (struct iw_cq *)qp->base.send_cq;
+	int fd = atomic_load(&qp->fd);
+	if (fd < 0)
+		return;
+	/* MOD, never ADD: a QP that went down (its socket out of the set)
+	 * stays out. */
+	struct epoll_event ev = { .events = watch_events(qp, cq),
+				  .data.ptr = qp };
+	epoll_ctl(cq->epfd, EPOLL_CTL_MOD, fd, &ev);
 }
 
 bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now)

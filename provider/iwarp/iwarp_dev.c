@@ -223,7 +223,10 @@ static int iw_query(struct rpcrdma_dev *d, struct rpcrdma_dev_attr *attr)
 	attr->caps = RPCRDMA_DEV_CAP_MW | RPCRDMA_DEV_CAP_SEND_WITH_INV |
 		     RPCRDMA_DEV_CAP_TERMINATE_INFO | RPCRDMA_DEV_CAP_LOCAL_INV |
 		     RPCRDMA_DEV_CAP_RECV_INV | RPCRDMA_DEV_CAP_IWARP |
-		     RPCRDMA_DEV_CAP_REG_VIRTUAL;
+		     RPCRDMA_DEV_CAP_REG_VIRTUAL | RPCRDMA_DEV_CAP_SRQ;
+	attr->max_srq = IW_MAX_SRQ;
+	attr->max_srq_wr = IW_MAX_SRQ_WR;
+	attr->max_srq_sge = IW_MAX_SGE;
 	snprintf(attr->caps_why, sizeof(attr->caps_why),
 		 "userspace soft-iWARP: windows, Send With Invalidate and "
 		 "Local Invalidate (RFC 5040 §1.2, §5.3)");
@@ -285,4 +288,9 @@ const struct rpcrdma_provider_ops rpcrdma_iwarp_ops = {
 	.reject = rpcrdma_iwarp_reject,
 	.disconnect = rpcrdma_iwarp_disconnect,
 	.qp_counters = rpcrdma_iwarp_qp_counters,
+	.create_srq = rpcrdma_iwarp_create_srq,
+	.destroy_srq = rpcrdma_iwarp_destroy_srq,
+	.post_srq_recv = rpcrdma_iwarp_post_srq_recv,
+	.modify_srq = rpcrdma_iwarp_modify_srq,
+	.query_srq = rpcrdma_iwarp_query_srq,
 };

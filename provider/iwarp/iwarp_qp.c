@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Queue pair life cycle: creation, the receive queue, moving to RTS after
- * the MPA handshake, and the error path (Terminate, flush, DISCONNECTED).
+ * Queue pair life cycle: creation, the receive queue (its own, or a shared
+ * one: iwarp_srq.c), moving to RTS after the MPA handshake, and the error
+ * path (Terminate, flush, DISCONNECTED).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -32,6 +33,9 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 	};
 	struct rpcrdma_cq *cq = send_side ? qp->base.send_cq : qp->base.recv_cq;
 	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
+	/* Every receive completion of such a QP is one of its SRQ's. */
+	if (!send_side && qp->srq)
+		atomic_fetch_sub(&qp->srq->posted, 1);
 }
 
 int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
@@ -44,21 +48,35 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	struct iw_qp *qp = &ep->qp;
 	if (qp->created)
 		return RPCRDMA_ERR_BUSY;
-	if (attr->max_send_wr > IW_MAX_WR || attr->max_recv_wr > IW_MAX_WR ||
-	    attr->max_send_sge > IW_MAX_SGE || attr->max_recv_sge > IW_MAX_SGE ||
-	    attr->max_inline_data > IW_MAX_INLINE)
+	struct iw_srq *srq = (struct iw_srq *)attr->srq;
+	if (attr->max_send_wr > IW_MAX_WR || attr->max_send_sge > IW_MAX_SGE ||
+	    attr->max_inline_data > IW_MAX_INLINE ||
+	    (!srq && (attr->max_recv_wr > IW_MAX_WR ||
+		      attr->max_recv_sge > IW_MAX_SGE)) ||
+	    (srq && srq->base.dev != id->dev))
 		return RPCRDMA_ERR_INVAL;
 	uint32_t sq = attr->max_send_wr ? attr->max_send_wr : IW_DEFAULT_WR;
-	uint32_t rq = attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
+	uint32_t ssge = attr->max_send_sge ? attr->max_send_sge : IW_MAX_SGE;
+	uint32_t inl = attr->max_inline_data;
+	/* On a shared receive queue the QP has no ring of its own. */
+	uint32_t rq = srq ? 0
+			  : attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
 	pthread_mutex_lock(&qp->rx_lock);
 	pthread_mutex_lock(&qp->tx_lock);
 	qp->sq = calloc(sq, sizeof(*qp->sq));
-	qp->rq = calloc(rq, sizeof(*qp->rq));
+	qp->sq_sge = calloc((size_t)sq * ssge, sizeof(*qp->sq_sge));
+	qp->sq_inl = inl ? calloc(sq, inl) : NULL;
+	qp->rq = rq ? calloc(rq, sizeof(*qp->rq)) : NULL;
 	qp->orq = calloc(IW_MAX_RD, sizeof(*qp->orq));
 	qp->irq = calloc(IW_MAX_RD, sizeof(*qp->irq));
 	qp->rx.buf = malloc(IW_RXBUF);
-	if (!qp->sq || !qp->rq || !qp->orq || !qp->irq || !qp->rx.buf) {
+	if (!qp->sq || !qp->sq_sge || (inl && !qp->sq_inl) || (rq && !qp->rq) ||
+	    !qp->orq || !qp->irq || !qp->rx.buf) {
 		free(qp->sq);
+		free(qp->sq_sge);
+		free(qp->sq_inl);
+		qp->sq_sge = NULL;
+		qp->sq_inl = NULL;
 		free(qp->rq);
 		free(qp->orq);
 		free(qp->irq);
@@ -69,6 +87,12 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 		return RPCRDMA_ERR_NOMEM;
 	}
 	qp->sq_cap = sq;
+	qp->sq_max_sge = ssge;
+	qp->sq_max_inline = inl;
+	for (uint32_t i = 0; i < sq; i++) {
+		qp->sq[i].sge = qp->sq_sge + (size_t)i * ssge;
+		qp->sq[i].inl = inl ? qp->sq_inl + (size_t)i * inl : NULL;
+	}
 	qp->rq_cap = rq;
 	qp->sq_head = qp->sq_count = qp->sq_built = 0;
 	qp->rq_head = qp->rq_count = 0;
@@ -101,16 +125,16 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->base.context = attr->context;
 	qp->base.max_send_wr = sq;
 	qp->base.max_recv_wr = rq;
-	qp->base.max_send_sge = IW_MAX_SGE;
-	qp->base.max_recv_sge = IW_MAX_SGE;
+	qp->base.max_send_sge = ssge;
+	qp->base.max_recv_sge = srq ? srq->base.max_sge : IW_MAX_SGE;
+	qp->base.srq = attr->srq;
+	qp->srq = srq;
+	if (srq)
+		rpcrdma_iwarp_srq_attach(srq, true);
 	qp->created = true;
 	pthread_mutex_unlock(&qp->tx_lock);
 	pthread_mutex_unlock(&qp->rx_lock);
-	if (rpcrdma_iwarp_cq_attach((struct iw_cq *)attr->send_cq, qp) ||
-	    rpcrdma_iwarp_cq_attach((struct iw_cq *)attr->recv_cq, qp)) {
-		rpcrdma_iwarp_destroy_qp(&qp->base);
-		return RPCRDMA_ERR_NOMEM;
-	}
+	rpcrdma_iwarp_cq_attach(qp);
 	id->qp = &qp->base;
 	*out = &qp->base;
 	return 0;
@@ -125,25 +149,36 @@ int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *b)
 		return RPCRDMA_ERR_INVAL;
 	if (atomic_load(&qp->state) == IW_QP_RTS)
 		rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_WR_FLUSH_ERR);
-	struct iw_cq *s = (struct iw_cq *)b->send_cq, *r = (struct iw_cq *)b->recv_cq;
-	/* Detaching under qps_lock waits out any inline progress. */
-	rpcrdma_iwarp_cq_detach(s, qp);
-	rpcrdma_iwarp_cq_detach(r, qp);
-	if (qp->fd >= 0) {
-		rpcrdma_iwarp_cq_watch_fd(s, qp->fd, false);
-		if (r != s)
-			rpcrdma_iwarp_cq_watch_fd(r, qp->fd, false);
+	/* The receive a message was filling completes, whoever held the RX
+	 * side when the QP went down (qp_error could only try for it): on a
+	 * shared receive queue nobody else would ever complete it. */
+	pthread_mutex_lock(&qp->rx_lock);
+	atomic_store(&qp->state, IW_QP_ERROR);
+	if (qp->rx.recv_active) {
+		qp->rx.recv_active = false;
+		rpcrdma_iwarp_complete(qp, false, qp->rx.recv.wr_id,
+				       RPCRDMA_WC_RECV, RPCRDMA_WC_WR_FLUSH_ERR,
+				       0, 0, 0, 0);
 	}
+	pthread_mutex_unlock(&qp->rx_lock);
+	/* Under the CQs' qps_lock: waits out any inline progress. */
+	rpcrdma_iwarp_cq_detach(qp);
 	pthread_mutex_lock(&qp->rx_lock);
 	pthread_mutex_lock(&qp->tx_lock);
 	pthread_mutex_lock(&qp->rq_lock);
 	qp->created = false;
-	atomic_store(&qp->state, IW_QP_ERROR);
+	if (qp->srq)
+		rpcrdma_iwarp_srq_attach(qp->srq, false);
+	qp->srq = NULL;
 	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inl);
 	free(qp->rq);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->rx.buf);
+	qp->sq_sge = NULL;
+	qp->sq_inl = NULL;
 	qp->sq = NULL;
 	qp->rq = NULL;
 	qp->orq = NULL;
@@ -167,7 +202,9 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
 	int rc = 0;
 	pthread_mutex_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
-		if (!qp->created || wr->num_sge < 0 || wr->num_sge > IW_MAX_SGE ||
+		/* A QP on a shared receive queue has none of its own. */
+		if (!qp->created || qp->srq || wr->num_sge < 0 ||
+		    wr->num_sge > IW_MAX_SGE ||
 		    (wr->num_sge && !wr->sg_list)) {
 			rc = RPCRDMA_ERR_INVAL;
 			break;
@@ -285,11 +322,7 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	atomic_store(&qp->state, IW_QP_RTS);
 	pthread_mutex_unlock(&qp->tx_lock);
 	pthread_mutex_unlock(&qp->rx_lock);
-	struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
-	struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
-	rpcrdma_iwarp_cq_watch_fd(s, fd, true);
-	if (r != s)
-		rpcrdma_iwarp_cq_watch_fd(r, fd, true);
+	rpcrdma_iwarp_cq_watch(qp, true);
 	pthread_mutex_lock(&qp->ep_lock);
 	qp->in_armed = true;
 	qp->want_out = false;
@@ -321,12 +354,8 @@ void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status)
 		/* FIN to the peer (it sees DISCONNECTED); no RST, so bytes
 		 * already queued, such as our Terminate, still arrive. */
 		shutdown(qp->fd, SHUT_RDWR);
-		struct iw_cq *s = (struct iw_cq *)qp->base.send_cq;
-		struct iw_cq *r = (struct iw_cq *)qp->base.recv_cq;
 		/* An fd at EOF would keep cq_fd readable forever. */
-		rpcrdma_iwarp_cq_watch_fd(s, qp->fd, false);
-		if (r != s)
-			rpcrdma_iwarp_cq_watch_fd(r, qp->fd, false);
+		rpcrdma_iwarp_cq_watch(qp, false);
 		rpcrdma_iwarp_qp_update_arm(qp);
 	}
 	pthread_mutex_lock(&qp->tx_lock);

@@ -8,7 +8,9 @@
  *            the whole Terminate); validate it completely -- STag, PD,
  *            access, bounds, MSN, MO, receive buffer -- BEFORE any byte of
  *            payload is placed (RFC 5040 §8, RFC 5041 §7): a violation
- *            sends a Terminate and touches no memory.
+ *            sends a Terminate and touches no memory.  A Send's receive
+ *            is taken when its first segment is: from the QP's queue or
+ *            its shared receive queue (iwarp_srq.c).
  *   PAYLOAD  receive straight from the socket into the target buffer (the
  *            tagged region, the posted receive, or the Read's sink), or
  *            copy there what a staging read already holds; never into an
@@ -135,6 +137,24 @@ static size_t payload_len(const struct iw_rx *rx)
 	return rx->ulpdu_len - hl;
 }
 
+/* Takes the oldest receive of the QP's own queue into *out. */
+static bool rq_take(struct iw_qp *qp, struct iw_rwqe *out)
+{
+	pthread_mutex_lock(&qp->rq_lock);
+	bool have = qp->rq_count > 0;
+	if (have) {
+		/* The SGEs in use only (the WQE holds 16). */
+		const struct iw_rwqe *q = &qp->rq[qp->rq_head];
+		out->wr_id = q->wr_id;
+		out->num_sge = q->num_sge;
+		memcpy(out->sge, q->sge, (size_t)q->num_sge * sizeof(q->sge[0]));
+		qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
+		qp->rq_count--;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	return have;
+}
+
 /* Validates the complete header and chooses where the payload goes.
  * Returns false if the QP was terminated. */
 static bool start_segment(struct iw_qp *qp)
@@ -175,7 +195,7 @@ static bool start_segment(struct iw_qp *qp)
 		bool bad_stag = h->stag != o->sink_stag;
 		uint64_t off = h->to - o->sink_to;
 		bool bad_bounds = h->to < o->sink_to || off != o->got ||
-				  plen > o->wqe.len - o->got;
+				  plen > o->len - o->got;
 		if (!bad_stag && !bad_bounds) {
 			rx->place.nseg = o->nseg;
 			memcpy(rx->place.seg, o->seg, sizeof(o->seg));
@@ -206,19 +226,11 @@ static bool start_segment(struct iw_qp *qp)
 				     RPCRDMA_IWARP_DDP_EC_U_INV_MO, false);
 				return false;
 			}
-			pthread_mutex_lock(&qp->rq_lock);
-			bool have = qp->rq_count > 0;
-			if (have) {
-				/* The SGEs in use only (the WQE holds 16). */
-				const struct iw_rwqe *q = &qp->rq[qp->rq_head];
-				rx->recv.wr_id = q->wr_id;
-				rx->recv.num_sge = q->num_sge;
-				memcpy(rx->recv.sge, q->sge,
-				       (size_t)q->num_sge * sizeof(q->sge[0]));
-				qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
-				qp->rq_count--;
-			}
-			pthread_mutex_unlock(&qp->rq_lock);
+			/* The message's receive: the oldest posted, of the
+			 * QP or of its shared receive queue (then validated
+			 * against the SRQ's PD: provider.h). */
+			bool have = qp->srq ? rpcrdma_iwarp_srq_take(qp->srq, &rx->recv)
+					    : rq_take(qp, &rx->recv);
 			if (!have) {
 				/* No RNR retry in iWARP: fatal (RFC 5041 §7.2). */
 				term(qp, RPCRDMA_IWARP_LAYER_DDP,
@@ -228,7 +240,8 @@ static bool start_segment(struct iw_qp *qp)
 			}
 			rx->recv_active = true;
 			rx->recv_got = 0;
-			if (rpcrdma_iwarp_sge_resolve(qp->dev, pd, rx->recv.sge,
+			struct iw_pd *rpd = qp->srq ? (struct iw_pd *)qp->srq->base.pd : pd;
+			if (rpcrdma_iwarp_sge_resolve(qp->dev, rpd, rx->recv.sge,
 						      rx->recv.num_sge, true,
 						      &rx->place, &rx->recv_cap,
 						      &qp->rx_lkc) != 0) {
@@ -290,8 +303,8 @@ static bool start_segment(struct iw_qp *qp)
 static void complete_read(struct iw_qp *qp, struct iw_orqe *o,
 			  enum rpcrdma_wc_status st, uint32_t vendor)
 {
-	if (st != RPCRDMA_WC_SUCCESS || o->wqe.signaled)
-		rpcrdma_iwarp_complete(qp, true, o->wqe.wr_id, RPCRDMA_WC_RDMA_READ, st,
+	if (st != RPCRDMA_WC_SUCCESS || o->signaled)
+		rpcrdma_iwarp_complete(qp, true, o->wr_id, RPCRDMA_WC_RDMA_READ, st,
 				       st == RPCRDMA_WC_SUCCESS ? (uint32_t)o->got : 0,
 				       0, 0, vendor);
 	qp->orq_head = (qp->orq_head + 1) % IW_MAX_RD;

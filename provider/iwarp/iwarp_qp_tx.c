@@ -78,7 +78,8 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 	pthread_mutex_lock(&qp->tx_lock);
 	for (; wr; wr = wr->next) {
 		if (!qp->created || !sq_op_valid(wr->opcode) || wr->num_sge < 0 ||
-		    wr->num_sge > IW_MAX_SGE || (wr->num_sge && !wr->sg_list)) {
+		    (uint32_t)wr->num_sge > qp->sq_max_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
 			rc = RPCRDMA_ERR_INVAL;
 			break;
 		}
@@ -117,7 +118,10 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 		w->in_orq = false;
 		if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(w->sge[0]));
-		if ((wr->send_flags & RPCRDMA_SEND_INLINE) && len <= IW_MAX_INLINE &&
+		/* INLINE is a hint (provider.h): taken up to the QP's
+		 * max_inline_data. */
+		if ((wr->send_flags & RPCRDMA_SEND_INLINE) && w->inl &&
+		    len <= qp->sq_max_inline &&
 		    (wr->opcode == RPCRDMA_WR_SEND ||
 		     wr->opcode == RPCRDMA_WR_SEND_WITH_INV ||
 		     wr->opcode == RPCRDMA_WR_RDMA_WRITE)) {
@@ -167,8 +171,12 @@ static void set_want_out(struct iw_qp *qp, bool on)
 	bool changed = qp->want_out != on;
 	qp->want_out = on;
 	pthread_mutex_unlock(&qp->ep_lock);
-	if (changed)
+	if (changed) {
 		rpcrdma_iwarp_qp_update_arm(qp);
+		/* The consumer sleeping on cq_fd wakes when there is room
+		 * again, and its poll finds this QP ready. */
+		rpcrdma_iwarp_cq_watch_out(qp);
+	}
 }
 
 static void batch_reset(struct iw_tx *tx)
@@ -281,7 +289,9 @@ static bool pick(struct iw_qp *qp)
 					local_fail(qp, w, RPCRDMA_WC_LOC_PROT_ERR);
 				return false;
 			}
-			o->wqe = *w;
+			o->wr_id = w->wr_id;
+			o->len = w->len;
+			o->signaled = w->signaled;
 			o->got = 0;
 			o->nseg = pl.nseg;
 			memcpy(o->seg, pl.seg, sizeof(pl.seg));
@@ -581,7 +591,7 @@ void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_inf
 	}
 	while (qp->orq_count) {
 		struct iw_orqe *o = &qp->orq[qp->orq_head];
-		rpcrdma_iwarp_complete(qp, true, o->wqe.wr_id, RPCRDMA_WC_RDMA_READ,
+		rpcrdma_iwarp_complete(qp, true, o->wr_id, RPCRDMA_WC_RDMA_READ,
 				       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
 		qp->orq_head = (qp->orq_head + 1) % IW_MAX_RD;
 		qp->orq_count--;

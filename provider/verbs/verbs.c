@@ -68,6 +68,11 @@ const struct rpcrdma_provider_ops rpcrdma_verbs_ops = {
 	.accept = rpcrdma_verbs_accept,
 	.reject = rpcrdma_verbs_reject,
 	.disconnect = rpcrdma_verbs_disconnect,
+	.create_srq = rpcrdma_verbs_create_srq,
+	.destroy_srq = rpcrdma_verbs_destroy_srq,
+	.post_srq_recv = rpcrdma_verbs_post_srq_recv,
+	.modify_srq = rpcrdma_verbs_modify_srq,
+	.query_srq = rpcrdma_verbs_query_srq,
 	/* qp_counters: NULL.  The device places the data itself; nothing
 	 * here copies payload. */
 };

@@ -126,14 +126,52 @@ static enum rpcrdma_wc_status wc_status(enum ibv_wc_status s)
 	}
 }
 
+/* The fields of *out every completion has, from *in: status, length,
+ * a received invalidation, and the QP (which may be NULL: an SRQ's
+ * receive whose QP is gone), marked in error by an error completion. */
+static void translate_common(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
+			     bool recv, struct rpcrdma_verbs_qp *q,
+			     struct rpcrdma_wc *out)
+{
+	out->status = wc_status(in->status);
+	out->byte_len = in->status == IBV_WC_SUCCESS ? in->byte_len : 0;
+	out->wc_flags = 0;
+	out->invalidated_rkey = 0;
+	if (in->status == IBV_WC_SUCCESS && recv &&
+	    ((in->wc_flags & IBV_WC_WITH_INV) ||
+	     (d->rxe_inv_quirk && (in->wc_flags & IBV_WC_IP_CSUM_OK) &&
+	      in->invalidated_rkey))) {
+		out->wc_flags |= RPCRDMA_WC_WITH_INV;
+		out->invalidated_rkey = in->invalidated_rkey;
+	}
+	out->qp = q ? &q->base : NULL;
+	out->vendor_err = in->vendor_err;
+	/* An RC QP that completes a WR in error is in the error state. */
+	if (q && in->status != IBV_WC_SUCCESS &&
+	    !atomic_load_explicit(&q->flushing, memory_order_relaxed))
+		atomic_store(&q->flushing, true);
+}
+
 /* Fills *out from *in; false when the completion belongs to a QP that no
  * longer exists (verbs leaves such completions in the CQ) or to a WR that
- * already completed. */
+ * already completed.  A shared receive queue's receive is never dropped
+ * for its QP: it comes with wc.qp NULL when that QP is gone (provider.h). */
 static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 		      struct rpcrdma_wc *out)
 {
 	uint32_t uid = (uint32_t)(in->wr_id >> 32);
 	uint32_t seq = (uint32_t)in->wr_id;
+
+	if (uid & RPCRDMA_VERBS_UID_SRQ) {
+		if (!rpcrdma_verbs_srq_complete(d, uid,
+						seq & ~RPCRDMA_VERBS_SLOT_RECV,
+						&out->wr_id))
+			return false;
+		out->opcode = RPCRDMA_WC_RECV;
+		translate_common(d, in, true,
+				 rpcrdma_verbs_qp_lookup(d, in->qp_num, 0), out);
+		return true;
+	}
 	struct rpcrdma_verbs_qp *q = rpcrdma_verbs_qp_lookup(d, in->qp_num, uid);
 
 	if (!q)
@@ -152,24 +190,8 @@ static bool translate(struct rpcrdma_verbs_dev *d, const struct ibv_wc *in,
 	s->done = true;
 
 	out->wr_id = s->wr_id;
-	out->status = wc_status(in->status);
 	out->opcode = recv ? RPCRDMA_WC_RECV : s->opcode;
-	out->byte_len = in->status == IBV_WC_SUCCESS ? in->byte_len : 0;
-	out->wc_flags = 0;
-	out->invalidated_rkey = 0;
-	if (in->status == IBV_WC_SUCCESS && recv &&
-	    ((in->wc_flags & IBV_WC_WITH_INV) ||
-	     (d->rxe_inv_quirk && (in->wc_flags & IBV_WC_IP_CSUM_OK) &&
-	      in->invalidated_rkey))) {
-		out->wc_flags |= RPCRDMA_WC_WITH_INV;
-		out->invalidated_rkey = in->invalidated_rkey;
-	}
-	out->qp = &q->base;
-	out->vendor_err = in->vendor_err;
-	/* An RC QP that completes a WR in error is in the error state. */
-	if (in->status != IBV_WC_SUCCESS && !atomic_load_explicit(
-		    &q->flushing, memory_order_relaxed))
-		atomic_store(&q->flushing, true);
+	translate_common(d, in, recv, q, out);
 	/* This slot and every earlier (unsignalled) one are done; never
 	 * back: on siw an older Read may complete after newer WRs. */
 	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);

@@ -89,12 +89,17 @@ static void device_caps(struct rpcrdma_verbs_dev *d)
 	d->libsiw = siw;
 	if (siw)
 		d->caps |= RPCRDMA_DEV_CAP_INV_MR;
+	/* Shared receive queues where the device has them (rxe, and siw
+	 * with libsiw's SRQ of rdma-core v44: siw.c:211-288, 711-748). */
+	if (a->max_srq > 0 && a->max_srq_wr > 0 && a->max_srq_sge > 0)
+		d->caps |= RPCRDMA_DEV_CAP_SRQ;
 	at += (size_t)snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
-			       "%s, vendor 0x%x, max_mw %d, %s%s",
+			       "%s, vendor 0x%x, max_mw %d, %s%s, max_srq %d",
 			       iwarp ? "iWARP" : "InfiniBand/RoCE",
 			       (unsigned)a->vendor_id, a->max_mw,
 			       mw ? "type-2 windows, " : "",
-			       mgt ? "MEM_MGT_EXTENSIONS" : "no MEM_MGT_EXTENSIONS");
+			       mgt ? "MEM_MGT_EXTENSIONS" : "no MEM_MGT_EXTENSIONS",
+			       a->max_srq);
 	if (siw && at < sizeof(d->caps_why))
 		snprintf(d->caps_why + at, sizeof(d->caps_why) - at,
 			 "; siw (libsiw): no windows and LOCAL_INV refused "
@@ -180,6 +185,11 @@ int rpcrdma_verbs_open(const struct rpcrdma_dev_params *params,
 	}
 	d->rxe_inv_quirk = d->attr.vendor_id == RPCRDMA_VERBS_RXE_VENDOR_ID;
 	device_caps(d);
+	if (rpcrdma_verbs_qp_table_init(d) < 0) {
+		rdma_free_devices(list);
+		free(d);
+		return RPCRDMA_ERR_NOMEM;
+	}
 	pthread_mutex_init(&d->lock, NULL);
 	d->next_uid = 1;
 	*out = &d->base;
@@ -194,6 +204,7 @@ void rpcrdma_verbs_close(struct rpcrdma_dev *dev)
 		return;
 	pthread_mutex_destroy(&d->lock);
 	rdma_free_devices(d->list);
+	free(d->qps);
 	free(d);
 }
 
@@ -224,6 +235,11 @@ int rpcrdma_verbs_query(struct rpcrdma_dev *dev, struct rpcrdma_dev_attr *attr)
 		RPCRDMA_VERBS_IWARP_PRIVATE_DATA : RPCRDMA_VERBS_IB_PRIVATE_DATA;
 	attr->caps = d->caps;
 	attr->vendor_id = a->vendor_id;
+	if (d->caps & RPCRDMA_DEV_CAP_SRQ) {
+		attr->max_srq = clamp_u32(a->max_srq);
+		attr->max_srq_wr = clamp_u32(a->max_srq_wr);
+		attr->max_srq_sge = clamp_u32(a->max_srq_sge);
+	}
 	snprintf(attr->caps_why, sizeof(attr->caps_why), "%s", d->caps_why);
 	/* iWARP reads into one Tagged Buffer per Read (RFC 5040 §5.2.2):
 	 * max_sge_rd is 1 there; our Reads have one SGE anyway. */

@@ -19,8 +19,12 @@
  * half, the shadow slot in the low half (bit 31 = receive queue).  That
  * gives every completion — including flushed ones, where libibverbs leaves
  * wc.opcode undefined — its QP, its opcode and the consumer's wr_id, and
- * lets completions of an already destroyed QP be recognised and dropped. */
+ * lets completions of an already destroyed QP be recognised and dropped.
+ * A shared receive queue's receives carry the SRQ's id instead (bit 31
+ * of the high half set: RPCRDMA_VERBS_UID_SRQ) and the slot of its
+ * shadow table; their QP is found by qp_num. */
 #define RPCRDMA_VERBS_SLOT_RECV 0x80000000u
+#define RPCRDMA_VERBS_UID_SRQ 0x80000000u
 
 struct rpcrdma_verbs_slot {
 	uint64_t wr_id;                 /* the consumer's */
@@ -40,9 +44,13 @@ struct rpcrdma_verbs_ring {
 	_Atomic uint32_t tail;
 };
 
+/* The QP table by qp_num starts with this many buckets and doubles when it
+ * holds twice as many QPs (a poll group puts thousands on one CQ, and
+ * every completion looks its QP up). */
 #define RPCRDMA_VERBS_QP_BUCKETS 64u
 
 struct rpcrdma_verbs_qp;
+struct rpcrdma_verbs_srq;
 
 struct rpcrdma_verbs_dev {
 	struct rpcrdma_dev base;
@@ -70,9 +78,12 @@ struct rpcrdma_verbs_dev {
 	bool libsiw;
 	uint32_t caps;                  /* enum rpcrdma_dev_cap, see open */
 	char caps_why[256];
-	pthread_mutex_t lock;           /* guards qps[] and next_uid */
-	uint32_t next_uid;
-	struct rpcrdma_verbs_qp *qps[RPCRDMA_VERBS_QP_BUCKETS]; /* by qp_num */
+	pthread_mutex_t lock;           /* guards qps, srqs and the uids */
+	uint32_t next_uid;              /* QPs: below RPCRDMA_VERBS_UID_SRQ */
+	uint32_t next_srq_uid;
+	struct rpcrdma_verbs_qp **qps;  /* by qp_num, qp_buckets chains */
+	uint32_t qp_buckets, nqps;
+	struct rpcrdma_verbs_srq *srqs; /* this device's */
 };
 
 struct rpcrdma_verbs_pd {
@@ -96,9 +107,35 @@ struct rpcrdma_verbs_cq {
 	struct ibv_cq *cq;
 };
 
+/* A receive posted to an SRQ: its completion may come on any QP of the
+ * SRQ, in any order, so the shadow is a table with a free list, not a
+ * ring. */
+struct rpcrdma_verbs_srq_slot {
+	uint64_t wr_id;                 /* the consumer's */
+	uint32_t next_free;
+	bool used;
+};
+
+struct rpcrdma_verbs_srq {
+	struct rpcrdma_srq base;
+	struct ibv_srq *srq;
+	uint32_t uid;                   /* with RPCRDMA_VERBS_UID_SRQ */
+	pthread_mutex_t lock;           /* slots, posted, limit, event */
+	struct rpcrdma_verbs_srq_slot *slot;
+	uint32_t nslots, free_head;     /* free_head == nslots: full */
+	uint32_t posted;                /* slots in use */
+	uint32_t limit;                 /* armed limit, 0: not armed */
+	bool event;                     /* limit reached, not yet queried */
+	int efd;                        /* written when event is set */
+	int epfd;                       /* base.fd: efd + the async fd */
+	struct rpcrdma_verbs_srq *next;     /* in the device's list */
+	struct rpcrdma_verbs_srq *next_all; /* in the process's (verbs_srq.c) */
+};
+
 struct rpcrdma_verbs_qp {
 	struct rpcrdma_qp base;
 	struct ibv_qp *qp;
+	struct rpcrdma_verbs_srq *srq;  /* receives come from it */
 	uint32_t uid;
 	uint32_t qp_num;
 	uint32_t max_inline;            /* what the device granted */
@@ -175,11 +212,35 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 			    struct rpcrdma_recv_wr **bad);
 int rpcrdma_verbs_get_terminate(struct rpcrdma_qp *qp,
 				struct rpcrdma_terminate_info *info);
+/* The ibv_recv_wr of wr with our wr_id (empty_sge for libsiw's quirk). */
+void rpcrdma_verbs_recv_wr(const struct rpcrdma_verbs_dev *d,
+			   const struct rpcrdma_recv_wr *wr, uint64_t wr_id,
+			   struct ibv_sge *empty_sge, struct ibv_recv_wr *iw);
 /* Moves the QP to the error state so its outstanding WRs flush. */
 void rpcrdma_verbs_qp_to_error(struct rpcrdma_qp *qp);
-/* Finds the live QP a completion belongs to; call with dev->lock held. */
+/* Finds the live QP a completion belongs to; call with dev->lock held.
+ * uid 0: any QP of that number (an SRQ's completion). */
 struct rpcrdma_verbs_qp *rpcrdma_verbs_qp_lookup(struct rpcrdma_verbs_dev *dev,
 						 uint32_t qp_num, uint32_t uid);
+/* The QP table: set up at open, freed at close. */
+int rpcrdma_verbs_qp_table_init(struct rpcrdma_verbs_dev *dev);
+
+/* verbs_srq.c */
+int rpcrdma_verbs_create_srq(struct rpcrdma_pd *pd,
+			     const struct rpcrdma_srq_attr *attr,
+			     struct rpcrdma_srq **out);
+int rpcrdma_verbs_destroy_srq(struct rpcrdma_srq *srq);
+int rpcrdma_verbs_post_srq_recv(struct rpcrdma_srq *srq,
+				struct rpcrdma_recv_wr *wr,
+				struct rpcrdma_recv_wr **bad);
+int rpcrdma_verbs_modify_srq(struct rpcrdma_srq *srq, uint32_t limit);
+int rpcrdma_verbs_query_srq(struct rpcrdma_srq *srq,
+			    struct rpcrdma_srq_state *out);
+/* The consumer's wr_id of an SRQ receive's completion (uid, slot of its
+ * wr_id), releasing the slot; false when it is not one of a live SRQ
+ * of the device.  Call with dev->lock held. */
+bool rpcrdma_verbs_srq_complete(struct rpcrdma_verbs_dev *dev, uint32_t uid,
+				uint32_t slot, uint64_t *wr_id);
 
 /* verbs_cm.c */
 int rpcrdma_verbs_create_channel(struct rpcrdma_dev *dev,

@@ -48,11 +48,45 @@ static int ring_init(struct rpcrdma_verbs_ring *r, uint32_t cap)
 struct rpcrdma_verbs_qp *rpcrdma_verbs_qp_lookup(struct rpcrdma_verbs_dev *d,
 						 uint32_t qp_num, uint32_t uid)
 {
-	struct rpcrdma_verbs_qp *q = d->qps[qp_num % RPCRDMA_VERBS_QP_BUCKETS];
+	struct rpcrdma_verbs_qp *q = d->qps[qp_num & (d->qp_buckets - 1)];
 
-	while (q && !(q->qp_num == qp_num && q->uid == uid))
+	while (q && !(q->qp_num == qp_num && (q->uid == uid || !uid)))
 		q = q->next;
 	return q;
+}
+
+int rpcrdma_verbs_qp_table_init(struct rpcrdma_verbs_dev *d)
+{
+	d->qps = calloc(RPCRDMA_VERBS_QP_BUCKETS, sizeof(*d->qps));
+	d->qp_buckets = RPCRDMA_VERBS_QP_BUCKETS;
+	d->nqps = 0;
+	return d->qps ? 0 : RPCRDMA_ERR_NOMEM;
+}
+
+/* Doubles the table once it holds twice as many QPs as buckets, so a
+ * lookup stays a short chain with thousands of QPs.  Without memory the
+ * table stays as it is: slower, not wrong.  dev->lock held. */
+static void qp_table_grow(struct rpcrdma_verbs_dev *d)
+{
+	if (d->nqps <= 2 * d->qp_buckets || d->qp_buckets >= (1u << 24))
+		return;
+	uint32_t nb = 2 * d->qp_buckets;
+	struct rpcrdma_verbs_qp **t = calloc(nb, sizeof(*t));
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < d->qp_buckets; i++) {
+		struct rpcrdma_verbs_qp *q = d->qps[i];
+		while (q) {
+			struct rpcrdma_verbs_qp *next = q->next;
+			struct rpcrdma_verbs_qp **b = &t[q->qp_num & (nb - 1)];
+			q->next = *b;
+			*b = q;
+			q = next;
+		}
+	}
+	free(d->qps);
+	d->qps = t;
+	d->qp_buckets = nb;
 }
 
 int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
@@ -73,6 +107,9 @@ int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 		return RPCRDMA_ERR_INVAL;
 	if (vid->id->verbs != d->ctx || pd->dev != id->dev)
 		return RPCRDMA_ERR_NO_DEVICE;
+	struct rpcrdma_verbs_srq *srq = (struct rpcrdma_verbs_srq *)attr->srq;
+	if (srq && srq->base.dev != id->dev)
+		return RPCRDMA_ERR_INVAL;
 
 	struct ibv_qp_init_attr ia = {
 		.qp_context = NULL,
@@ -89,6 +126,12 @@ int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	ia.cap.max_send_sge = min_u32(attr->max_send_sge ? attr->max_send_sge : 1, max_sge);
 	ia.cap.max_recv_sge = min_u32(attr->max_recv_sge ? attr->max_recv_sge : 1, max_sge);
 	ia.cap.max_inline_data = attr->max_inline_data;
+	if (srq) {
+		/* No receive queue of its own (provider.h). */
+		ia.srq = srq->srq;
+		ia.cap.max_recv_wr = 0;
+		ia.cap.max_recv_sge = 0;
+	}
 
 	struct rpcrdma_verbs_qp *q = calloc(1, sizeof(*q));
 	if (!q)
@@ -112,7 +155,7 @@ int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	q->qp_num = q->qp->qp_num;
 	q->max_inline = try.cap.max_inline_data;
 	rc = ring_init(&q->sq, try.cap.max_send_wr);
-	if (!rc)
+	if (!rc && !srq)
 		rc = ring_init(&q->rq, try.cap.max_recv_wr);
 	if (rc) {
 		free(q->sq.slot);
@@ -130,13 +173,17 @@ int rpcrdma_verbs_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	q->base.max_send_wr = try.cap.max_send_wr;
 	q->base.max_recv_wr = try.cap.max_recv_wr;
 	q->base.max_send_sge = try.cap.max_send_sge;
-	q->base.max_recv_sge = try.cap.max_recv_sge;
+	q->base.max_recv_sge = srq ? srq->base.max_sge : try.cap.max_recv_sge;
+	q->base.srq = attr->srq;
+	q->srq = srq;
 
 	pthread_mutex_lock(&d->lock);
 	q->uid = d->next_uid++;
-	if (!d->next_uid)
+	if (d->next_uid >= RPCRDMA_VERBS_UID_SRQ)
 		d->next_uid = 1;
-	struct rpcrdma_verbs_qp **b = &d->qps[q->qp_num % RPCRDMA_VERBS_QP_BUCKETS];
+	d->nqps++;
+	qp_table_grow(d);
+	struct rpcrdma_verbs_qp **b = &d->qps[q->qp_num & (d->qp_buckets - 1)];
 	q->next = *b;
 	*b = q;
 	pthread_mutex_unlock(&d->lock);
@@ -158,13 +205,24 @@ int rpcrdma_verbs_destroy_qp(struct rpcrdma_qp *qp)
 	/* Unlink first: completions still queued for this QP are dropped
 	 * by poll_cq from now on. */
 	pthread_mutex_lock(&d->lock);
-	struct rpcrdma_verbs_qp **pp = &d->qps[q->qp_num % RPCRDMA_VERBS_QP_BUCKETS];
+	struct rpcrdma_verbs_qp **pp = &d->qps[q->qp_num & (d->qp_buckets - 1)];
 	while (*pp && *pp != q)
 		pp = &(*pp)->next;
-	if (*pp)
+	if (*pp) {
 		*pp = q->next;
+		d->nqps--;
+	}
 	pthread_mutex_unlock(&d->lock);
 
+	/* On an SRQ, the receive a message was filling must come back
+	 * (provider.h): the move to the error state has the device flush
+	 * it (Linux 6.1 siw at once, siw_qp.c:1271-1286; rxe from its
+	 * responder task, rxe_resp.c:375-383, scheduled by the move), and
+	 * an SRQ receive's completion outlives its QP (verbs_cq.c).  A QP
+	 * that went to error before (DISCONNECTED read, an error
+	 * completion) was flushed then. */
+	if (q->srq && !atomic_load(&q->flushing))
+		rpcrdma_verbs_qp_to_error(qp);
 	rdma_destroy_qp(vid->id);
 	qp->id->qp = NULL;
 	free(q->sq.slot);
@@ -408,6 +466,24 @@ int rpcrdma_verbs_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 	return 0;
 }
 
+void rpcrdma_verbs_recv_wr(const struct rpcrdma_verbs_dev *d,
+			   const struct rpcrdma_recv_wr *wr, uint64_t wr_id,
+			   struct ibv_sge *empty_sge, struct ibv_recv_wr *iw)
+{
+	*iw = (struct ibv_recv_wr){
+		.wr_id = wr_id,
+		.sg_list = (struct ibv_sge *)wr->sg_list,
+		.num_sge = wr->num_sge,
+	};
+	/* libsiw refuses a receive without SGEs (push_recv_wqe, siw.c:654-663,
+	 * for a QP's queue and an SRQ alike); siw skips an empty one
+	 * (siw_qp_rx.c:462), which is the same receive. */
+	if (!wr->num_sge && d->libsiw) {
+		iw->sg_list = empty_sge;
+		iw->num_sge = 1;
+	}
+}
+
 int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 			    struct rpcrdma_recv_wr **bad)
 {
@@ -421,6 +497,12 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 	if (!q)
 		return RPCRDMA_ERR_INVAL;
 	const struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(qp->dev);
+	if (q->srq) {
+		/* Its receives come from the SRQ (provider.h). */
+		if (bad)
+			*bad = wr;
+		return RPCRDMA_ERR_INVAL;
+	}
 	if (refuse_post(q)) {
 		if (bad)
 			*bad = wr;
@@ -439,19 +521,10 @@ int rpcrdma_verbs_post_recv(struct rpcrdma_qp *qp, struct rpcrdma_recv_wr *wr,
 			q->rq.slot[seq & q->rq.mask] =
 				(struct rpcrdma_verbs_slot){ wr->wr_id, RPCRDMA_WC_RECV,
 							     false };
-			iw[n] = (struct ibv_recv_wr){
-				.wr_id = (uint64_t)q->uid << 32 | RPCRDMA_VERBS_SLOT_RECV | seq,
-				.sg_list = (struct ibv_sge *)wr->sg_list,
-				.num_sge = wr->num_sge,
-			};
-			/* libsiw refuses a receive without SGEs
-			 * (push_recv_wqe, siw.c:654-663); siw skips an
-			 * empty one (siw_qp_rx.c:462), which is the same
-			 * receive. */
-			if (!wr->num_sge && d->libsiw) {
-				iw[n].sg_list = &empty_sge;
-				iw[n].num_sge = 1;
-			}
+			rpcrdma_verbs_recv_wr(d, wr,
+					      (uint64_t)q->uid << 32 |
+						      RPCRDMA_VERBS_SLOT_RECV | seq,
+					      &empty_sge, &iw[n]);
 			if (n)
 				iw[n - 1].next = &iw[n];
 			mine[n++] = wr;

@@ -523,6 +523,10 @@ static void case_env(void)
 		{"RPCRDMA_MAX_MSG", "huge", "bytes"},
 		{"RPCRDMA_MAX_MSG", "100", "bytes"},
 		{"RPCRDMA_MAX_MSG", "8G", "bytes"},
+		{"RPCRDMA_MAX_MEMORY", "lots", "0 (no budget) or bytes"},
+		{"RPCRDMA_MAX_MEMORY", "-1", "0 (no budget) or bytes"},
+		{"RPCRDMA_MAX_MEMORY", "2P", "0 (no budget) or bytes"},
+		{"RPCRDMA_MAX_MEMORY", "2000T", "0 (no budget) or bytes"},
 		{"RPCRDMA_PROVIDER", "foo", "iwarp"},
 		{"RPCRDMA_DEVICE",
 		 "a-device-name-longer-than-sixty-three-characters-is-no-device-name",
@@ -565,6 +569,7 @@ static void case_env(void)
 		{"RPCRDMA_WORKERS", "4"},       {"RPCRDMA_MPA_CRC", "0"},
 		{"RPCRDMA_MAX_MSG", "1M"},      {"RPCRDMA_MAX_MSG", "65536"},
 		{"RPCRDMA_BUSY_POLL_US", "0"},  {"RPCRDMA_DEBUG", "0"},
+		{"RPCRDMA_MAX_MEMORY", "0"},    {"RPCRDMA_MAX_MEMORY", "512M"},
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		setenv(good[i].var, good[i].val, 1);
@@ -574,12 +579,18 @@ static void case_env(void)
 		rpcrdma_svc_destroy(s);
 		unsetenv(good[i].var);
 	}
-	/* RPCRDMA_MAX_MSG reaches the options. */
+	/* RPCRDMA_MAX_MSG and RPCRDMA_MAX_MEMORY reach the options. */
 	setenv("RPCRDMA_MAX_MSG", "2M", 1);
+	setenv("RPCRDMA_MAX_MEMORY", "3G", 1);
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
 	CHECK_EQ(o.max_msg, 2u << 20);
+	CHECK(o.max_memory == 3ull << 30);
 	unsetenv("RPCRDMA_MAX_MSG");
+	setenv("RPCRDMA_MAX_MEMORY", "1099511627776", 1);
+	rpcrdma_opts_default(&o);
+	CHECK(o.max_memory == 1ull << 40);
+	unsetenv("RPCRDMA_MAX_MEMORY");
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,17 @@
  *                   client: RPC_SYSTEMERROR, ECONNREFUSED), and a place
  *                   freed is taken again.  Prints the server's memory per
  *                   idle connection (RSS and address space).
+ *  max_memory       RPCRDMA_MAX_MEMORY: a budget too small for one
+ *                   connection refuses the first, and the server's log
+ *                   says what one needs; a budget for two connections
+ *                   serves two and refuses the next ones (the client
+ *                   gets RPCRDMA_ERR_CONNREFUSED, and under
+ *                   RPCRDMA_DEBUG the reason the reject carried); the
+ *                   server logs the limit once for all those refusals,
+ *                   then that it accepts again once a connection has
+ *                   closed, and once more when the budget is spent again.
+ *                   The iwarp provider's open-file limit (emfile above)
+ *                   is logged once the same way.
  *  rdma_timeout     RPCRDMA_RDMA_TIMEOUT_MS=300: a hand-made peer sends a
  *                   Long Call and never answers the server's RDMA Read.
  *                   The server closes that connection (counted in
@@ -28,6 +39,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,18 +110,28 @@ struct child {
 	char addr[64];
 };
 
+/* log: the server's stderr goes there (NULL: ours). */
 static bool child_start(struct child *ch, unsigned nofile,
-			unsigned connect_timeout_ms)
+			unsigned connect_timeout_ms, const char *log)
 {
 	int up[2], ctl[2];
 	if (pipe(up) || pipe(ctl))
 		return false;
+	fflush(stdout);
+	fflush(stderr);
 	ch->pid = fork();
 	if (ch->pid < 0)
 		return false;
 	if (ch->pid == 0) {
 		close(up[0]);
 		close(ctl[1]);
+		if (log) {
+			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			if (fd >= 0) {
+				dup2(fd, 2);
+				close(fd);
+			}
+		}
 		if (nofile) {
 			struct rlimit rl = {nofile, nofile};
 			setrlimit(RLIMIT_NOFILE, &rl);
@@ -141,6 +163,21 @@ static bool child_start(struct child *ch, unsigned nofile,
 	close(up[0]);
 	snprintf(ch->addr, sizeof ch->addr, "127.0.0.1:%u", port);
 	return ok;
+}
+
+/* Lines of the file at path that start with `start` and hold `has`. */
+static unsigned log_lines(const char *path, const char *start,
+			  const char *has)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	unsigned n = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		n += !strncmp(line, start, strlen(start)) && strstr(line, has);
+	fclose(f);
+	return n;
 }
 
 static int child_stop(struct child *ch)
@@ -207,8 +244,12 @@ static void mem_kib(pid_t pid, long *rss, long *vsz)
 static void test_emfile(void)
 {
 	struct child ch;
+	char log[] = "/tmp/rpcrdma-emfile-XXXXXX";
+	int lfd = mkstemp(log);
+	CHECK(lfd >= 0);
+	close(lfd);
 	/* Half-open connections are not timed out during the test. */
-	CHECK(child_start(&ch, 64, 60000));
+	CHECK(child_start(&ch, 64, 60000, log));
 	int fds[HALF_OPEN];
 	int n = 0;
 	for (int i = 0; i < HALF_OPEN; i++) {
@@ -220,9 +261,19 @@ static void test_emfile(void)
 	nap_ms(500);            /* the server accepts until EMFILE */
 	long t0 = runnable_ms(ch.pid);
 	uint64_t w0 = now_ms();
+	const char *starved = "rpcrdma: iwarp: listener ";
+	unsigned said0 = log_lines(log, starved, "accept: ");
 	nap_ms(1500);
 	long t1 = runnable_ms(ch.pid);
 	uint64_t wall = now_ms() - w0;
+	/* The limit was said, once: not again on each of the ~15 attempts
+	 * of those 1.5 s. */
+	unsigned said1 = log_lines(log, starved, "accept: ");
+	printf("emfile: the server said %u time(s) that accept() fails\n",
+	       said1);
+	CHECK_EQ(said0, 1);
+	CHECK_EQ(said1, 1);
+	CHECK(log_lines(log, starved, "open-file limit 64") == 1);
 	printf("emfile: the server's threads were runnable %ld ms in %llu ms "
 	       "at its descriptor limit\n", t1 - t0, (unsigned long long)wall);
 	CHECK(t0 >= 0 && t1 >= 0);
@@ -239,6 +290,34 @@ static void test_emfile(void)
 	}
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(child_stop(&ch), 0);
+	/* ... and said when it accepted again (every episode ends so). */
+	unsigned starts = log_lines(log, starved, "accept: ");
+	unsigned ends = log_lines(log, starved, "accepting again");
+	printf("emfile: %u episode(s) at the limit, %u end(s) said\n", starts,
+	       ends);
+	CHECK(ends >= 1 && ends == starts);
+	unlink(log);
+}
+
+/* A server at one of its limits: `served` keeps working, and once
+ * `*freed` is closed (and the server has seen it: bounded wait) a new
+ * connection takes its place, in *freed. */
+static void place_freed(const struct child *ch, struct rpcrdma_clnt *served,
+			struct rpcrdma_clnt **freed)
+{
+	struct rpcrdma_call call = {.proc = 0};
+	struct rpcrdma_reply rep;
+	CHECK_EQ(rpcrdma_clnt_call(served, &call, &rep), 0);
+	rpcrdma_reply_free(&rep);
+	rpcrdma_clnt_destroy(*freed);
+	*freed = NULL;
+	int rc = -1;
+	for (uint64_t end = now_ms() + 10000; rc && now_ms() < end;) {
+		rc = null_call(ch->addr, freed);
+		if (rc)
+			nap_ms(50);
+	}
+	CHECK_EQ(rc, 0);
 }
 
 /* ---------------------------------------------------------------------
@@ -250,7 +329,11 @@ static void test_max_connections(void)
 {
 	setenv("RPCRDMA_MAX_CONNECTIONS", "10", 1);
 	struct child ch;
-	CHECK(child_start(&ch, 0, 0));
+	char log[] = "/tmp/rpcrdma-maxconn-XXXXXX";
+	int lfd = mkstemp(log);
+	CHECK(lfd >= 0);
+	close(lfd);
+	CHECK(child_start(&ch, 0, 0, log));
 	unsetenv("RPCRDMA_MAX_CONNECTIONS");
 	/* Memory per idle connection: the server's growth from its first
 	 * connection to its tenth (the first one also pays for things made
@@ -279,25 +362,16 @@ static void test_max_connections(void)
 	if (t)
 		clnt_destroy(t);
 #endif
-	/* The ones served keep working. */
-	struct rpcrdma_call call = {.proc = 0};
-	struct rpcrdma_reply rep;
-	CHECK_EQ(rpcrdma_clnt_call(c[3], &call, &rep), 0);
-	rpcrdma_reply_free(&rep);
-	/* A place freed is taken again (once the server has seen the
-	 * disconnect: bounded wait). */
-	rpcrdma_clnt_destroy(c[0]);
-	c[0] = NULL;
-	int rc = -1;
-	for (uint64_t end = now_ms() + 10000; rc && now_ms() < end;) {
-		rc = null_call(ch.addr, &c[0]);
-		if (rc)
-			nap_ms(50);
-	}
-	CHECK_EQ(rc, 0);
+	place_freed(&ch, c[3], &c[0]);
 	for (int i = 0; i < MAXC; i++)
 		rpcrdma_clnt_destroy(c[i]);
 	CHECK_EQ(child_stop(&ch), 0);
+	/* The limit was said on stderr, once, and its end. */
+	const char *said = "rpcrdma: server ";
+	CHECK_EQ(log_lines(log, said, "10 connections open (max_connections "
+			   "10); refusing connections"), 1);
+	CHECK_EQ(log_lines(log, said, "accepting connections again"), 1);
+	unlink(log);
 }
 
 /* ---------------------------------------------------------------------
@@ -352,6 +426,103 @@ static void test_rdma_timeout(void)
 	rpcrdma_svc_destroy(s); /* LeakSanitizer: nothing of it is left */
 }
 
+/* ---------------------------------------------------------------------
+ * max_memory
+ */
+static void test_max_memory(void)
+{
+	char slog[] = "/tmp/rpcrdma-budget-XXXXXX";
+	char clog[] = "/tmp/rpcrdma-budget-client-XXXXXX";
+	int fd = mkstemp(slog);
+	CHECK(fd >= 0);
+	close(fd);
+	int cfd = mkstemp(clog);
+	CHECK(cfd >= 0);
+	/* Our traces (the client's reason for a refusal) go to clog; the
+	 * server children inherit RPCRDMA_DEBUG and trace every refusal. */
+	setenv("RPCRDMA_DEBUG", "1", 1);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(cfd, 2);
+	close(cfd);
+	const char *said = "rpcrdma: server ";
+
+	/* 1. A budget smaller than one connection: refused, and the log
+	 * says what a connection needs. */
+	struct child ch;
+	setenv("RPCRDMA_MAX_MEMORY", "1", 1);
+	CHECK(child_start(&ch, 0, 0, slog));
+	unsetenv("RPCRDMA_MAX_MEMORY");
+	struct rpcrdma_clnt *x = NULL;
+	CHECK_EQ(rpcrdma_clnt_create(ch.addr, PROG, 1, NULL, &x),
+		 RPCRDMA_ERR_CONNREFUSED);
+	CHECK(x == NULL);
+	CHECK_EQ(child_stop(&ch), 0);
+	unsigned long long need = 0;
+	FILE *f = fopen(slog, "r");
+	char line[1024];
+	while (f && fgets(line, sizeof line, f)) {
+		const char *p = strstr(line, "a new one needs ");
+		if (!strncmp(line, said, strlen(said)) && p)
+			need = strtoull(p + strlen("a new one needs "), NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	CHECK(need > 0);
+	CHECK_EQ(log_lines(slog, said, "memory budget reached (max_memory 1 "
+			   "bytes)"), 1);
+
+	/* 2. Room for two connections: two served, the next three refused,
+	 * the limit said once for the three. */
+	char budget[32];
+	snprintf(budget, sizeof budget, "%llu", need * 2 + need / 2);
+	setenv("RPCRDMA_MAX_MEMORY", budget, 1);
+	CHECK(child_start(&ch, 0, 0, slog));
+	unsetenv("RPCRDMA_MAX_MEMORY");
+	struct rpcrdma_clnt *c[2] = {NULL, NULL};
+	CHECK_EQ(null_call(ch.addr, &c[0]), 0);
+	CHECK_EQ(null_call(ch.addr, &c[1]), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(null_call(ch.addr, NULL), RPCRDMA_ERR_CONNREFUSED);
+	unsigned reached = log_lines(slog, said, "memory budget reached");
+	CHECK_EQ(reached, 1);
+	/* Every refusal traced (RPCRDMA_DEBUG), with its numbers. */
+	CHECK(log_lines(slog, "rpcrdma[", "refused: memory budget reached") >= 3);
+	/* A connection closes; the episode's end is said. */
+	place_freed(&ch, c[1], &c[0]);
+	CHECK_EQ(log_lines(slog, said, "accepting connections again"), 1);
+	CHECK_EQ(log_lines(slog, said, "refused: max_memory)"), 1);
+	/* Spent again: a new episode, said again. */
+	CHECK_EQ(null_call(ch.addr, NULL), RPCRDMA_ERR_CONNREFUSED);
+	CHECK_EQ(log_lines(slog, said, "memory budget reached"), 2);
+	for (int i = 0; i < 2; i++)
+		rpcrdma_clnt_destroy(c[i]);
+	CHECK_EQ(child_stop(&ch), 0);
+
+	/* The client was told why. */
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	unsetenv("RPCRDMA_DEBUG");
+	unsigned told = log_lines(clog, "rpcrdma[",
+				  "refused by the server: max_memory: the "
+				  "server's memory budget");
+	printf("max_memory: a connection needs %llu bytes as the server "
+	       "counts them; budget %s: 2 served, refusals logged once per "
+	       "episode; the client was told why %u times\n",
+	       need, budget, told);
+	CHECK(told >= 5);
+	printf("server log:\n");
+	f = fopen(slog, "r");
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, said, strlen(said)))
+			printf("  %s", line);
+	if (f)
+		fclose(f);
+	unlink(slog);
+	unlink(clog);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -360,10 +531,12 @@ int main(int argc, char **argv)
 		test_emfile();
 	else if (!strcmp(what, "max_connections"))
 		test_max_connections();
+	else if (!strcmp(what, "max_memory"))
+		test_max_memory();
 	else if (!strcmp(what, "rdma_timeout"))
 		test_rdma_timeout();
 	else
 		fprintf(stderr, "usage: test_limits emfile|max_connections|"
-				"rdma_timeout\n");
+				"max_memory|rdma_timeout\n");
 	TEST_MAIN_END();
 }

@@ -6,7 +6,8 @@
 #      server restarted, the handle still names the file;
 #   2. a REMOVE whose reply the server drops (test hook): the client
 #      reconnects, resends it, the duplicate-request cache answers; and
-#      without the cache the same REMOVE fails with NOENT;
+#      without the cache, or with one bounded in bytes below what an
+#      entry costs, the same REMOVE fails with NOENT;
 #   3. --auth squash: root's new file belongs to the anonymous user.
 # Needs root (open_by_handle_at): exit 77 otherwise.
 set -uo pipefail
@@ -63,6 +64,15 @@ echo "e2e-nfs3d: DRC: $d reply dropped, $h answered from the cache"
 start nodrc RPCRDMA_NFS3D_TEST_DROP=REMOVE:1 -- --drc-entries 0
 run drc-noent
 stop nodrc
+# A cache bounded to 64 bytes holds no results at all (an entry costs
+# more): the same as no cache, and it says why.
+start drcbytes RPCRDMA_NFS3D_TEST_DROP=REMOVE:1 -- --drc-bytes 64
+run drc-noent
+stop drcbytes
+t=$(stat_of drcbytes nfsd.drc_too_big); e=$(stat_of drcbytes nfsd.drc_entries)
+echo "e2e-nfs3d: DRC of 64 bytes: $t results too large for it, $e entries"
+[ "${t:-0}" -ge 1 ] && [ "$e" = 0 ] && [ "$(stat_of drcbytes nfsd.drc_hits)" = 0 ] ||
+	{ echo "FAIL: DRC byte bound"; fails=$((fails + 1)); }
 
 chmod 1777 "$EXP"
 start squash -- --auth squash

@@ -131,7 +131,7 @@ static const struct tp_case *const *all_sets(void)
 {
 	static const struct tp_case *const sets[] = {
 		tp_cases_data, tp_cases_access, tp_cases_cm, tp_cases_place,
-		NULL,
+		tp_cases_srq, NULL,
 	};
 	return sets;
 }

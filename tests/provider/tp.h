@@ -289,5 +289,6 @@ extern const struct tp_case tp_cases_data[];
 extern const struct tp_case tp_cases_access[];
 extern const struct tp_case tp_cases_cm[];
 extern const struct tp_case tp_cases_place[];
+extern const struct tp_case tp_cases_srq[];
 
 #endif

@@ -317,6 +317,29 @@ static void test_thresholds(void)
 	CHECK_EQ(in.send_threshold, 2048);
 	CHECK_EQ(in.recv_threshold, 4096); /* our default maximum */
 	CHECK(in.send_with_inv);
+	teardown();
+	/* §5.2: the private data is searched for the Format Identifier at
+	 * any offset, no alignment: a valid message behind 3 bytes of
+	 * another layer's data (and a decoy identifier with version 2
+	 * before it) is found; the §5.1 defaults apply only when none
+	 * conforms. */
+	uint8_t far[3 + 6 + 8 + 5] = {0xf6, 0xab, 0x0e, 0xf6, 0xab, 0x0e,
+				      0x18, 2, 0};
+	rpcrdma_cm_pdata_encode(far + 9, 8, 65536, 2048, true);
+	setup_pd(far, sizeof far, 4, 4);
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.send_threshold, 2048);
+	CHECK_EQ(in.recv_threshold, 4096);
+	CHECK(in.send_with_inv);
+	teardown();
+	far[9 + 4] = 7; /* its version: not 1, so nothing conforms */
+	setup_pd(far, sizeof far, 4, 4);
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.send_threshold, 1024);
+	CHECK_EQ(in.recv_threshold, 1024);
+	CHECK(!in.send_with_inv);
+	teardown();
+	setup_pd(pd, 8, 4, 4);
 	/* §3.5.3: a 2048-byte threshold makes a 2100-byte call Long */
 	static uint8_t big[2100];
 	rpc_call_hdr(big, 1, 1, 1);

@@ -352,6 +352,7 @@ static void test_lost_opener(void)
 	cfg_reset();
 	C.client = true;
 	C.neg_timeout_ms = 500;
+	C.max_retries = 1;
 	start(true);
 	uint32_t xid = submit(0, 0, 0, 0, 0, 256);
 	rpcrdma_engine_tick(S.e, NOW + 499);
@@ -799,6 +800,133 @@ static void test_recover_write_chunks(void)
 	teardown();
 }
 
+/* A v2 reply (RDMA2_MSG) to xid whose Write list holds nw chunks of one
+ * segment each (a segment of length ~0u: an empty chunk), no Reply
+ * chunk, then a 24-byte RPC reply.  Fed as received; true when the
+ * engine took it (it completed the call). */
+static bool feed_reply_writes(uint32_t xid, const struct rpcrdma_segment *w,
+			      unsigned nw)
+{
+	uint32_t h[6 + 1 + 8 * 6 + 2];
+	size_t k = 0;
+	uint32_t pre[] = {xid, 2, 8, 0, F_RESP, 0, 0 /* no Read list */};
+	for (unsigned i = 0; i < 7; i++)
+		h[k++] = pre[i];
+	for (unsigned i = 0; i < nw; i++) {
+		h[k++] = 1;
+		if (w[i].length == ~0u) {
+			h[k++] = 0;
+			continue;
+		}
+		h[k++] = 1;
+		h[k++] = w[i].handle;
+		h[k++] = w[i].length;
+		h[k++] = (uint32_t)(w[i].offset >> 32);
+		h[k++] = (uint32_t)w[i].offset;
+	}
+	h[k++] = 0; /* end of the Write list */
+	h[k++] = 0; /* no Reply chunk */
+	uint8_t m[512];
+	size_t n = xdr_words(m, h, k);
+	rpc_reply_hdr(m + n, xid);
+	uint64_t before = ctrs().bad_replies;
+	feed_bytes(m, n + 24);
+	return ctrs().bad_replies == before;
+}
+
+/* RFC 8166 §3.4.6, §4.3.2.3, §4.5; draft §5.3.3: after a recovery the
+ * reply's Write list is checked against what the attempt it answers
+ * offered, not against the caller's results: more Write chunks than that
+ * attempt offered, a chunk longer than offered, a segment the attempt
+ * did not offer (an earlier attempt's handle, already invalidated) or
+ * data in a chunk offered empty is a header error, silently discarded;
+ * the call stays outstanding for its real reply. */
+static void test_recover_write_list_checked(void)
+{
+	cfg_reset();
+	client_v2();
+	uint32_t xid = submit(0, 0, 0, 2, 1000, 2048);
+	CHECK_EQ(rpcrdma_v2_decode(sent[0].bytes, sent[0].len, NULL, &H2), 0);
+	CHECK_EQ(H2.chunks.nwrites, 2);
+	struct rpcrdma_segment first1 = H2.chunks.writes[1].segs[0];
+	uint32_t e1[] = {RPCRDMA_V2_ERR_WRITE_CHUNKS, 1};
+	feed_err(xid, e1, 2);
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(rpcrdma_v2_decode(sent[0].bytes, sent[0].len, NULL, &H2), 0);
+	CHECK_EQ(H2.chunks.nwrites, 1);
+	struct rpcrdma_segment cur = H2.chunks.writes[0].segs[0];
+	CHECK_EQ(cur.length, 1000);
+	/* Two Write chunks back; the second names the first attempt's
+	 * handle with 1200 bytes nobody wrote. */
+	struct rpcrdma_segment two[2] = {cur, first1};
+	two[0].length = 10;
+	two[1].length = 1200;
+	CHECK(!feed_reply_writes(xid, two, 2));
+	CHECK(done_event(xid) == NULL);
+	/* The same with the second chunk empty: still one too many. */
+	two[1].length = ~0u;
+	CHECK(!feed_reply_writes(xid, two, 2));
+	/* One chunk, longer than offered. */
+	struct rpcrdma_segment one = cur;
+	one.length = 1001;
+	CHECK(!feed_reply_writes(xid, &one, 1));
+	/* One chunk, not the segment offered (another handle, or an offset
+	 * moved). */
+	one = first1;
+	one.length = 10;
+	CHECK(!feed_reply_writes(xid, &one, 1));
+	one = cur;
+	one.offset += 8;
+	one.length = 10;
+	CHECK(!feed_reply_writes(xid, &one, 1));
+	CHECK(done_event(xid) == NULL);
+	/* The real reply: 10 bytes in the one chunk offered, the second
+	 * result inline (no Write chunk for it). */
+	one = cur;
+	one.length = 10;
+	CHECK(feed_reply_writes(xid, &one, 1));
+	const struct rpcrdma_engine_event *d = done_event(xid);
+	CHECK(d != NULL);
+	if (d) {
+		CHECK_EQ(d->status, 0);
+		CHECK_EQ(d->result_len[0], 10);
+		CHECK_EQ(d->result_len[1], 0);
+	}
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	teardown();
+
+	/* WRITE_RESOURCE: chunk 2 resent empty (§4.3.2.3): a reply putting
+	 * a segment (any length) in it is discarded; an empty one is the
+	 * reply. */
+	cfg_reset();
+	C.resend_after_reply = true;
+	client_v2();
+	xid = submit(0, 0, 0, 2, 1000, 2048);
+	CHECK_EQ(rpcrdma_v2_decode(sent[0].bytes, sent[0].len, NULL, &H2), 0);
+	first1 = H2.chunks.writes[1].segs[0];
+	uint32_t e2[] = {RPCRDMA_V2_ERR_WRITE_RESOURCE, 2, 3000};
+	feed_err(xid, e2, 3);
+	CHECK_EQ(rpcrdma_v2_decode(sent[0].bytes, sent[0].len, NULL, &H2), 0);
+	CHECK_EQ(H2.chunks.nwrites, 2);
+	CHECK_EQ(H2.chunks.writes[1].nsegs, 0);
+	cur = H2.chunks.writes[0].segs[0];
+	two[0] = cur;
+	two[0].length = 5;
+	two[1] = first1;
+	two[1].length = 700;
+	CHECK(!feed_reply_writes(xid, two, 2));
+	two[1].length = 0;
+	CHECK(!feed_reply_writes(xid, two, 2));
+	CHECK(done_event(xid) == NULL);
+	two[1].length = ~0u;
+	CHECK(feed_reply_writes(xid, two, 2));
+	d = done_event(xid);
+	CHECK(d && d->status == 0 && d->result_len[0] == 5 &&
+	      d->result_len[1] == 0);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	teardown();
+}
+
 /* By default a call whose results did not fit is not sent again: the
  * Responder has run it already (issue: never executed twice). */
 static void test_no_resend_after_reply(void)
@@ -1165,6 +1293,7 @@ int main(void)
 	test_inv_handle_requester();
 	test_recover_read_chunks();
 	test_recover_write_chunks();
+	test_recover_write_list_checked();
 	test_no_resend_after_reply();
 	test_recover_write_resource();
 	test_recover_reply_resource();

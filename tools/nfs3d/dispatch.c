@@ -338,14 +338,15 @@ void nfs3d_nfs_dispatch(struct svc_req *rq, SVCXPRT *x)
 	}
 	if (keyed) {
 		size_t len;
-		const uint8_t *hit = nfs3d_drc_find(d->drc, &key, &len);
-		if (hit) {
+		uint8_t *hit;
+		if (nfs3d_drc_get(d->drc, &key, &hit, &len)) {
 			/* A retransmission of a call already done: the same
 			 * results again, framed for the new connection. */
 			struct blob b = { hit, len };
 			d->ctr.drc_hits++;
 			if (!svc_sendreply(x, (xdrproc_t)xdr_blob, (caddr_t)&b))
 				d->ctr.send_failed++;
+			free(hit);
 			svc_freeargs(x, p->args, (caddr_t)&args);
 			return;
 		}

@@ -19,7 +19,9 @@
  *   -d, --device NAME         verbs device (RPCRDMA_DEVICE)
  *   -a, --auth POLICY         trust (default), root-squash or squash
  *       --anonuid N, --anongid N   the anonymous user (65534)
- *       --drc-entries N       duplicate-request cache size (1024; 0 off)
+ *       --drc-entries N       duplicate-request cache entries (1024; 0 off)
+ *       --drc-bytes SIZE      ... and bytes at most (4M), least recently
+ *                             used out first
  *       --credits N           credits granted per connection (32)
  *   -s, --stats FILE          counters written here on SIGUSR1 and at exit
  *       --port-file FILE      "RDMA_PORT MOUNT_PORT" once both listen
@@ -75,7 +77,8 @@ static void usage_to(FILE *f)
 		"usage: rpcrdma-nfs3d [-l ADDR[:PORT]] [-m MOUNT_PORT] [-p iwarp|verbs]\n"
 		"                     [-d DEVICE] [-a trust|root-squash|squash]\n"
 		"                     [--anonuid N] [--anongid N] [--drc-entries N]\n"
-		"                     [--credits N] [-s STATS_FILE] [--port-file FILE]\n"
+		"                     [--drc-bytes SIZE] [--credits N] [-s STATS_FILE]\n"
+		"                     [--port-file FILE]\n"
 		"                     [--rpcbind] [-v] EXPORT_DIR\n");
 }
 
@@ -96,7 +99,9 @@ static void help(void)
 	      "                             root-squash or squash\n"
 	      "      --anonuid N            the anonymous user's uid (65534)\n"
 	      "      --anongid N            the anonymous user's gid (65534)\n"
-	      "      --drc-entries N        duplicate-request cache size (1024; 0 off)\n"
+	      "      --drc-entries N        duplicate-request cache entries (1024; 0 off)\n"
+	      "      --drc-bytes SIZE       ... and bytes, results and bookkeeping (4M;\n"
+	      "                             K, M, G suffixes); least recently used out\n"
 	      "      --credits N            credits granted per connection (32)\n"
 	      "  -s, --stats FILE           counters written here on SIGUSR1 and at exit\n"
 	      "      --port-file FILE       \"RDMA_PORT MOUNT_PORT\" once both listen\n"
@@ -138,6 +143,21 @@ static void write_stats(const char *path, SVCXPRT *rdma)
 	C(hook_drops);
 	C(hook_err_chunk);
 #undef C
+	/* The duplicate-request cache: its bounds, what it holds, what went
+	 * out of it and why (hits and stores are counted above). */
+	struct nfs3d_drc_stats ds;
+	nfs3d_drc_stats(nfs3d->drc, &ds);
+#define D(name) fprintf(f, "nfsd.drc_" #name " %llu\n", (unsigned long long)ds.name)
+	D(misses);
+	D(evicted_entries);
+	D(evicted_bytes);
+	D(too_big);
+	D(nomem);
+	D(entries);
+	D(bytes);
+	D(max_entries);
+	D(max_bytes);
+#undef D
 	struct rpcrdma_stats s;
 	if (rdma && svc_rdma_stats(rdma, &s)) {
 #define T(name) fprintf(f, "rdma." #name " %llu\n", (unsigned long long)s.name)
@@ -289,6 +309,28 @@ static void *serve(void *arg)
 	return NULL;
 }
 
+/* "4194304", "512K", "4M", "1G": 1 byte to 64 GiB.  0 or -1. */
+static int parse_bytes(const char *s, unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*s < '0' || *s > '9' || errno || *end || !v ||
+	    v > (64ull << 30) >> shift)
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+
 static void wake(void)
 {
 	ssize_t k = write(wake_fd[1], "", 1);
@@ -300,14 +342,15 @@ int main(int argc, char **argv)
 	const char *listen_addr = "0.0.0.0:20049", *provider = NULL,
 		   *device = NULL, *stats = NULL, *port_file = NULL;
 	unsigned long mount_port = 20048, drc_entries = 1024, credits = 0;
+	unsigned long long drc_bytes = 4ull << 20;
 	bool rpcbind = false;
 	static struct nfs3d d;
 	nfs3d = &d;
 	d.auth.policy = NFS3D_AUTH_TRUST;
 	d.auth.anon_uid = 65534;
 	d.auth.anon_gid = 65534;
-	enum { O_ANONUID = 256, O_ANONGID, O_DRC, O_CREDITS, O_PORTFILE, O_RPCBIND,
-	       O_VERSION };
+	enum { O_ANONUID = 256, O_ANONGID, O_DRC, O_DRC_BYTES, O_CREDITS,
+	       O_PORTFILE, O_RPCBIND, O_VERSION };
 	static const struct option lo[] = {
 		{ "listen", required_argument, NULL, 'l' },
 		{ "mount-port", required_argument, NULL, 'm' },
@@ -317,6 +360,7 @@ int main(int argc, char **argv)
 		{ "anonuid", required_argument, NULL, O_ANONUID },
 		{ "anongid", required_argument, NULL, O_ANONGID },
 		{ "drc-entries", required_argument, NULL, O_DRC },
+		{ "drc-bytes", required_argument, NULL, O_DRC_BYTES },
 		{ "credits", required_argument, NULL, O_CREDITS },
 		{ "stats", required_argument, NULL, 's' },
 		{ "port-file", required_argument, NULL, O_PORTFILE },
@@ -349,7 +393,23 @@ int main(int argc, char **argv)
 			break;
 		case O_ANONUID: d.auth.anon_uid = (uid_t)strtoul(optarg, NULL, 10); break;
 		case O_ANONGID: d.auth.anon_gid = (gid_t)strtoul(optarg, NULL, 10); break;
-		case O_DRC: drc_entries = strtoul(optarg, NULL, 10); break;
+		case O_DRC:
+			errno = 0;
+			drc_entries = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || drc_entries > 1u << 24) {
+				fprintf(stderr, "rpcrdma-nfs3d: --drc-entries %s: 0 "
+						"to 16777216\n", optarg);
+				return 2;
+			}
+			break;
+		case O_DRC_BYTES:
+			if (parse_bytes(optarg, &drc_bytes) < 0) {
+				fprintf(stderr, "rpcrdma-nfs3d: --drc-bytes %s: bytes "
+						"from 1 to 64G, with an optional K, "
+						"M or G suffix\n", optarg);
+				return 2;
+			}
+			break;
 		case O_CREDITS: credits = strtoul(optarg, NULL, 10); break;
 		case 's': stats = optarg; break;
 		case O_PORTFILE: port_file = optarg; break;
@@ -399,7 +459,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rpcrdma-nfs3d: cannot start the identity thread\n");
 		return 1;
 	}
-	d.drc = nfs3d_drc_create((unsigned)drc_entries);
+	d.drc = nfs3d_drc_create((unsigned)drc_entries, (size_t)drc_bytes);
 	if (!d.drc) {
 		fprintf(stderr, "rpcrdma-nfs3d: out of memory\n");
 		return 1;
@@ -456,12 +516,13 @@ int main(int argc, char **argv)
 	}
 	uint16_t rport = svc_rdma_port(rdma);
 	fprintf(stderr, "rpcrdma-nfs3d: exporting %s: NFSv3 on RPC-over-RDMA "
-			"port %u (%s), MOUNT on TCP port %u, auth %s, DRC %lu entries\n",
+			"port %u (%s), MOUNT on TCP port %u, auth %s, DRC %lu entries "
+			"and %llu bytes at most\n",
 		d.exp.path, rport, o.provider ? o.provider : "iwarp", mport,
 		d.auth.policy == NFS3D_AUTH_TRUST	? "trust"
 		: d.auth.policy == NFS3D_AUTH_SQUASH ? "squash"
 						      : "root-squash",
-		drc_entries);
+		drc_entries, drc_bytes);
 	if (port_file) {
 		char tmp[PATH_MAX];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);

@@ -184,17 +184,37 @@ struct nfs3d_drc_key {
 
 struct nfs3d_drc;
 
-/* max_entries 0: a cache that never holds anything. */
-struct nfs3d_drc *nfs3d_drc_create(unsigned max_entries);
+/* What the cache holds and did (counted since it was made). */
+struct nfs3d_drc_stats {
+	uint64_t hits, misses;     /* lookups of retransmittable calls */
+	uint64_t stored;           /* results put in */
+	uint64_t evicted_entries;  /* the least recently used, out to stay
+				      within max_entries */
+	uint64_t evicted_bytes;    /* ... to stay within max_bytes */
+	uint64_t too_big;          /* results larger than max_bytes alone:
+				      not kept */
+	uint64_t nomem;            /* an entry or a hit's copy not made */
+	unsigned entries, max_entries;
+	size_t bytes, max_bytes;   /* results plus bookkeeping per entry */
+};
+
+/* Bounded in entries and in bytes, least recently used out first.
+ * max_entries 0: a cache that never holds anything. */
+struct nfs3d_drc *nfs3d_drc_create(unsigned max_entries, size_t max_bytes);
 void nfs3d_drc_destroy(struct nfs3d_drc *d);
-/* The cached results of key, or NULL. */
-const uint8_t *nfs3d_drc_find(struct nfs3d_drc *d, const struct nfs3d_drc_key *k,
-			      size_t *len);
-/* Stores (a copy of) the results; evicts the oldest entry when full.
- * false when out of memory (nothing is lost but the cache entry). */
+/* A copy of the cached results of key in *res (malloc'd: the caller
+ * frees it) and *len; the entry becomes the most recently used.  false
+ * (and *res NULL) when there is none. */
+bool nfs3d_drc_get(struct nfs3d_drc *d, const struct nfs3d_drc_key *k,
+		   uint8_t **res, size_t *len);
+/* Stores (a copy of) the results, evicting the least recently used
+ * entries until it fits both bounds.  false when it was not stored: too
+ * large for max_bytes alone, out of memory, or a cache of size 0
+ * (nothing is lost but the cache entry). */
 bool nfs3d_drc_put(struct nfs3d_drc *d, const struct nfs3d_drc_key *k,
 		   const void *res, size_t len);
-unsigned nfs3d_drc_count(const struct nfs3d_drc *d);
+void nfs3d_drc_stats(struct nfs3d_drc *d, struct nfs3d_drc_stats *out);
+unsigned nfs3d_drc_count(struct nfs3d_drc *d);
 
 /* ---------------------------------------------------------------------
  * Server state and counters (main.c, dispatch.c)
