@@ -356,7 +356,11 @@ static void call_done(const struct rpcrdma_engine_event *ev)
 	if (ev->reply_len > c->reply_max)
 		FAIL("reply_len %zu > reply_max %zu", ev->reply_len, c->reply_max);
 	for (unsigned i = 0; i < RPCRDMA_MAX_WRITE_CHUNKS; i++) {
-		size_t cap = i < c->nres ? c->res_len[i] : 0;
+		/* c->nres never exceeds the array, but say so: gcc's
+		 * -Warray-bounds cannot see it at -O2. */
+		size_t cap = i < c->nres && i < sizeof c->res_len /
+						   sizeof c->res_len[0]
+				     ? c->res_len[i] : 0;
 		if (ev->nresults > i && ev->result_len[i] > cap)
 			FAIL("result %u: %zu bytes > offered %zu", i,
 			     ev->result_len[i], cap);
