@@ -10,6 +10,7 @@
 BUILD       ?= build
 CLANG_BUILD ?= build-clang
 OPT_BUILD   ?= build-opt
+TSAN_BUILD  ?= build-tsan
 MATRIX      ?= build-matrix
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS  ?=
@@ -21,8 +22,8 @@ WERROR      ?= ON
 MATRIX_CONFIGS ?= gcc/Debug gcc/Release gcc/RelWithDebInfo gcc/MinSizeRel \
 		  clang/Debug clang/Release clang/RelWithDebInfo clang/MinSizeRel
 
-.PHONY: all deps build build-clang build-release build-opt build-matrix test test-unit \
-	test-lab test-package fuzz fuzz-long demo demo-nfs install clean
+.PHONY: all deps build build-clang build-release build-opt build-matrix build-tsan test test-unit \
+	test-tsan test-tsan-run test-lab test-package fuzz fuzz-long demo demo-nfs install clean
 
 all: build
 
@@ -40,6 +41,17 @@ build-clang:
 	@CC=clang cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DRPCRDMA_FUZZ=ON -DRPCRDMA_SANITIZE=ON -DRPCRDMA_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(CLANG_BUILD) -j$(JOBS)
+
+# gcc with ThreadSanitizer (RelWithDebInfo, -Werror): the connection
+# layer's locking (rpc/) is checked by the unit and end-to-end tiers run
+# in it (`make test-tsan`, part of `make test`).
+build-tsan:
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_C_FLAGS=-fsanitize=thread \
+		-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+		-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+		-DRPCRDMA_WERROR=$(WERROR) >/dev/null
+	@cmake --build $(TSAN_BUILD) -j$(JOBS)
 
 # Debug, Release, RelWithDebInfo and MinSizeRel with gcc and clang, without
 # sanitizers, -Werror: what packagers build (each full build takes seconds).
@@ -62,12 +74,21 @@ build-opt:
 # Every tier: unit, provider, interop, e2e, bench smoke (in parallel), then
 # the Soft-RoCE lab (it takes both cores), the Debian packages, a bounded
 # fuzz run per target, and `make demo` itself.
-test: deps build build-clang build-matrix
+test: deps build build-clang build-matrix build-tsan
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE 'lab|fuzz|package' $(CTEST_ARGS)
+	@$(MAKE) --no-print-directory test-tsan-run
 	cd $(BUILD) && ctest --output-on-failure -L lab --no-tests=ignore $(CTEST_ARGS)
 	cd $(BUILD) && ctest --output-on-failure -L package $(CTEST_ARGS)
 	cd $(CLANG_BUILD) && ctest --output-on-failure -L fuzz $(CTEST_ARGS)
 	@$(MAKE) --no-print-directory demo
+
+# The install tests build programs of their own against the installed
+# library, without -fsanitize=thread: not run here.
+test-tsan: build-tsan
+	@$(MAKE) --no-print-directory test-tsan-run
+test-tsan-run:
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure \
+		-j$(JOBS) -L 'unit|e2e' -E '^install_' $(CTEST_ARGS)
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L unit $(CTEST_ARGS)
@@ -118,4 +139,4 @@ install: build-opt
 	cmake --install $(OPT_BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) $(CLANG_BUILD) $(OPT_BUILD) $(MATRIX) build-release
+	rm -rf $(BUILD) $(CLANG_BUILD) $(OPT_BUILD) $(MATRIX) build-release $(TSAN_BUILD)

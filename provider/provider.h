@@ -506,7 +506,11 @@ struct rpcrdma_provider_ops {
 	 * RPCRDMA_ERR_OVERFLOW once the CQ has lost a completion (verbs: a
 	 * CQ error): its QPs can no longer be trusted, disconnect them. */
 	int (*poll_cq)(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc);
-	/* Arm: the fd becomes readable at the next completion. */
+	/* Arm: the fd becomes readable at the next completion.  Returns 0
+	 * when no completion can be queued already (the consumer may sleep
+	 * on the fd at once), 1 when some may be (it polls once more
+	 * first: a completion that came before the arm wakes nobody), or a
+	 * negative error.  verbs cannot tell and always says 1. */
 	int (*req_notify_cq)(struct rpcrdma_cq *cq);
 	int (*cq_fd)(struct rpcrdma_cq *cq);
 	/* Consume pending notifications so the fd is no longer readable. */

@@ -1,23 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * The RPC client (RFC 5531 §9 call side): call records, the RPC call
- * header, reply header decoding, synchronous and asynchronous calls.
+ * The RPC client (RFC 5531 §9 call side): the public client API, the RPC
+ * call header (encoded into a call record, call.c, which takes the call
+ * from there), credentials, connecting and reverse-direction handles.
  *
- * A call record owns a copy of the arguments, the reply buffer and the
- * Write chunk buffers, so a caller that timed out may go away while the
- * engine still holds the record (the engine has no cancel: RFC 8166 gives
- * a Requester no way to take back a Send).  A record is freed when the
- * engine is done with it and its completion has been delivered; on a
- * successful reply its buffers pass to the caller's rpcrdma_reply.
- * Records of the usual size come from a small per-thread cache, so a call
- * allocates nothing in the steady state.
- *
- * A synchronous caller waits for its own call: it drives the connection
- * (progress.c) or sleeps until the thread that does delivers the call.
- * Its outcome is written straight into the caller's struct rpcrdma_reply.
- *
- * Exactly-once delivery: `delivered` is set under the connection lock by
- * whichever of reply, time-out, disconnection or destroy comes first.
+ * A synchronous caller's memory is borrowed, not copied: the record
+ * references its DDP-eligible pieces and large ones (build_call); the
+ * caller waits for its own outcome (call.c, progress.c), which is decoded
+ * straight into its struct rpcrdma_reply.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,59 +17,13 @@
 #include <netinet/in.h>
 
 #include "common/usdt.h"
+#include "rpc/call.h"
 #include "rpc/rpc_internal.h"
 #include "rpc/stats_export.h"
 #include "rpcrdma/export.h"
 #include "wire/auth.h"
 #include "wire/rpc_msg.h"
 #include "wire/rpcrdma_v2.h"
-
-struct rpc_call {
-	struct rpc_call *prev, *next;  /* x->calls */
-	struct rpc_call *wnext;        /* x->waitq */
-	struct rpc_call *dnext;        /* delivery list */
-	const void *owner;             /* the rpcrdma_clnt */
-	bool in_engine, in_waitq, delivered;
-	bool held;           /* the engine held it when delivery began */
-	bool dpending;       /* delivery (of a held record) under way */
-	bool engine_finished; /* ...and the engine completed it meanwhile */
-	/* The arguments are the caller's memory, borrowed until delivery
-	 * (synchronous calls, opts.borrow_args): a call given up before
-	 * its reply (time-out, destroy) is delivered only once the engine
-	 * says the peer can no longer reach that memory (cancelling). */
-	bool borrowed;
-	bool cancelling;
-	int cancel_status;             /* delivered with it then */
-	uint64_t ddp_copied;           /* DDP-eligible bytes build_call
-					  copied (rpcrdma_stats) */
-	int status;                    /* delivery status (0: decode) */
-	uint64_t deadline;             /* 0: none */
-	rpcrdma_call_cb cb;            /* asynchronous */
-	void *cb_arg;
-	struct rpc_sync *sync;         /* synchronous */
-	uint32_t xid;
-	/* CALL_DONE as received. */
-	int ev_status;
-	size_t reply_len;
-	unsigned ev_nresults;
-	size_t result_len[RPCRDMA_MAX_DDP_RESULTS];
-	struct rpcrdma_engine_msgp msgp;
-	struct rpcrdma_iov iov[RPCRDMA_ENGINE_MAX_IOV];
-	unsigned niov;
-	struct rpcrdma_iov results[RPCRDMA_MAX_DDP_RESULTS];
-	unsigned nresults;
-	uint8_t *reply_buf;
-	size_t reply_max;
-	size_t msg_len;                /* the call message, DDP items too */
-	bool reply_inline;             /* no Reply chunk (reply_max 0) */
-	struct rpc_reply_region *region; /* reply_buf is the connection's
-					    reply region, borrowed */
-	struct rpc_buf *big;           /* reply and result buffers from the
-					  registered pool (buf_pool.c) */
-	struct rpc_bufpool *pool;
-	size_t cap;                    /* bytes of mem[] */
-	_Alignas(8) uint8_t mem[];     /* header, args, reply, results */
-};
 
 struct rpcrdma_clnt {
 	struct rpc_xprt *x;
@@ -103,523 +47,6 @@ struct hdr_tail {
 	size_t len;
 	uint8_t bytes[8 + RPCRDMA_AUTH_MAX_BODY + 8]; /* cred, verf */
 };
-
-/* ---------------------------------------------------------------------
- * Servers known to speak only version 1 (draft §7.2: "a client can avoid
- * a possible version negotiation loop when re-establishing another
- * connection by assuming that particular server does not support
- * RPC-over-RDMA version 2").  Process-wide, by address; a handful is
- * plenty, the oldest entry makes room.
- */
-#define V1_SERVERS 32
-static pthread_mutex_t v1_lock = PTHREAD_MUTEX_INITIALIZER;
-static char v1_servers[V1_SERVERS][64];
-static unsigned v1_next;
-
-static void peer_key(const struct sockaddr_storage *ss, char *out, size_t cap)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const void *)ss;
-		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-		port = ntohs(a->sin6_port);
-	} else if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const void *)ss;
-		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-		port = ntohs(a->sin_port);
-	}
-	snprintf(out, cap, "%s/%u", host, port);
-}
-
-bool rpcrdma_rpc_v1_server_known(const char *key)
-{
-	bool hit = false;
-	pthread_mutex_lock(&v1_lock);
-	for (unsigned i = 0; i < V1_SERVERS && !hit; i++)
-		hit = !strcmp(v1_servers[i], key);
-	pthread_mutex_unlock(&v1_lock);
-	return hit;
-}
-
-void rpcrdma_rpc_v1_server_remember(const char *key)
-{
-	if (!*key || rpcrdma_rpc_v1_server_known(key))
-		return;
-	pthread_mutex_lock(&v1_lock);
-	snprintf(v1_servers[v1_next++ % V1_SERVERS], sizeof v1_servers[0],
-		 "%s", key);
-	pthread_mutex_unlock(&v1_lock);
-}
-
-/* ---------------------------------------------------------------------
- * Record memory: a per-thread cache of records of the usual size (a
- * Short call and an inline reply), returned to whichever thread frees
- * them; larger ones are plain malloc.
- */
-#define CALL_SMALL 8192u  /* whole record, header included */
-#define CALL_CACHE 8
-
-struct call_cache {
-	struct rpc_call *c[CALL_CACHE];
-	unsigned n;
-};
-
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct call_cache *my_cache;
-
-static void cache_free(void *p)
-{
-	struct call_cache *k = p;
-	if (!k)
-		return;
-	for (unsigned i = 0; i < k->n; i++)
-		free(k->c[i]);
-	free(k);
-}
-
-static void cache_key_make(void)
-{
-	pthread_key_create(&cache_key, cache_free);
-}
-
-static struct call_cache *cache_self(void)
-{
-	if (my_cache)
-		return my_cache;
-	pthread_once(&cache_once, cache_key_make);
-	struct call_cache *k = calloc(1, sizeof(*k));
-	if (!k)
-		return NULL;
-	pthread_setspecific(cache_key, k);
-	my_cache = k;
-	return k;
-}
-
-static struct rpc_call *call_alloc(size_t need)
-{
-	size_t small = CALL_SMALL - sizeof(struct rpc_call);
-	if (need <= small) {
-		struct call_cache *k = cache_self();
-		if (k && k->n)
-			return k->c[--k->n];
-		need = small;
-	}
-	struct rpc_call *c = malloc(sizeof(*c) + need);
-	if (c)
-		c->cap = need;
-	return c;
-}
-
-static void call_free(struct rpc_call *c)
-{
-	/* A borrowed reply region goes back with the record, and so do
-	 * its pooled buffers. */
-	rpcrdma_rpc_region_put(c->region);
-	c->region = NULL;
-	if (c->big)
-		rpcrdma_rpc_buf_put(c->pool, c->big, rpcrdma_rpc_now_ms());
-	c->big = NULL;
-	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
-		struct call_cache *k = cache_self();
-		if (k && k->n < CALL_CACHE) {
-			k->c[k->n++] = c;
-			return;
-		}
-	}
-	free(c);
-}
-
-/* ---------------------------------------------------------------------
- * Records
- */
-static void link_call(struct rpc_xprt *x, struct rpc_call *c)
-{
-	c->prev = NULL;
-	c->next = x->calls;
-	if (x->calls)
-		x->calls->prev = c;
-	x->calls = c;
-}
-
-static void unlink_call(struct rpc_xprt *x, struct rpc_call *c)
-{
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		x->calls = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->prev = c->next = NULL;
-}
-
-static void waitq_remove(struct rpc_xprt *x, struct rpc_call *c)
-{
-	struct rpc_call **pp = &x->waitq_head, *prev = NULL;
-	while (*pp && *pp != c) {
-		prev = *pp;
-		pp = &(*pp)->wnext;
-	}
-	if (!*pp)
-		return;
-	*pp = c->wnext;
-	if (x->waitq_tail == c)
-		x->waitq_tail = prev;
-	c->wnext = NULL;
-	c->in_waitq = false;
-}
-
-static void deliver_later(struct rpc_xprt *x, struct rpc_evbuf *b,
-			  struct rpc_call *c, int status)
-{
-	c->delivered = true;
-	c->status = status;
-	c->held = c->in_engine;
-	c->dpending = c->in_engine;
-	c->dnext = b->done;
-	b->done = c;
-	if (c->sync) {
-		c->sync->queued = true;
-		x->sync_out--;
-	}
-}
-
-/* Hands the call to the engine; RPCRDMA_ERR_AGAIN when every slot is
- * busy. */
-static int submit_locked(struct rpc_xprt *x, struct rpc_call *c)
-{
-	struct rpcrdma_call_req r = {
-		.msg = c->iov, .nmsg = c->niov,
-		.reply_buf = c->reply_buf, .reply_max = c->reply_max,
-		.reply_inline = c->reply_inline,
-		.results = c->nresults ? c->results : NULL,
-		.nresults = c->nresults, .user = c,
-	};
-	int rc = rpcrdma_engine_submit_call(x->e, &r, &c->xid, 0);
-	if (rc == 0) {
-		c->in_engine = true;
-		x->in_engine++;
-		/* The call's XID, program, version, procedure (from its
-		 * header, RFC 5531 §9) and size; call_done ends it. */
-		RPCRDMA_PROBE5(call_start, c->xid, rpcrdma_be32_get(c->mem + 12),
-			       rpcrdma_be32_get(c->mem + 16),
-			       rpcrdma_be32_get(c->mem + 20), c->msg_len);
-	}
-	return rc;
-}
-
-void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
-					     struct rpc_evbuf *b)
-{
-	while (x->waitq_head && !x->dead) {
-		struct rpc_call *c = x->waitq_head;
-		int rc = submit_locked(x, c);
-		if (rc == RPCRDMA_ERR_AGAIN)
-			return;
-		waitq_remove(x, c);
-		if (rc < 0) {
-			unlink_call(x, c);
-			deliver_later(x, b, c, rc);
-		}
-	}
-}
-
-/* A peer's ERR_CHUNK (v2: RDMA2_ERR_BAD_XDR) or RDMA2_ERR_*_RESOURCE,
- * told as what it almost always means for a call of ours, whose chunks
- * are well formed: a message larger than a limit.  Version 2 says which
- * (REPLY_RESOURCE, WRITE_RESOURCE: the reply); version 1's ERR_CHUNK
- * does not, so the call's shape decides: a call that went through
- * chunks was too large for the peer's max_msg, an inline one had a
- * reply larger than the room it offered. */
-static int size_status(struct rpc_xprt *x, const struct rpc_call *c,
-		       const struct rpcrdma_engine_event *ev)
-{
-	if (ev->status == RPCRDMA_ERR_REPLY_TOO_BIG)
-		rpcrdma_rpc_trace("%s: call xid 0x%08x: an inline reply larger "
-				  "than the %zu bytes set aside (reply_max)",
-				  x->name, ev->xid, c->reply_max);
-	if (ev->status != RPCRDMA_ERR_PEER_ERR_CHUNK &&
-	    ev->status != RPCRDMA_ERR_PEER_ERR_RESOURCE)
-		return ev->status;
-	if (ev->peer_err == RPCRDMA_V2_ERR_REPLY_RESOURCE ||
-	    ev->peer_err == RPCRDMA_V2_ERR_WRITE_RESOURCE) {
-		rpcrdma_rpc_trace("%s: call xid 0x%08x: the reply does not fit "
-				  "the %zu bytes offered (reply_max)",
-				  x->name, ev->xid, c->reply_max);
-		return RPCRDMA_ERR_REPLY_TOO_BIG;
-	}
-	if (ev->peer_err != RPCRDMA_V2_ERR_BAD_XDR)
-		return ev->status;
-	struct rpcrdma_engine_info in;
-	rpcrdma_engine_get_info(x->e, &in);
-	if (c->msg_len > in.send_threshold) {
-		rpcrdma_rpc_trace("%s: call xid 0x%08x of %zu bytes refused by "
-				  "the peer (ERR_CHUNK): over its max_msg?",
-				  x->name, ev->xid, c->msg_len);
-		return RPCRDMA_ERR_PEER_CALL_TOO_BIG;
-	}
-	rpcrdma_rpc_trace("%s: call xid 0x%08x: the reply does not fit the %zu "
-			  "bytes offered (reply_max)", x->name, ev->xid,
-			  c->reply_max);
-	return RPCRDMA_ERR_REPLY_TOO_BIG;
-}
-
-void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
-					 const struct rpcrdma_engine_event *ev,
-					 struct rpc_evbuf *b)
-{
-	struct rpc_call *c = ev->user;
-
-	if (!c || !c->in_engine)
-		return;
-	c->in_engine = false;
-	x->in_engine--;
-	unlink_call(x, c);
-	if (c->cancelling) {
-		/* Given up and now over: nothing of it is reachable. */
-		c->cancelling = false;
-		deliver_later(x, b, c, c->cancel_status);
-		return;
-	}
-	if (c->delivered) {
-		/* Its caller already had a time-out or an error; if that
-		 * delivery is still running, it frees the record. */
-		if (c->dpending)
-			c->engine_finished = true;
-		else
-			call_free(c);
-		return;
-	}
-	c->ev_status = size_status(x, c, ev);
-	c->reply_len = ev->reply_len;
-	c->ev_nresults = ev->nresults;
-	for (unsigned i = 0; i < c->nresults && i < ev->nresults; i++)
-		c->result_len[i] = ev->result_len[i];
-	c->msgp = ev->msgp;
-	deliver_later(x, b, c, 0);
-}
-
-void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
-				      const struct rpcrdma_engine_event *ev,
-				      struct rpc_evbuf *b)
-{
-	struct rpc_call *c = ev->user;
-	if (!c || !c->cancelling)
-		return;
-	/* The engine keeps the record until the reply or the end of the
-	 * connection (RFC 8166 §3.3.1): delivered now, freed then. */
-	c->cancelling = false;
-	deliver_later(x, b, c, c->cancel_status);
-}
-
-static void fail_call_locked(struct rpc_xprt *x, struct rpc_call *c,
-			     int status, struct rpc_evbuf *b)
-{
-	if (c->cancelling)
-		return; /* delivered once the engine released it */
-	if (c->borrowed && c->in_engine && !x->dead) {
-		/* The caller takes its memory back: first make sure the peer
-		 * cannot reach it (engine.h, rpcrdma_engine_cancel_call). */
-		int rc = rpcrdma_engine_cancel_call(x->e, c->xid,
-						    rpcrdma_rpc_now_ms());
-		if (rc == RPCRDMA_ERR_AGAIN) {
-			c->cancelling = true;
-			c->cancel_status = status;
-			if (c->sync)
-				c->sync->deadline = 0; /* wait for it */
-			rpcrdma_rpc_xprt_pump_locked(x, b);
-			return;
-		}
-		/* 0: nothing reachable (a call not sent yet completed at
-		 * once: its CALL_DONE finds it delivered). */
-	}
-	if (c->in_waitq)
-		waitq_remove(x, c);
-	if (!c->in_engine)
-		unlink_call(x, c);
-	/* A record still in the engine stays linked: freed when the engine
-	 * completes it or is destroyed. */
-	deliver_later(x, b, c, status);
-}
-
-void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
-				   const void *owner, struct rpc_evbuf *b)
-{
-	struct rpc_call *c = x->calls, *n;
-
-	for (; c; c = n) {
-		n = c->next;
-		if (c->delivered || c->cancelling ||
-		    (owner && c->owner != owner))
-			continue;
-		if (now && (!c->deadline || c->deadline > now))
-			continue;
-		fail_call_locked(x, c, status, b);
-	}
-}
-
-void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
-				      int status, struct rpc_evbuf *b)
-{
-	if (!c->delivered)
-		fail_call_locked(x, c, status, b);
-}
-
-bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
-					 const void *owner)
-{
-	for (const struct rpc_call *c = x->calls; c; c = c->next)
-		if (c->cancelling && (!owner || c->owner == owner))
-			return true;
-	return false;
-}
-
-struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
-	struct rpc_xprt *x, const struct rpc_waiter *w)
-{
-	for (struct rpc_call *c = x->calls; c; c = c->next)
-		if (c->sync && !c->sync->queued && c->sync->w != w)
-			return c->sync->w;
-	return NULL;
-}
-
-void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x)
-{
-	while (x->calls) {
-		struct rpc_call *c = x->calls;
-		unlink_call(x, c);
-		call_free(c);
-	}
-}
-
-/* ---------------------------------------------------------------------
- * Reply decoding (RFC 5531 §9)
- */
-static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
-{
-	struct rpcrdma_rpc_msg m;
-
-	rep->xid = c->xid;
-	if (c->ev_status) {
-		rep->status = c->ev_status;
-		return;
-	}
-	int hl = rpcrdma_rpc_msg_decode(c->reply_buf, c->reply_len, &m);
-	if (hl < 0 || m.mtype != RPCRDMA_RPC_REPLY || m.xid != c->xid) {
-		rep->status = RPCRDMA_ERR_RPC_BAD_REPLY;
-		return;
-	}
-	if (m.reply.stat == RPCRDMA_RPC_MSG_DENIED) {
-		if (m.reply.rejected.stat == RPCRDMA_RPC_RPC_MISMATCH) {
-			rep->status = RPCRDMA_ERR_RPC_MISMATCH;
-			rep->low = m.reply.rejected.mismatch.low;
-			rep->high = m.reply.rejected.mismatch.high;
-		} else {
-			rep->status = RPCRDMA_ERR_RPC_AUTH;
-			rep->auth_stat = m.reply.rejected.auth_stat;
-		}
-		return;
-	}
-	rep->accept_stat = m.reply.accepted.stat;
-	switch (m.reply.accepted.stat) {
-	case RPCRDMA_RPC_SUCCESS:
-		rep->status = 0;
-		rep->data = c->reply_buf + hl;
-		rep->len = c->reply_len - (size_t)hl;
-		rep->pad.align = c->msgp.align;
-		rep->pad.thresh = c->msgp.thresh;
-		rep->pad.base = (size_t)c->msgp.offset + (size_t)hl;
-		rep->nddp = c->nresults;
-		for (unsigned i = 0; i < c->nresults; i++) {
-			rep->ddp[i] = c->results[i].base;
-			rep->ddp_len[i] = i < c->ev_nresults ? c->result_len[i] : 0;
-		}
-		rep->priv = c; /* the buffers are the caller's now */
-		break;
-	case RPCRDMA_RPC_PROG_UNAVAIL:
-		rep->status = RPCRDMA_ERR_RPC_PROG_UNAVAIL;
-		break;
-	case RPCRDMA_RPC_PROG_MISMATCH:
-		rep->status = RPCRDMA_ERR_RPC_PROG_MISMATCH;
-		rep->low = m.reply.accepted.mismatch.low;
-		rep->high = m.reply.accepted.mismatch.high;
-		break;
-	case RPCRDMA_RPC_PROC_UNAVAIL:
-		rep->status = RPCRDMA_ERR_RPC_PROC_UNAVAIL;
-		break;
-	case RPCRDMA_RPC_GARBAGE_ARGS:
-		rep->status = RPCRDMA_ERR_RPC_GARBAGE_ARGS;
-		break;
-	default:
-		rep->status = RPCRDMA_ERR_RPC_SYSTEM_ERR;
-		break;
-	}
-}
-
-/* Tells a synchronous caller its outcome is in.  The record may be gone
- * already; s (on the caller's stack) lives until finished is seen. */
-static void finish_sync(struct rpc_xprt *x, struct rpc_sync *s)
-{
-	struct rpc_waiter *w = s->w;
-	if (w == rpcrdma_rpc_waiter_self()) {
-		atomic_store(&s->finished, true);
-		return;
-	}
-	/* The store under the lock: the caller checks it under the lock
-	 * before it sleeps. */
-	pthread_mutex_lock(&x->lock);
-	atomic_store(&s->finished, true);
-	pthread_cond_signal(&w->cv);
-	if (x->driver == w)
-		rpcrdma_rpc_xprt_kick(x); /* it may sleep on the CQ fd */
-	pthread_mutex_unlock(&x->lock);
-}
-
-void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
-{
-	struct rpc_call *c = b->done;
-
-	b->done = NULL;
-	while (c) {
-		struct rpc_call *n = c->dnext;
-		struct rpcrdma_reply local;
-		struct rpc_sync *s = c->sync;
-		struct rpcrdma_reply *rep = s ? s->rep : &local;
-		rpcrdma_call_cb cb = c->cb;
-		void *arg = c->cb_arg;
-
-		if (!s)
-			memset(rep, 0, sizeof(*rep));
-		uint32_t xid = c->xid;
-		if (c->held) {
-			/* The engine may complete the record at any moment
-			 * now: take what we need, then settle who frees. */
-			rep->status = c->status;
-			pthread_mutex_lock(&x->lock);
-			c->dpending = false;
-			bool free_now = c->engine_finished;
-			pthread_mutex_unlock(&x->lock);
-			if (free_now)
-				call_free(c);
-		} else {
-			if (c->status)
-				rep->status = c->status;
-			else
-				decode_reply(c, rep);
-			/* Unless the reply owns the buffers now, nothing
-			 * in rep points into the record. */
-			if (!rep->priv)
-				call_free(c);
-		}
-		RPCRDMA_PROBE3(call_done, xid, rep->status, x->name);
-		if (s)
-			finish_sync(x, s);
-		else
-			cb(arg, rep);
-		c = n;
-	}
-}
 
 /* ---------------------------------------------------------------------
  * Calls
@@ -786,7 +213,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	 * areas (up to megabytes) are written by the peer and read only up
 	 * to the lengths the engine reports, and they are exposed for
 	 * remote write only, never for remote read. */
-	struct rpc_call *c = call_alloc(total);
+	struct rpc_call *c = rpcrdma_rpc_call_alloc(total);
 	if (!c) {
 		if (region)
 			rpcrdma_rpc_region_put(cl->x->rr);
@@ -797,11 +224,8 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	c->region = region ? cl->x->rr : NULL;
 	c->big = big;
 	c->pool = pool;
-	c->in_engine = c->in_waitq = c->delivered = false;
-	c->held = c->dpending = c->engine_finished = false;
+	c->state = CALL_QUEUED;
 	c->borrowed = borrow || res;
-	c->cancelling = false;
-	c->cancel_status = 0;
 	c->ddp_copied = 0;
 	c->status = 0;
 	c->sync = NULL;
@@ -828,7 +252,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			/* Borrowed: the engine reads it where it is (a Read
 			 * chunk, or the Send gathers it). */
 			if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
-				call_free(c);
+				rpcrdma_rpc_call_free(c);
 				return RPCRDMA_ERR_INVAL;
 			}
 			cur = &c->iov[c->niov++];
@@ -846,7 +270,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			}
 		}
 		if (c->niov >= RPCRDMA_ENGINE_MAX_IOV) {
-			call_free(c);
+			rpcrdma_rpc_call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
 		if (a->ddp && a->len && bp_args) {
@@ -872,7 +296,7 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	}
 	for (unsigned i = 0; i < c->niov; i++)
 		if (!c->iov[i].ddp && (c->iov[i].len & 3)) {
-			call_free(c);
+			rpcrdma_rpc_call_free(c);
 			return RPCRDMA_ERR_INVAL;
 		}
 	p = c->mem + round8((size_t)(run_end - c->mem));
@@ -911,51 +335,10 @@ static int build_call(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 	return 0;
 }
 
-/* Starts call c on x.  Returns 0 with x->lock held (s, for a synchronous
- * call, is then linked to it), or an error with the lock dropped and c
- * freed. */
-static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
-			struct rpc_evbuf *b)
-{
-	pthread_mutex_lock(&x->lock);
-	if (x->refused || ((x->dead || !x->connected) && !x->reconnecting)) {
-		/* A refused version is the reason, whether or not the
-		 * disconnect it caused has happened yet. */
-		int rc = x->refused ? x->refused : RPCRDMA_ERR_DISCONNECTED;
-		pthread_mutex_unlock(&x->lock);
-		call_free(c);
-		return rc;
-	}
-	link_call(x, c);
-	x->ddp_copied_tx += c->ddp_copied;
-	/* FIFO: nobody overtakes calls already waiting for a slot. */
-	int rc = x->waitq_head ? RPCRDMA_ERR_AGAIN : submit_locked(x, c);
-	if (rc == RPCRDMA_ERR_AGAIN) {
-		c->in_waitq = true;
-		if (x->waitq_tail)
-			x->waitq_tail->wnext = c;
-		else
-			x->waitq_head = c;
-		x->waitq_tail = c;
-		c->wnext = NULL;
-		rc = 0;
-	} else if (rc < 0) {
-		unlink_call(x, c);
-		pthread_mutex_unlock(&x->lock);
-		call_free(c);
-		return rc;
-	}
-	if (c->sync)
-		x->sync_out++;
-	rpcrdma_rpc_xprt_pump_locked(x, b);
-	return 0;
-}
-
 static int call_async(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		      const struct rpcrdma_iov *res, unsigned nres,
 		      rpcrdma_call_cb cb, void *arg)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
 
 	if (!cl || !cb)
@@ -964,16 +347,7 @@ static int call_async(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 			    nres, &c);
 	if (rc < 0)
 		return rc;
-	c->cb = cb;
-	c->cb_arg = arg;
-	struct rpc_xprt *x = cl->x;
-	rc = start_locked(x, c, &b);
-	if (rc < 0)
-		return rc;
-	/* Nobody waits for this one: the loop watches for its reply. */
-	rpcrdma_rpc_xprt_need_attention_locked(x);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
-	return 0;
+	return rpcrdma_rpc_call_async(cl->x, c, cb, arg);
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
@@ -998,7 +372,6 @@ static int call_sync(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		     const struct rpcrdma_iov *res, unsigned nres,
 		     struct rpcrdma_reply *rep)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
 	struct rpc_call *c;
 
 	if (!rep)
@@ -1008,33 +381,13 @@ static int call_sync(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		rep->status = RPCRDMA_ERR_INVAL;
 		return rep->status;
 	}
-	struct rpc_sync s = {.rep = rep, .w = rpcrdma_rpc_waiter_self()};
-	if (!s.w) {
-		rep->status = RPCRDMA_ERR_NOMEM;
-		return rep->status;
-	}
 	/* The caller waits: its memory is borrowed, not copied. */
 	int rc = build_call(cl, call, true, res, nres, &c);
 	if (rc < 0) {
 		rep->status = rc;
 		return rc;
 	}
-	c->sync = &s;
-	s.deadline = c->deadline;
-	struct rpc_xprt *x = cl->x;
-	rc = start_locked(x, c, &b);
-	if (rc < 0) {
-		rep->status = rc;
-		return rc;
-	}
-	if (!rpc_evbuf_empty(&b)) {
-		pthread_mutex_unlock(&x->lock);
-		rpcrdma_rpc_xprt_deliver(x, &b);
-		pthread_mutex_lock(&x->lock);
-	}
-	rpcrdma_rpc_xprt_wait_call(x, c, &s);
-	pthread_mutex_unlock(&x->lock);
-	return rep->status;
+	return rpcrdma_rpc_call_sync(cl->x, c, rep);
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
@@ -1074,7 +427,7 @@ RPCRDMA_EXPORT void rpcrdma_reply_free(struct rpcrdma_reply *rep)
 	if (!rep)
 		return;
 	if (rep->priv)
-		call_free(rep->priv);
+		rpcrdma_rpc_call_free(rep->priv);
 	rep->priv = NULL;
 	rep->data = NULL;
 	rep->len = 0;
@@ -1235,6 +588,12 @@ RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
 	}
 }
 
+/* A client's connection is Requester and Responder (RFC 8167). */
+static const struct rpc_role *const roles[RPC_ROLES] = {
+	[RPC_REQUESTER] = &rpcrdma_rpc_requester_role,
+	[RPC_RESPONDER] = &rpcrdma_rpc_responder_role,
+};
+
 static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 			uint32_t prog, uint32_t vers,
 			const struct rpcrdma_opts *opts, struct rpcrdma_clnt **out)
@@ -1259,9 +618,10 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	if (rc < 0)
 		goto fail;
 	char key[sizeof c->x->peer_key];
-	peer_key(ss, key, sizeof key);
+	rpcrdma_rpc_v1_server_key(ss, key, sizeof key);
 	rc = rpcrdma_rpc_xprt_create(&c->rd, &o, false,
-				     rpcrdma_rpc_v1_server_known(key), id, &c->x);
+				     rpcrdma_rpc_v1_server_known(key), id, roles,
+				     &c->x);
 	if (rc < 0)
 		goto fail;
 	id = NULL; /* the connection owns it */
@@ -1369,16 +729,16 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 
 RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
-
 	if (!c)
 		return;
 	struct rpc_xprt *x = c->x;
 	if (x) {
 		/* Every call of this handle completes now, exactly once. */
+		struct rpc_work w;
+		rpc_work_init(&w);
 		pthread_mutex_lock(&x->lock);
-		rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_CANCELLED, 0, c, &b);
-		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+		rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_CANCELLED, c, &w);
+		rpcrdma_rpc_xprt_unlock_run(x, &w);
 	}
 	if (!c->owns_xprt) {
 		if (x)
@@ -1418,10 +778,11 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 	}
 	if (x) {
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_CANCELLED);
-		if (x->disp) {
-			rpcrdma_rpc_disp_destroy(x->disp);
-			x->disp = NULL;
-		}
+		pthread_mutex_lock(&x->lock);
+		struct rpc_disp *d = rpcrdma_rpc_disp_of_locked(x);
+		rpcrdma_rpc_disp_attach_locked(x, NULL);
+		pthread_mutex_unlock(&x->lock);
+		rpcrdma_rpc_disp_destroy(d);
 		rpcrdma_rpc_xprt_destroy(x);
 	}
 	if (c->loop.wakefd >= 0)
@@ -1438,9 +799,11 @@ static struct rpc_disp *clnt_disp(struct rpcrdma_clnt *c)
 {
 	struct rpc_xprt *x = c->x;
 	pthread_mutex_lock(&x->lock);
-	if (!x->disp)
-		x->disp = rpcrdma_rpc_disp_create(x->opts.workers);
-	struct rpc_disp *d = x->disp;
+	struct rpc_disp *d = rpcrdma_rpc_disp_of_locked(x);
+	if (!d) {
+		d = rpcrdma_rpc_disp_create(x->opts.workers);
+		rpcrdma_rpc_disp_attach_locked(x, d);
+	}
 	/* Calls may come at any time now: the loop watches for them. */
 	rpcrdma_rpc_xprt_need_attention_locked(x);
 	pthread_mutex_unlock(&x->lock);

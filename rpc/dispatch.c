@@ -26,6 +26,7 @@
  * call's bytes valid until then, so handlers read them in place.
  */
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,18 @@ struct req_block {
 	struct req_block *next;
 	max_align_t data[];
 };
+
+/* The Responder side's state on one connection. */
+struct rpc_responder {
+	struct rpc_disp *disp;        /* NULL: no calls served */
+	struct rpcrdma_svc_req *reqs; /* one per Responder slot (call_id) */
+	uint32_t nreqs;
+};
+
+static struct rpc_responder *resp_of(struct rpc_xprt *x)
+{
+	return x->up[RPC_RESPONDER].state;
+}
 
 /* ---------------------------------------------------------------------
  * Registrations
@@ -144,7 +157,7 @@ int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 	return 0;
 }
 
-struct rpcrdma_svc_req *rpcrdma_rpc_reqs_create(uint32_t n)
+static struct rpcrdma_svc_req *reqs_create(uint32_t n)
 {
 	struct rpcrdma_svc_req *r = calloc(n ? n : 1, sizeof(*r));
 	for (uint32_t i = 0; r && i < n; i++)
@@ -155,7 +168,7 @@ struct rpcrdma_svc_req *rpcrdma_rpc_reqs_create(uint32_t n)
 /* ---------------------------------------------------------------------
  * Replies
  */
-void rpcrdma_rpc_blocks_free(struct req_block *b)
+static void blocks_free(struct req_block *b)
 {
 	while (b) {
 		struct req_block *n = b->next;
@@ -165,18 +178,12 @@ void rpcrdma_rpc_blocks_free(struct req_block *b)
 }
 
 /* With x->lock held: the request is over (its reply sent, or it never
- * will be); its memory goes to b->to_free. */
-static void req_release_locked(struct rpcrdma_svc_req *r, struct rpc_evbuf *b)
+ * will be): its memory goes, and its reference on the connection. */
+static void req_release_locked(struct rpcrdma_svc_req *r)
 {
 	struct rpc_xprt *x = r->x;
-	if (r->blocks) {
-		struct req_block *last = r->blocks;
-		while (last->next)
-			last = last->next;
-		last->next = b->to_free;
-		b->to_free = r->blocks;
-		r->blocks = NULL;
-	}
+	blocks_free(r->blocks);
+	r->blocks = NULL;
 	r->x = NULL;
 	if (--x->refs == 0 && x->dead && x->loop)
 		rpcrdma_rpc_loop_wake(x->loop); /* it may be reaped now */
@@ -236,8 +243,9 @@ static size_t encode_denied(struct rpcrdma_svc_req *r, uint32_t stat,
 static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 {
 	struct rpc_xprt *x = r->x;
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
 
+	rpc_work_init(&w);
 	if (!r->raw) {
 		r->iov[0] = (struct rpcrdma_iov){r->hdr, hlen, false};
 		if (!r->niov)
@@ -256,23 +264,13 @@ static void req_finish(struct rpcrdma_svc_req *r, size_t hlen)
 		rc = rpcrdma_engine_submit_reply(x->e, r->call_id, &rr, 0);
 	}
 	if (rc < 0)
-		req_release_locked(r, &b); /* no REPLY_SENT will come */
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	/* Once the lock is dropped another thread may see the reply sent,
-	 * drop the request's reference and reap x: delivering calls or
-	 * requests of x needs a reference of our own meanwhile. */
-	bool guard = b.done || b.in_head;
-	if (!guard) {
-		rpcrdma_rpc_xprt_unlock_deliver(x, &b);
-		return;
-	}
-	x->refs++;
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
-	pthread_mutex_lock(&x->lock);
-	bool wake = --x->refs == 0 && x->dead && x->loop;
-	pthread_mutex_unlock(&x->lock);
-	if (wake)
-		rpcrdma_rpc_loop_wake(x->loop);
+		req_release_locked(r); /* no REPLY_SENT will come */
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	/* What the pump queued (the next incoming call, let through by the
+	 * slot this reply frees) holds its own reference on x; x itself is
+	 * not touched after the unlock: another thread may see the reply
+	 * sent and reap it. */
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 }
 
 static void answer(struct rpcrdma_svc_req *r, uint32_t stat, uint32_t low,
@@ -316,24 +314,15 @@ static bool inline_all(struct rpcrdma_svc_req *r)
 static void early_over(struct rpcrdma_svc_req *r)
 {
 	struct rpc_xprt *x = r->x;
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
+	rpc_work_init(&w);
 	pthread_mutex_lock(&x->lock);
 	r->early = false;
 	rpcrdma_engine_release_reply(x->e, r->call_id);
-	req_release_locked(r, &b);
+	req_release_locked(r);
 	/* The slot may have been all that held up a new call. */
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	bool guard = b.done || b.in_head;
-	if (guard)
-		x->refs++;
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
-	if (guard) {
-		pthread_mutex_lock(&x->lock);
-		bool wake = --x->refs == 0 && x->dead && x->loop;
-		pthread_mutex_unlock(&x->lock);
-		if (wake)
-			rpcrdma_rpc_loop_wake(x->loop);
-	}
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 }
 
 void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx)
@@ -354,10 +343,12 @@ int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 	if (!(r->reg.flags & RPCRDMA_ULB_DDP_RESULT) && !inline_all(r))
 		return RPCRDMA_ERR_NOMEM;
 	struct rpc_xprt *x = r->x;
-	struct rpc_sync s = {.w = rpcrdma_rpc_waiter_self()};
+	struct rpc_wait s = {.w = rpcrdma_rpc_waiter_self()};
 	if (!s.w)
 		return RPCRDMA_ERR_NOMEM;
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	atomic_init(&s.finished, false);
+	struct rpc_work w;
+	rpc_work_init(&w);
 	struct rpcrdma_reply_req rr = {r->iov, r->niov, r, true};
 	pthread_mutex_lock(&x->lock);
 	r->sent_wait = &s;
@@ -371,13 +362,13 @@ int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 		return rc;
 	}
 	r->early = true;
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	if (!rpc_evbuf_empty(&b)) {
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	if (!rpc_work_empty(&w)) {
 		pthread_mutex_unlock(&x->lock);
-		rpcrdma_rpc_xprt_deliver(x, &b);
+		rpcrdma_rpc_work_run(&w);
 		pthread_mutex_lock(&x->lock);
 	}
-	rpcrdma_rpc_xprt_wait_call(x, NULL, &s);
+	rpcrdma_rpc_xprt_wait_locked(x, &s); /* no deadline */
 	r->sent_wait = NULL;
 	rc = s.status;
 	pthread_mutex_unlock(&x->lock);
@@ -481,18 +472,21 @@ static int decode_cred(const struct rpcrdma_opaque_auth *a,
 	return 0;
 }
 
-void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
-				      const struct rpcrdma_engine_event *ev,
-				      struct rpc_evbuf *b)
+static void run_incoming(struct rpc_work_item *it);
+
+/* RPCRDMA_EV_INCOMING_CALL: the request is queued to be dispatched. */
+static void incoming_locked(struct rpc_responder *q, struct rpc_xprt *x,
+			    const struct rpcrdma_engine_event *ev,
+			    struct rpc_work *w)
 {
-	if (ev->call_id >= x->nreqs || x->reqs[ev->call_id].x) {
+	if (ev->call_id >= q->nreqs || q->reqs[ev->call_id].x) {
 		/* The engine hands out call_ids below call_slots, and a slot
 		 * comes back only after REPLY_SENT; never seen. */
 		rpcrdma_rpc_trace("%s: call %#x on busy slot %u", x->name,
 				  ev->xid, ev->call_id);
 		return;
 	}
-	struct rpcrdma_svc_req *r = &x->reqs[ev->call_id];
+	struct rpcrdma_svc_req *r = &q->reqs[ev->call_id];
 	r->x = x;
 	r->next = NULL;
 	r->xid = ev->xid;
@@ -520,41 +514,35 @@ void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
 	RPCRDMA_PROBE4(svc_call, ev->xid, ev->call_len, ev->write_chunks,
 		       ev->reply_chunk_len);
 	x->refs++;
-	if (b->in_tail)
-		b->in_tail->next = r;
-	else
-		b->in_head = r;
-	b->in_tail = r;
+	rpc_work_add(w, &r->work, run_incoming);
 }
 
-void rpcrdma_rpc_disp_reply_sent_locked(struct rpc_xprt *x,
-					const struct rpcrdma_engine_event *ev,
-					struct rpc_evbuf *b)
+/* RPCRDMA_EV_REPLY_SENT. */
+static void reply_sent_locked(struct rpc_xprt *x,
+			      const struct rpcrdma_engine_event *ev)
 {
 	struct rpcrdma_svc_req *r = ev->user;
 	if (r && r->early) {
 		/* Its handler is still running and waits for this: the
 		 * request stays until the handler is over (early_over). */
-		struct rpc_sync *s = r->sent_wait;
-		if (s) {
-			s->status = ev->status == RPCRDMA_ERR_DISCONNECTED
-				    ? RPCRDMA_ERR_DISCONNECTED : 0;
-			atomic_store(&s->finished, true);
-			pthread_cond_signal(&s->w->cv);
-			if (x->driver == s->w && s->w != rpcrdma_rpc_waiter_self())
-				rpcrdma_rpc_xprt_kick(x);
-		}
+		if (r->sent_wait)
+			rpcrdma_rpc_wait_done_locked(
+				x, r->sent_wait,
+				ev->status == RPCRDMA_ERR_DISCONNECTED
+					? RPCRDMA_ERR_DISCONNECTED : 0);
 		return;
 	}
 	if (r && r->x)
-		req_release_locked(r, b);
+		req_release_locked(r);
 }
 
 /* Decodes one call and answers it or hands it to its handler. */
 static void incoming(struct rpc_xprt *x, struct rpcrdma_svc_req *r)
 {
 	struct rpcrdma_rpc_msg m;
-	struct rpc_disp *d = x->disp;
+	/* Set before the connection served calls, cleared only once none
+	 * can come (destroy). */
+	struct rpc_disp *d = resp_of(x)->disp;
 
 	int hl = rpcrdma_rpc_msg_decode(r->call, r->call_len, &m);
 	if (hl == RPCRDMA_ERR_BAD_RPCVERS) {
@@ -637,16 +625,81 @@ static void incoming(struct rpc_xprt *x, struct rpcrdma_svc_req *r)
 	pthread_mutex_unlock(&d->lock);
 }
 
-void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
+static void run_incoming(struct rpc_work_item *it)
 {
-	struct rpcrdma_svc_req *r = b->in_head;
-	b->in_head = b->in_tail = NULL;
-	while (r) {
-		/* A handler may reuse r->next (the worker queue). */
-		struct rpcrdma_svc_req *n = r->next;
-		incoming(x, r);
-		r = n;
+	struct rpcrdma_svc_req *r = (struct rpcrdma_svc_req *)(
+		(char *)it - offsetof(struct rpcrdma_svc_req, work));
+	incoming(r->x, r);
+}
+
+/* ---------------------------------------------------------------------
+ * The Responder side of a connection (struct rpc_role)
+ */
+static void responder_event(void *state, struct rpc_xprt *x,
+			    const struct rpcrdma_engine_event *ev,
+			    struct rpc_work *w)
+{
+	if (ev->type == RPCRDMA_EV_INCOMING_CALL)
+		incoming_locked(state, x, ev, w);
+	else if (ev->type == RPCRDMA_EV_REPLY_SENT)
+		reply_sent_locked(x, ev);
+}
+
+static bool responder_busy(const void *state, const struct rpc_xprt *x)
+{
+	(void)x;
+	const struct rpc_responder *q = state;
+	return q->disp != NULL;
+}
+
+static int responder_attach(struct rpc_xprt *x, void **state)
+{
+	struct rpc_responder *q = calloc(1, sizeof(*q));
+	if (!q)
+		return RPCRDMA_ERR_NOMEM;
+	/* A request per Responder slot: taking a call allocates nothing, so
+	 * a call that comes in when memory is short is still answered (a
+	 * handler's own allocation failing gives SYSTEM_ERR). */
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(x->e, &in);
+	q->reqs = reqs_create(in.call_slots);
+	if (!q->reqs) {
+		free(q);
+		return RPCRDMA_ERR_NOMEM;
 	}
+	q->nreqs = in.call_slots;
+	*state = q;
+	return 0;
+}
+
+static void responder_detach(struct rpc_xprt *x, void *state)
+{
+	(void)x;
+	struct rpc_responder *q = state;
+	if (!q)
+		return;
+	free(q->reqs);
+	free(q);
+}
+
+const struct rpc_role rpcrdma_rpc_responder_role = {
+	.attach = responder_attach,
+	.detach = responder_detach,
+	.event_locked = responder_event,
+	.busy_locked = responder_busy,
+};
+
+void rpcrdma_rpc_disp_attach_locked(struct rpc_xprt *x, struct rpc_disp *d)
+{
+	resp_of(x)->disp = d;
+	/* Calls may come at any time now: the loop watches for them. */
+	if (d)
+		rpcrdma_rpc_xprt_need_attention_locked(x);
+}
+
+struct rpc_disp *rpcrdma_rpc_disp_of_locked(struct rpc_xprt *x)
+{
+	return resp_of(x)->disp;
 }
 
 /* ---------------------------------------------------------------------

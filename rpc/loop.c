@@ -122,6 +122,11 @@ int rpcrdma_rpc_loop_add(struct rpc_loop *l, struct rpc_xprt *x)
 
 void rpcrdma_rpc_loop_remove(struct rpc_loop *l, struct rpc_xprt *x)
 {
+	for (unsigned i = 0; i < l->nhot; i++)
+		if (l->hot[i] == x) {
+			l->hot[i] = l->hot[--l->nhot];
+			break;
+		}
 	pthread_mutex_lock(&x->lock);
 	if (x->loop_epfd >= 0 && x->cq)
 		epoll_ctl(l->cq_epfd, EPOLL_CTL_DEL, x->rd->ops->cq_fd(x->cq),
@@ -169,9 +174,53 @@ static void drain_cm(struct rpc_loop *l)
 	}
 }
 
-/* Services what epoll reported in one set.  Returns false when the wake
- * eventfd or the CM channel fired (handled here). */
-static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n)
+/* x had work and was left unarmed: the loop polls it while it spins and
+ * arms it before it sleeps (hot_arm). */
+static void hot_add(struct rpc_loop *l, struct rpc_xprt *x)
+{
+	for (unsigned i = 0; i < l->nhot; i++)
+		if (l->hot[i] == x)
+			return;
+	if (l->nhot < LOOP_HOT) {
+		l->hot[l->nhot++] = x;
+		return;
+	}
+	rpcrdma_rpc_xprt_attend(x, false, true); /* no room: armed now */
+}
+
+/* Polls the hot connections once; true when one had work.  A connection
+ * a driver took over leaves the list (its driver arms it). */
+static bool hot_poll(struct rpc_loop *l)
+{
+	bool found = false;
+	for (unsigned i = 0; i < l->nhot;) {
+		int n = rpcrdma_rpc_xprt_attend(l->hot[i], false, false);
+		if (n < 0) {
+			l->hot[i] = l->hot[--l->nhot];
+			continue;
+		}
+		found |= n > 0;
+		i++;
+	}
+	return found;
+}
+
+/* Before sleeping: arm every hot connection (and poll it once more, for
+ * what came before the arm).  True when one had work after all. */
+static bool hot_arm(struct rpc_loop *l)
+{
+	bool found = false;
+	for (unsigned i = 0; i < l->nhot; i++)
+		found |= rpcrdma_rpc_xprt_attend(l->hot[i], false, true) > 0;
+	l->nhot = 0;
+	return found;
+}
+
+/* Services what epoll reported in one set.  hot: a connection that had
+ * work stays unarmed on the hot list (the loop spins next); else it is
+ * armed at once. */
+static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
+		   bool hot)
 {
 	bool cm = false;
 	for (int i = 0; i < n; i++) {
@@ -184,8 +233,12 @@ static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n)
 			drain_fd(l->kickfd);
 		else if (p == &rpcrdma_rpc_stats_tag)
 			rpcrdma_rpc_stats_serve();
+		else if (!hot)
+			rpcrdma_rpc_xprt_attend(p, true, true);
+		else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
+			hot_add(l, p);
 		else
-			rpcrdma_rpc_xprt_attend(p);
+			rpcrdma_rpc_xprt_attend(p, false, true);
 	}
 	/* Completions before CM events: a DISCONNECTED must not overtake
 	 * the completions that preceded it (the connection's own handling
@@ -200,7 +253,7 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	pthread_mutex_lock(&l->attend_lock);
 	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
 	if (n > 0)
-		handle(l, evs, n);
+		handle(l, evs, n, false);
 	pthread_mutex_unlock(&l->attend_lock);
 }
 
@@ -225,17 +278,23 @@ static void *loop_main(void *arg)
 		uint64_t now = rpcrdma_rpc_now_ms();
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
 		int n = 0;
+		bool found = false;
 		struct rpc_busy busy;
 		/* After work, more is likely soon (the next call of a
-		 * client, the reply to one just sent): poll a while first
-		 * (busy_poll.c). */
-		if (worked && rpcrdma_rpc_busy_start(l->busy_poll_us, &busy))
-			do
+		 * client, the reply to one just sent): poll a while first,
+		 * the connections that just had work by their CQs, the rest
+		 * through epoll (busy_poll.c). */
+		if ((worked || l->nhot) &&
+		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy)) {
+			do {
+				found = hot_poll(l);
 				n = epoll_wait(l->epfd, evs, 64, 0);
-			while (n == 0 && rpcrdma_rpc_busy_more(&busy));
-		if (n == 0)
+			} while (!found && n == 0 && rpcrdma_rpc_busy_more(&busy));
+			rpcrdma_rpc_busy_end(&l->spin, found || n > 0);
+		}
+		if (!found && n == 0 && !(l->nhot && hot_arm(l)))
 			n = epoll_wait(l->epfd, evs, 64, timeout);
-		worked = n > 0;
+		worked = found || n > 0;
 		if (n < 0 && errno != EINTR) {
 			/* Cannot wait: keep the time-outs going by ticking
 			 * (a client's calls would otherwise hang). */
@@ -244,13 +303,15 @@ static void *loop_main(void *arg)
 			n = 0;
 		}
 		if (n > 0)
-			handle(l, evs, n);
+			handle(l, evs, n, rpcrdma_rpc_busy_possible(l->busy_poll_us));
 		now = rpcrdma_rpc_now_ms();
 		if (now >= next_tick) {
 			tick(l, now);
 			next_tick = now + LOOP_TICK_MS;
 		}
 	}
+	/* Leave nothing unarmed. */
+	hot_arm(l);
 	return NULL;
 }
 

@@ -1,31 +1,36 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Progress of a connection: who polls its CQ, and what is done with what
- * comes out (DESIGN.md, "run to completion").
+ * Progress of a connection: who polls its CQ, and where what comes out
+ * goes.  This is the connection layer: it knows the engine and the
+ * provider, and above it only the two roles (struct rpc_role: call.c for
+ * the Requester side, dispatch.c for the Responder side).
  *
- * The thread that polls a completion finishes the work it enables: it
- * feeds the engine, posts what the engine asks for, and after dropping the
- * lock completes the calls that ended (a synchronous caller's reply is
- * decoded for it, an asynchronous one's callback runs) and dispatches the
- * incoming calls (handlers run right there unless the server has a worker
- * pool).  Three kinds of thread attend a connection:
+ * The thread that polls a completion finishes the work it enables
+ * ("run to completion"): under the connection's lock it feeds the
+ * engine, posts what the engine asks for and hands the engine's events to
+ * the roles, which settle their bookkeeping there and queue the rest
+ * (work.c); after dropping the lock it runs that queue (an asynchronous
+ * call's callback, an incoming call's handler unless the server has a
+ * worker pool).  A synchronous caller's outcome needs no queue: its role
+ * tells the waiting thread under the lock (rpcrdma_rpc_wait_done_locked)
+ * and the caller decodes its own reply.  Three kinds of thread attend a
+ * connection:
  *
- *  - its driver: a synchronous caller whose call is out polls the CQ
- *    itself, arms it and sleeps on its fd (with the connection's kick
- *    eventfd beside it) until its reply is in.  Other synchronous callers
- *    of the connection sleep on their own condition variables; the driver
- *    delivers their calls as it finds them and, when its own is done,
- *    hands the role to one of them.  While it drives, the loop's
- *    registration of the CQ fd is disarmed, so an arrival wakes exactly
- *    one thread;
+ *  - its driver: one of the threads waiting synchronously on it (their
+ *    list is the connection's) polls the CQ itself, arms it and sleeps on
+ *    its fd (with the connection's kick eventfd beside it) until its own
+ *    outcome is in.  The other waiters sleep on their condition
+ *    variables; when the driver is done, the role passes to one of them.
+ *    While a driver attends it, the loop's registration of the CQ fd is
+ *    disarmed, so an arrival wakes exactly one thread;
  *  - the event loop (loop.c), for everything nobody else waits for:
  *    asynchronous calls, incoming calls on a server, late replies;
  *  - svc_run() for a libtirpc server (rpc/tirpc/svc_rdma.c), through the
  *    same attend path.
  *
- * Only one thread polls at a time (x->polling, the token: taken under the
- * lock, held without it while the provider polls, which for the iwarp
- * provider is where socket data is read).  A client connection nobody
+ * Only one thread polls at a time: it holds the connection's lock for
+ * the whole pass (for the iwarp provider that is where socket data is
+ * read).  A client connection nobody
  * needs to watch (no call out, no callbacks served) stays unregistered
  * from the loop: a synchronous caller then pays no epoll_ctl per call; the
  * loop's 20 ms tick polls it anyway, for stray traffic.
@@ -57,9 +62,35 @@ static void post_failed(struct rpc_xprt *x)
 	}
 }
 
-void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+/* The engine asked to close the connection (RPCRDMA_EV_CLOSE). */
+static void close_asked(struct rpc_xprt *x, const struct rpcrdma_engine_event *ev)
 {
-	struct rpcrdma_engine_wr *w;
+	/* Flushed work requests are how every connection ends (the QP goes
+	 * to error after a disconnect): nothing to report then. */
+	if (ev->reason != RPCRDMA_ERR_FLUSHED &&
+	    ev->reason != RPCRDMA_ERR_DISCONNECTED)
+		rpcrdma_rpc_trace("%s: closing: %s", x->name,
+				  rpcrdma_strerror(ev->reason));
+	if (ev->reconnect && x->client && !x->no_reconnect) {
+		/* The engine's calls were never sent: a new connection takes
+		 * them (a lost v2 opener falls back to v1 there, docs/v2.md). */
+		x->fallback_reconnect = true;
+		rpcrdma_rpc_trace("%s: version 2 opener not answered in time: "
+				  "reconnecting in version 1", x->name);
+	}
+	if (ev->reason == RPCRDMA_ERR_PEER_ERR_VERS) {
+		/* The v2 opener was refused and we may not fall back
+		 * (V2_ONLY): another connection would be refused the same
+		 * way. */
+		x->refused = ev->reason;
+		x->no_reconnect = true;
+	}
+	post_failed(x);
+}
+
+void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
+{
+	struct rpcrdma_engine_wr *wr;
 	/* Every work request the engine has goes out in one chain per queue
 	 * (a provider can then send several messages in one system call:
 	 * the iwarp provider batches their FPDUs).  The engine's entries
@@ -68,15 +99,15 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 	 * it is for (an iWARP Send with no receive posted is fatal). */
 	struct rpcrdma_send_wr *sh = NULL, **st = &sh;
 	struct rpcrdma_recv_wr *rh = NULL, **rt = &rh;
-	while ((w = rpcrdma_engine_next_wr(x->e))) {
+	while ((wr = rpcrdma_engine_next_wr(x->e))) {
 		if (x->dead || x->close_req)
 			continue; /* nothing may go out any more */
-		if (w->is_recv) {
-			*rt = &w->recv;
-			rt = &w->recv.next;
+		if (wr->is_recv) {
+			*rt = &wr->recv;
+			rt = &wr->recv.next;
 		} else {
-			*st = &w->send;
-			st = &w->send.next;
+			*st = &wr->send;
+			st = &wr->send.next;
 		}
 	}
 	if (rh) {
@@ -99,70 +130,39 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
 	}
 	struct rpcrdma_engine_event ev;
 	while (rpcrdma_engine_poll_event(x->e, &ev)) {
+		struct rpc_up *up;
 		switch (ev.type) {
 		case RPCRDMA_EV_CALL_DONE:
-			/* Bookkeeping needs the lock; the caller's completion
-			 * happens after it is dropped. */
-			rpcrdma_rpc_call_engine_done_locked(x, &ev, b);
-			break;
 		case RPCRDMA_EV_CALL_RELEASED:
-			rpcrdma_rpc_call_released_locked(x, &ev, b);
+			up = &x->up[RPC_REQUESTER];
 			break;
 		case RPCRDMA_EV_INCOMING_CALL:
-			rpcrdma_rpc_disp_incoming_locked(x, &ev, b);
-			break;
 		case RPCRDMA_EV_REPLY_SENT:
-			rpcrdma_rpc_disp_reply_sent_locked(x, &ev, b);
+			up = &x->up[RPC_RESPONDER];
 			break;
 		case RPCRDMA_EV_CLOSE:
-			/* Flushed work requests are how every connection
-			 * ends (the QP goes to error after a disconnect):
-			 * nothing to report then. */
-			if (ev.reason != RPCRDMA_ERR_FLUSHED &&
-			    ev.reason != RPCRDMA_ERR_DISCONNECTED)
-				rpcrdma_rpc_trace("%s: closing: %s", x->name,
-						  rpcrdma_strerror(ev.reason));
-			if (ev.reconnect && x->client && !x->no_reconnect) {
-				/* The engine's calls were never sent: a new
-				 * connection takes them (a lost v2 opener
-				 * falls back to v1 there, docs/v2.md). */
-				x->fallback_reconnect = true;
-				rpcrdma_rpc_trace("%s: version 2 opener not "
-						  "answered in time: "
-						  "reconnecting in version 1",
-						  x->name);
-			}
-			if (ev.reason == RPCRDMA_ERR_PEER_ERR_VERS) {
-				/* The v2 opener was refused and we may not
-				 * fall back (V2_ONLY): another connection
-				 * would be refused the same way. */
-				x->refused = ev.reason;
-				x->no_reconnect = true;
-			}
-			post_failed(x);
-			break;
+			close_asked(x, &ev);
+			continue;
+		default:
+			continue;
 		}
+		/* Bookkeeping under the lock; what the caller or handler
+		 * does comes after it is dropped (w). */
+		up->ops->event_locked(up->state, x, &ev, w);
 	}
-	if (!x->dead && x->waitq_head)
-		rpcrdma_rpc_calls_submit_waiting_locked(x, b);
+	if (!x->vers_noted && x->peer_key[0])
+		rpcrdma_rpc_xprt_note_version(x);
+	if (!x->dead)
+		for (int i = 0; i < RPC_ROLES; i++)
+			if (x->up[i].ops->pumped_locked)
+				x->up[i].ops->pumped_locked(x->up[i].state, x,
+							    w);
 }
 
-void rpcrdma_rpc_xprt_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
-{
-	if (b->to_free) {
-		rpcrdma_rpc_blocks_free(b->to_free);
-		b->to_free = NULL;
-	}
-	if (b->done)
-		rpcrdma_rpc_calls_deliver(x, b);
-	if (b->in_head)
-		rpcrdma_rpc_disp_deliver(x, b);
-}
-
-void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b)
+void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w)
 {
 	pthread_mutex_unlock(&x->lock);
-	rpcrdma_rpc_xprt_deliver(x, b);
+	rpcrdma_rpc_work_run(w);
 }
 
 /* ---------------------------------------------------------------------
@@ -183,8 +183,12 @@ void rpcrdma_rpc_xprt_watch_locked(struct rpc_xprt *x, bool on)
  * whatever comes (a stray reply) waits for its next call or the tick. */
 static bool needs_watch(const struct rpc_xprt *x)
 {
-	return x->server || x->disp || x->in_engine || x->waitq_head ||
-	       x->reconnecting || !x->connected || x->dead;
+	if (x->server || x->reconnecting || !x->connected || x->dead)
+		return true;
+	for (int i = 0; i < RPC_ROLES; i++)
+		if (x->up[i].ops->busy_locked(x->up[i].state, x))
+			return true;
+	return false;
 }
 
 void rpcrdma_rpc_xprt_need_attention_locked(struct rpc_xprt *x)
@@ -204,36 +208,18 @@ void rpcrdma_rpc_xprt_kick(struct rpc_xprt *x)
 
 /* ---------------------------------------------------------------------
  * Polling
+ *
+ * One pass holds the connection's lock throughout: poll the CQ, feed the
+ * engine, post what it asks for, hand its events to the roles.  Nothing
+ * else may touch the QP and the CQ meanwhile, so the provider sees one
+ * consumer at a time (provider.h).  The CQ is armed only before its
+ * poller sleeps, then polled once more: a completion after the arm wakes
+ * the fd, one before it is polled here (rping's order).
  */
-/* The token: one thread polls the CQ at a time. */
-static bool token_take_locked(struct rpc_xprt *x)
-{
-	if (x->polling)
-		return false;
-	x->polling = true;
-	x->inside++;
-	return true;
-}
-
-static void inside_leave_locked(struct rpc_xprt *x)
-{
-	if (--x->inside == 0)
-		pthread_cond_broadcast(&x->inside_cv);
-}
-
-static void token_release_locked(struct rpc_xprt *x)
-{
-	x->polling = false;
-	inside_leave_locked(x);
-	/* A driver that found the token taken waits for it. */
-	if (x->driver)
-		pthread_cond_signal(&x->driver->cv);
-}
-
-/* With the token and the lock held: feeds n polled completions to the
- * engine and posts what it asks for. */
+/* With the lock held: feeds n polled completions to the engine and posts
+ * what it asks for. */
 static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
-			struct rpc_evbuf *b)
+			struct rpc_work *w)
 {
 	if (n < 0) {
 		if (!x->close_req) {
@@ -245,8 +231,6 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 		}
 		return;
 	}
-	if (n == 0)
-		return;
 	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
@@ -256,62 +240,49 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 					  wc[i].vendor_err);
 		rpcrdma_engine_completion(x->e, &wc[i], now);
 	}
-	rpcrdma_rpc_xprt_pump_locked(x, b);
+	rpcrdma_rpc_xprt_pump_locked(x, w);
 }
 
-/* With the token and the lock held: one batch of completions polled
- * without the lock, then fed to the engine.  Returns how many. */
-static int poll_batch_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+/* With the lock held: polls until a batch leaves the CQ empty.  Returns
+ * how many completions came. */
+static int poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
 	struct rpcrdma_wc wc[POLL_BATCH];
-
-	pthread_mutex_unlock(&x->lock);
-	int n = x->rd->ops->poll_cq(x->cq, POLL_BATCH, wc);
-	pthread_mutex_lock(&x->lock);
-	feed_locked(x, wc, n, b);
-	return n > 0 ? n : 0;
+	int n, total = 0;
+	do {
+		n = x->rd->ops->poll_cq(x->cq, POLL_BATCH, wc);
+		if (n != 0)
+			feed_locked(x, wc, n, w);
+		if (n > 0)
+			total += n;
+	} while (n == POLL_BATCH);
+	return total;
 }
 
-/* With the token and the lock held: arm the CQ, then drain it (rping's
- * order, provider.h: a completion after the arm wakes the fd, one before
- * it is polled here).  woken: the fd was readable; consume its
- * notification first.  Draining stops at the first batch that left the
- * queue empty; data the provider has not turned into completions yet
- * keeps the fd readable.  The provider calls run without the lock. */
-static void drain_arm_locked(struct rpc_xprt *x, bool woken,
-			     struct rpc_evbuf *b)
+/* With the lock held: arm, then poll what came before the arm (when the
+ * provider says something may have). */
+static int arm_poll_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
-	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	struct rpcrdma_wc wc[POLL_BATCH];
-
-	pthread_mutex_unlock(&x->lock);
-	if (woken)
-		ops->ack_cq_events(x->cq);
-	ops->req_notify_cq(x->cq);
-	int n = ops->poll_cq(x->cq, POLL_BATCH, wc);
-	pthread_mutex_lock(&x->lock);
-	feed_locked(x, wc, n, b);
-	if (n == POLL_BATCH)
-		while (poll_batch_locked(x, b) == POLL_BATCH)
-			;
+	if (x->rd->ops->req_notify_cq(x->cq) == 0)
+		return 0;
+	return poll_locked(x, w);
 }
 
-bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b)
+bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
-	if (!x->cq || !token_take_locked(x))
+	if (!x->cq)
 		return false;
-	while (poll_batch_locked(x, b) > 0)
-		;
-	token_release_locked(x);
+	poll_locked(x, w);
 	return true;
 }
 
 /* ---------------------------------------------------------------------
  * The loop's side
  */
-void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x)
+int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
+	rpc_work_init(&w);
 
 	pthread_mutex_lock(&x->lock);
 	if ((x->driver && !x->driver_busy) || !x->cq) {
@@ -319,26 +290,24 @@ void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x)
 		 * leaves); this wake-up raced the disarm. */
 		rpcrdma_rpc_xprt_watch_locked(x, false);
 		pthread_mutex_unlock(&x->lock);
-		return;
+		return -1;
 	}
-	if (!token_take_locked(x)) {
-		/* Someone is polling right now and will deliver what comes;
-		 * stop this fd from waking us until the tick looks again. */
-		rpcrdma_rpc_xprt_watch_locked(x, false);
-		pthread_mutex_unlock(&x->lock);
-		return;
-	}
-	drain_arm_locked(x, true, &b);
-	token_release_locked(x);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	if (woken)
+		x->rd->ops->ack_cq_events(x->cq);
+	int n = poll_locked(x, &w);
+	if (arm)
+		n += arm_poll_locked(x, &w);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
+	return n;
 }
 
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 {
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
 	bool lost = false;
 
+	rpc_work_init(&w);
 	pthread_mutex_lock(&x->lock);
 	if (x->close_req && !x->disconnect_sent && x->id && !x->dead) {
 		x->disconnect_sent = true;
@@ -350,46 +319,77 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs */
 	rpcrdma_rpc_xprt_note_version(x);
 	rpcrdma_rpc_note_version_locked(x);
-	rpcrdma_rpc_calls_fail_locked(x, RPCRDMA_ERR_TIMEOUT, now, NULL, &b);
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	if (x->cq && (!x->driver || x->driver_busy) && token_take_locked(x)) {
+	for (int i = 0; i < RPC_ROLES; i++)
+		if (x->up[i].ops->tick_locked)
+			x->up[i].ops->tick_locked(x->up[i].state, x, now, &w);
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	if (x->cq && (!x->driver || x->driver_busy)) {
 		/* Attended by nobody, or its wake-ups were turned off while
 		 * another thread polled: look now, and watch again if it
 		 * should be watched. */
-		drain_arm_locked(x, false, &b);
-		token_release_locked(x);
+		arm_poll_locked(x, &w);
 		rpcrdma_rpc_xprt_need_attention_locked(x);
 	}
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 	if (lost)
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 }
 
 /* ---------------------------------------------------------------------
- * A synchronous caller's side
+ * Synchronous waits
  */
-static void take_role_locked(struct rpc_xprt *x, struct rpc_waiter *w)
+static void inside_leave_locked(struct rpc_xprt *x)
 {
-	x->driver = w;
+	if (--x->inside == 0)
+		pthread_cond_broadcast(&x->inside_cv);
+}
+
+static void take_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
+{
+	x->driver = s;
 	x->driver_busy = false;
 	rpcrdma_rpc_xprt_watch_locked(x, false);
 }
 
-static void leave_role_locked(struct rpc_xprt *x, struct rpc_waiter *w)
+static void leave_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
-	if (x->driver != w)
+	if (x->driver != s)
 		return;
 	x->driver = NULL;
 	x->driver_busy = false;
-	struct rpc_waiter *o = x->sync_out
-		? rpcrdma_rpc_calls_other_waiter_locked(x, w) : NULL;
-	if (o) {
-		/* It waits anyway: it drives from here, no other wake-up. */
-		x->driver = o;
-		pthread_cond_signal(&o->cv);
-		return;
-	}
+	for (struct rpc_wait *o = x->waiters; o; o = o->next)
+		if (o != s && !atomic_load(&o->finished)) {
+			/* It waits anyway: it drives from here, no other
+			 * wake-up. */
+			x->driver = o;
+			pthread_cond_signal(&o->w->cv);
+			return;
+		}
 	rpcrdma_rpc_xprt_need_attention_locked(x);
+}
+
+static void waiters_remove(struct rpc_xprt *x, struct rpc_wait *s)
+{
+	struct rpc_wait **pp = &x->waiters;
+	while (*pp && *pp != s)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = s->next;
+	s->next = NULL;
+}
+
+void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
+				  int status)
+{
+	s->status = status;
+	/* Under the lock: the waiter checks it under the lock before it
+	 * sleeps. */
+	atomic_store(&s->finished, true);
+	if (s->w == rpcrdma_rpc_waiter_self())
+		return; /* it is this thread: it looks when it returns */
+	pthread_cond_signal(&s->w->cv);
+	if (x->driver == s)
+		rpcrdma_rpc_xprt_kick(x); /* it may sleep on the CQ fd */
 }
 
 /* Sleeps on cv until deadline (ms, 0: none). */
@@ -405,29 +405,20 @@ static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
 	pthread_cond_timedwait(&w->cv, m, &ts);
 }
 
-/* Sleeps on the CQ fd and the kick fd until deadline (after polling them
- * for busy_poll_us); true when the CQ fd was readable.  Called without
- * the lock. */
+/* Sleeps on the CQ fd and the kick fd until deadline; true when the CQ
+ * fd was readable.  Called without the lock. */
 static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 {
 	struct pollfd p[2] = {
 		{.fd = x->rd->ops->cq_fd(x->cq), .events = POLLIN},
 		{.fd = x->kickfd, .events = POLLIN},
 	};
-	int rc = 0;
-	struct rpc_busy busy;
-	if (rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &busy))
-		do
-			rc = poll(p, 2, 0);
-		while (rc == 0 && rpcrdma_rpc_busy_more(&busy));
-	if (rc == 0) {
-		int timeout = -1;
-		if (deadline) {
-			uint64_t now = rpcrdma_rpc_now_ms();
-			timeout = deadline > now ? (int)(deadline - now) : 0;
-		}
-		rc = poll(p, 2, timeout);
+	int timeout = -1;
+	if (deadline) {
+		uint64_t now = rpcrdma_rpc_now_ms();
+		timeout = deadline > now ? (int)(deadline - now) : 0;
 	}
+	int rc = poll(p, 2, timeout);
 	if (rc > 0 && p[1].revents) {
 		uint64_t v;
 		ssize_t r = read(x->kickfd, &v, sizeof(v));
@@ -436,68 +427,99 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 	return rc > 0 && p[0].revents;
 }
 
-void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
-				struct rpc_sync *s)
+/* With the lock held, the driver s found nothing: polls the CQ (unarmed,
+ * as perftest does) for busy_poll_us when spinning has paid lately
+ * (busy_poll.c).  The lock is dropped between polls, so other threads
+ * may start calls meanwhile.  True when the spin found something. */
+static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
+			struct rpc_work *w)
 {
-	struct rpc_waiter *w = s->w;
-	bool armed = false, woken = false;
+	struct rpc_busy b;
+	if (!rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &x->spin, &b))
+		return false;
+	bool found = false, more;
+	do {
+		pthread_mutex_unlock(&x->lock);
+		more = rpcrdma_rpc_busy_more(&b);
+		pthread_mutex_lock(&x->lock);
+		found = atomic_load(&s->finished) || x->driver != s ||
+			poll_locked(x, w) > 0 || !rpc_work_empty(w);
+	} while (!found && more);
+	rpcrdma_rpc_busy_end(&x->spin, found);
+	return found;
+}
 
+/* With the lock held: runs w without it; another waiter may take the
+ * driver's role meanwhile (its outcome may need a poll that this work
+ * would hold up). */
+static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
+			 struct rpc_work *w)
+{
+	x->driver_busy = true;
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_work_run_nested(w);
+	pthread_mutex_lock(&x->lock);
+	if (x->driver == s)
+		x->driver_busy = false;
+}
+
+int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
+{
+	bool woken = false, first = true;
+	/* The caller just posted what it waits for: nothing can have come
+	 * yet, so the first pass goes straight to spinning or arming (the
+	 * arm says if anything is queued after all). */
+	bool look = false;
+	int rc = 0;
+
+	s->next = x->waiters;
+	x->waiters = s;
 	x->inside++;
 	while (!atomic_load(&s->finished)) {
-		struct rpc_evbuf b = RPC_EVBUF_INIT;
-		if (c && !s->queued && s->deadline &&
-		    rpcrdma_rpc_now_ms() >= s->deadline) {
-			/* Exactly once: a reply queued meanwhile wins (and
-			 * the record is then no longer ours to touch). */
-			rpcrdma_rpc_call_fail_one_locked(x, c, RPCRDMA_ERR_TIMEOUT,
-							 &b);
-			pthread_mutex_unlock(&x->lock);
-			rpcrdma_rpc_xprt_deliver(x, &b);
-			pthread_mutex_lock(&x->lock);
+		/* The deadline is seen after a first look at the CQ: an
+		 * outcome already there wins. */
+		if (!first && s->deadline && rpcrdma_rpc_now_ms() >= s->deadline) {
+			rc = RPCRDMA_ERR_TIMEOUT;
+			break;
+		}
+		first = false;
+		if (x->driver != s && (!x->driver || x->driver_busy) && x->cq)
+			take_role_locked(x, s);
+		if (x->driver != s) {
+			/* Another thread drives: it tells us, or passes the
+			 * role to us. */
+			cv_wait_until(s->w, &x->lock, s->deadline);
+			look = true;
 			continue;
 		}
-		if (s->queued) {
-			/* Being delivered by another thread: it signals. */
-			cv_wait_until(w, &x->lock, 0);
-			continue;
-		}
-		if (x->driver != w && (!x->driver || x->driver_busy) && x->cq)
-			take_role_locked(x, w);
-		if (x->driver != w || !token_take_locked(x)) {
-			/* Another thread drives or is polling: it delivers our
-			 * call, or passes the role (or the token) to us. */
-			cv_wait_until(w, &x->lock, s->deadline);
-			continue;
-		}
-		if (woken || !armed) {
-			drain_arm_locked(x, woken, &b);
+		struct rpc_work w;
+		rpc_work_init(&w);
+		if (woken)
+			x->rd->ops->ack_cq_events(x->cq);
+		if ((!look && !woken) ||
+		    (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+		     !atomic_load(&s->finished))) {
 			woken = false;
-			armed = true;
-		} else {
-			while (poll_batch_locked(x, &b) == POLL_BATCH)
-				;
+			look = true;
+			if (!spin_locked(x, s, &w) &&
+			    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
+			    !atomic_load(&s->finished)) {
+				/* Armed and drained: sleep until the CQ or a
+				 * kick. */
+				pthread_mutex_unlock(&x->lock);
+				woken = sleep_on_cq(x, s->deadline);
+				pthread_mutex_lock(&x->lock);
+				continue;
+			}
 		}
-		token_release_locked(x);
-		if (!rpc_evbuf_empty(&b)) {
-			/* Deliver without the lock; meanwhile another waiter
-			 * may take the role (its call may need a poll that
-			 * our delivery would hold up). */
-			x->driver_busy = true;
-			pthread_mutex_unlock(&x->lock);
-			rpcrdma_rpc_xprt_deliver(x, &b);
-			pthread_mutex_lock(&x->lock);
-			if (x->driver == w)
-				x->driver_busy = false;
-			armed = false;
-			continue;
-		}
-		/* Armed and drained: sleep until the CQ or a kick. */
-		pthread_mutex_unlock(&x->lock);
-		woken = sleep_on_cq(x, s->deadline);
-		pthread_mutex_lock(&x->lock);
+		woken = false;
+		if (!rpc_work_empty(&w))
+			run_unlocked(x, s, &w);
 	}
-	leave_role_locked(x, w);
+	leave_role_locked(x, s);
+	waiters_remove(x, s);
 	inside_leave_locked(x);
+	return rc;
 }
 
 void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x)
@@ -552,7 +574,6 @@ struct rpc_waiter *rpcrdma_rpc_waiter_self(void)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cv, &a);
 	pthread_condattr_destroy(&a);
-	w->init = true;
 	pthread_setspecific(waiter_key, w);
 	self_waiter = w;
 	return w;

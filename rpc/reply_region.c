@@ -35,7 +35,7 @@ struct rpc_reply_region {
 	pthread_mutex_t lock;       /* set-up and close */
 	atomic_int refs;            /* the connection's, and the borrower's */
 	atomic_bool lent;
-	atomic_bool registered;     /* for the statistics */
+	atomic_bool registered;     /* buf and mr set (and the statistics) */
 	const struct rpcrdma_provider_ops *ops;
 	struct rpcrdma_pd *pd;
 	bool mw;                    /* the device has memory windows */
@@ -113,10 +113,16 @@ void rpcrdma_rpc_region_put(struct rpc_reply_region *r)
 struct rpcrdma_mr *rpcrdma_rpc_region_mr(struct rpc_reply_region *r,
 					 const void *addr, size_t len)
 {
-	/* Called by the engine's mem_reg under the connection lock, for a
-	 * call that borrowed the region: buf and mr were set before it
-	 * was lent, and stay until the connection is destroyed. */
-	if (!r || !r->mw || !r->mr || !r->buf)
+	/* Called by the engine's mem_reg under the connection lock, for
+	 * any call's memory, while another thread may be setting the
+	 * region up (rpcrdma_rpc_region_get, under the region's own mutex):
+	 * buf and mr are read only once `registered` says they are set
+	 * (release by that store, acquire here; ThreadSanitizer saw the
+	 * plain read race the set-up).  They stay until the connection is
+	 * destroyed, after its engine. */
+	if (!r || !r->mw ||
+	    !atomic_load_explicit(&r->registered, memory_order_acquire) ||
+	    !r->mr || !r->buf)
 		return NULL;
 	const uint8_t *a = addr;
 	if (a < r->buf || len > r->len || (size_t)(a - r->buf) > r->len - len)

@@ -38,14 +38,24 @@
 uint64_t rpcrdma_rpc_now_ms(void);
 uint64_t rpcrdma_rpc_now_ns(void);
 
-/* Busy polling before sleeping for a completion (busy_poll.c): start
- * says whether to poll at all (us > 0 and more than one CPU), more
- * yields and says whether the time is not over yet. */
+/* Busy polling before sleeping for a completion (busy_poll.c).  A
+ * poller's record of whether spinning paid (NULL: spin every time). */
+struct rpc_spin {
+	unsigned skip;               /* sleeps left without a spin */
+	unsigned misses;             /* fruitless spins in a row */
+	uint64_t hits, fruitless, skipped; /* for the curious (tests) */
+};
 struct rpc_busy {
 	uint64_t end_ns;
 };
-bool rpcrdma_rpc_busy_start(int us, struct rpc_busy *b);
+/* Whether to poll at all before this sleep (us > 0, more than one CPU,
+ * spinning paid lately); then more yields and says whether the time is
+ * not over yet, and end says whether the spin found work. */
+bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b);
 bool rpcrdma_rpc_busy_more(struct rpc_busy *b);
+/* us > 0 and this thread may run on more than one CPU. */
+bool rpcrdma_rpc_busy_possible(int us);
+void rpcrdma_rpc_busy_end(struct rpc_spin *sp, bool found);
 
 /* "host", "host:port", "[v6]:port" -> sockaddr.  RPCRDMA_ERR_ADDR. */
 int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
@@ -114,28 +124,109 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
 void rpcrdma_rpc_dev_close(struct rpc_dev *rd);
 
 /* ---------------------------------------------------------------------
- * A thread waiting for a call of its own (a synchronous caller): it
- * sleeps on its condition variable with the connection's lock, or drives
- * the connection itself (progress.c).  One per thread, made on first use.
+ * Deferred work (work.c): what progress hands up is queued under a
+ * connection's lock and run once it is dropped, never re-entered.
+ */
+struct rpc_work_item {
+	struct rpc_work_item *next;
+	void (*run)(struct rpc_work_item *it);
+};
+
+struct rpc_work {
+	struct rpc_work_item *head, **tail;
+};
+
+static inline void rpc_work_init(struct rpc_work *w)
+{
+	w->head = NULL;
+	w->tail = &w->head;
+}
+
+static inline bool rpc_work_empty(const struct rpc_work *w)
+{
+	return !w->head;
+}
+
+static inline void rpc_work_add(struct rpc_work *w, struct rpc_work_item *it,
+				void (*run)(struct rpc_work_item *))
+{
+	it->run = run;
+	it->next = NULL;
+	*w->tail = it;
+	w->tail = &it->next;
+}
+
+/* Runs w's items in order; called from inside running work, appends
+ * them to the queue this thread runs instead (after the current item). */
+void rpcrdma_rpc_work_run(struct rpc_work *w);
+/* Runs w's items here even inside running work: for a synchronous
+ * wait, which must run what its own polling finds. */
+void rpcrdma_rpc_work_run_nested(struct rpc_work *w);
+
+/* ---------------------------------------------------------------------
+ * Synchronous waits (progress.c): a thread waiting on a connection for
+ * an outcome of its own (a synchronous call's, a reply sent) drives the
+ * connection or sleeps on its condition variable.  The connection keeps
+ * the list of them; whoever sees the outcome (under the lock) tells the
+ * waiter with rpcrdma_rpc_wait_done_locked.
  */
 struct rpc_waiter {
-	pthread_cond_t cv;
-	bool init;
+	pthread_cond_t cv;            /* one per thread, made on first use */
 };
 
 struct rpc_waiter *rpcrdma_rpc_waiter_self(void);
 
-/* A synchronous caller's side of its call, on its stack (clnt.c). */
-struct rpc_sync {
-	struct rpcrdma_reply *rep;   /* the outcome goes here */
-	struct rpc_waiter *w;
-	bool queued;                 /* delivery started (under the lock):
-					the record is no longer the
-					caller's to touch */
-	_Atomic bool finished;       /* rep is filled in */
-	uint64_t deadline;           /* 0: none */
-	int status;                  /* without a call: the outcome */
+struct rpc_wait {
+	struct rpc_wait *next;        /* x->waiters */
+	struct rpc_waiter *w;         /* the waiting thread */
+	_Atomic bool finished;        /* set under the connection lock */
+	int status;                   /* the outcome, with finished */
+	uint64_t deadline;            /* ms (rpcrdma_rpc_now_ms), 0: none */
 };
+
+/* ---------------------------------------------------------------------
+ * What sits above a connection (its roles): the Requester side, call
+ * records (call.c), and the Responder side, incoming calls (dispatch.c).
+ * The connection layer (xprt.c, progress.c, loop.c) calls them only
+ * through this table and never names a call or a request.  Every hook
+ * but detach runs with the connection's lock held and queues what is to
+ * be done without it on w.  NULL hooks are skipped.
+ */
+struct rpc_xprt;
+
+enum rpc_role_kind {
+	RPC_REQUESTER,                /* CALL_DONE, CALL_RELEASED */
+	RPC_RESPONDER,                /* INCOMING_CALL, REPLY_SENT */
+	RPC_ROLES
+};
+
+struct rpc_role {
+	/* The connection is made (its engine exists): per-connection
+	 * state in *state.  Errors: RPCRDMA_ERR_NOMEM. */
+	int (*attach)(struct rpc_xprt *x, void **state);
+	/* The engine is destroyed: free what is left. */
+	void (*detach)(struct rpc_xprt *x, void *state);
+	/* One engine event of this role. */
+	void (*event_locked)(void *state, struct rpc_xprt *x,
+			     const struct rpcrdma_engine_event *ev,
+			     struct rpc_work *w);
+	/* After the events of a pump (calls waiting for an engine slot). */
+	void (*pumped_locked)(void *state, struct rpc_xprt *x,
+			      struct rpc_work *w);
+	/* The loop's tick (time-outs). */
+	void (*tick_locked)(void *state, struct rpc_xprt *x, uint64_t now,
+			    struct rpc_work *w);
+	/* The connection is gone and no other will follow: fail what
+	 * waits with status. */
+	void (*lost_locked)(void *state, struct rpc_xprt *x, int status,
+			    struct rpc_work *w);
+	/* Does the role need a thread to notice arrivals when nobody
+	 * waits synchronously (calls out, incoming calls served)? */
+	bool (*busy_locked)(const void *state, const struct rpc_xprt *x);
+};
+
+extern const struct rpc_role rpcrdma_rpc_requester_role; /* call.c */
+extern const struct rpc_role rpcrdma_rpc_responder_role; /* dispatch.c */
 
 /* ---------------------------------------------------------------------
  * One incoming call (dispatch.c).  A connection has one per Responder
@@ -154,7 +245,8 @@ struct rpc_reg {
 
 struct rpcrdma_svc_req {
 	struct rpc_xprt *x;
-	struct rpcrdma_svc_req *next; /* delivery list, worker queue */
+	struct rpc_work_item work;    /* queued for dispatch (work.c) */
+	struct rpcrdma_svc_req *next; /* a worker pool's queue */
 	struct rpc_reg reg;
 	uint32_t call_id, xid;
 	uint32_t prog, vers, proc;
@@ -181,31 +273,20 @@ struct rpcrdma_svc_req {
 	/* Replied from inside the handler (rpcrdma_rpc_req_reply_sync):
 	 * its engine slot is held until the handler is over. */
 	bool early;
-	struct rpc_sync *sent_wait;   /* the thread waiting for REPLY_SENT */
+	struct rpc_wait *sent_wait;     /* the thread waiting for REPLY_SENT */
 };
-
-/* ---------------------------------------------------------------------
- * Events of one progress round, acted on after the lock is dropped.
- */
-struct rpc_call;
-struct rpc_evbuf {
-	struct rpc_call *done;        /* calls to deliver (linked by dnext) */
-	struct rpcrdma_svc_req *in_head, *in_tail; /* calls to dispatch */
-	struct req_block *to_free;    /* memory of replies sent */
-};
-
-#define RPC_EVBUF_INIT {NULL, NULL, NULL, NULL}
-
-static inline bool rpc_evbuf_empty(const struct rpc_evbuf *b)
-{
-	return !b->done && !b->in_head && !b->to_free;
-}
 
 /* ---------------------------------------------------------------------
  * One connection (xprt.c, progress.c).
  */
 struct rpc_disp;
 struct rpc_loop;
+
+/* A role's hooks and its state on one connection. */
+struct rpc_up {
+	const struct rpc_role *ops;
+	void *state;
+};
 
 struct rpc_xprt {
 	pthread_mutex_t lock;
@@ -216,7 +297,7 @@ struct rpc_xprt {
 	struct rpcrdma_qp *qp;
 	struct rpcrdma_engine *e;
 	struct rpc_loop *loop;
-	struct rpc_disp *disp;       /* incoming calls; NULL: none served */
+	struct rpc_up up[RPC_ROLES]; /* the Requester and Responder sides */
 	bool server;
 	bool connected;              /* ESTABLISHED seen */
 	bool dead;                   /* conn_lost() done: no more traffic */
@@ -229,9 +310,10 @@ struct rpc_xprt {
 	uint8_t mw_key;              /* last memory window key used */
 
 	/* Progress (progress.c). */
-	bool polling;                /* a thread is polling the CQ */
-	struct rpc_waiter *driver;   /* synchronous caller attending it */
-	bool driver_busy;            /* ... now delivering events: another
+	struct rpc_spin spin;        /* whether its drivers' spins paid */
+	struct rpc_wait *waiters;    /* synchronous waits on x */
+	struct rpc_wait *driver;     /* the one of them attending x */
+	bool driver_busy;            /* ... now running work: another
 					waiter may take the role over */
 	unsigned inside;             /* threads inside progress or a wait:
 					destroy waits for none */
@@ -241,12 +323,6 @@ struct rpc_xprt {
 					call */
 	int loop_epfd;               /* epoll set holding the CQ fd, -1 */
 	bool watched;                /* armed in it */
-	unsigned sync_out;           /* synchronous calls not delivered */
-
-	/* Client calls: every record the engine or a caller still holds. */
-	struct rpc_call *calls;      /* doubly linked */
-	struct rpc_call *waitq_head, *waitq_tail; /* waiting for a slot */
-	unsigned in_engine;
 	struct rpc_xprt *next;       /* in its loop's list */
 	/* Client reconnection (opts.max_retries > 0). */
 	bool client;
@@ -272,9 +348,6 @@ struct rpc_xprt {
 					server; see rpcrdma_rpc_v1_server_* */
 	bool vers_noted;             /* this connection's version is known
 					(and a v1-only server remembered) */
-	/* Incoming calls, one per Responder slot (call_id). */
-	struct rpcrdma_svc_req *reqs;
-	uint32_t nreqs;
 	/* The reply region (reply_region.c); registrations made for calls
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
@@ -363,17 +436,13 @@ unsigned rpcrdma_rpc_region_registrations(struct rpc_reply_region *r);
 /* The connection is destroyed: deregister, drop its reference. */
 void rpcrdma_rpc_region_close(struct rpc_reply_region *r);
 
-/* Servers that answered a v2 opener with ERR_VERS (or lost it): later
- * clients to them start in v1 (draft §7.2).  Keys are "addr/port". */
-bool rpcrdma_rpc_v1_server_known(const char *key);
-void rpcrdma_rpc_v1_server_remember(const char *key);
-
 /* Creates CQ, QP (on id) and engine.  server: the engine grants
  * opts.credits and calls back with backchannel_credits; client: the
  * reverse. */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 			    bool server, bool peer_v1_only,
 			    struct rpcrdma_cm_id *id,
+			    const struct rpc_role *const roles[RPC_ROLES],
 			    struct rpc_xprt **out);
 /* Everything torn down; no thread may use x any more. */
 void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x);
@@ -414,85 +483,74 @@ void rpcrdma_rpc_xprt_put(struct rpc_xprt *x);
 /* ---------------------------------------------------------------------
  * Progress (progress.c).
  */
-/* With x->lock held: post every work request the engine has, move its
- * events into b. */
-void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* Unlocks x and acts on b: completes calls, dispatches incoming ones,
- * frees the memory of replies sent. */
-void rpcrdma_rpc_xprt_unlock_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* Acts on b (x not locked). */
-void rpcrdma_rpc_xprt_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* The loop (or svc_run) saw x's CQ fd readable: drain it, deliver, arm
- * again, unless a driver attends x. */
-void rpcrdma_rpc_xprt_attend(struct rpc_xprt *x);
+/* With x->lock held: post every work request the engine has, hand its
+ * events to the roles (their deferred work goes on w). */
+void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w);
+/* Unlocks x and runs w. */
+void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w);
+/* The loop (or svc_run) attends x, unless a driver does (-1): after its
+ * CQ fd was readable (woken: the notification is consumed first), or
+ * while spinning over connections that just had work.  Polls the CQ and
+ * runs what it gave; arm: arms it for the poller's sleep.  Returns how
+ * many completions came. */
+int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm);
 /* With x->lock held: poll what the CQ holds now (before a loss is
  * handled, so completions that preceded it count).  False when another
  * thread is polling. */
-bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* Every loop tick (20 ms): call time-outs, the engine's tick, a
+bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
+/* Every loop tick (20 ms): the roles' time-outs, the engine's tick, a
  * disconnect asked for, and a poll of a connection nobody attends. */
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
-/* With x->lock held: wait until synchronous call c (s on the caller's
- * stack) is delivered, driving x meanwhile when no other thread does;
- * c NULL: until s->finished is set by whoever sees the event s waits
- * for (no time-out).  Returns with the lock held. */
-void rpcrdma_rpc_xprt_wait_call(struct rpc_xprt *x, struct rpc_call *c,
-				struct rpc_sync *s);
+/* With x->lock held: wait until s->finished (rpcrdma_rpc_wait_done_locked
+ * by whoever sees the outcome), driving x meanwhile when no other thread
+ * does.  0, or RPCRDMA_ERR_TIMEOUT once s->deadline passed first.
+ * s->w is the calling thread's (rpcrdma_rpc_waiter_self), set before the
+ * outcome can come.  Returns with the lock held. */
+int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s);
+/* With x->lock held: s's outcome is in (status); wakes its thread. */
+void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
+				  int status);
 /* With x->lock held: the loop should (or need not) watch x's CQ fd. */
 void rpcrdma_rpc_xprt_watch_locked(struct rpc_xprt *x, bool on);
 /* With x->lock held: after a change that may need the loop's attention
  * (an asynchronous call started, a dispatcher set), arm it unless a
  * driver attends x. */
 void rpcrdma_rpc_xprt_need_attention_locked(struct rpc_xprt *x);
-/* Wakes a driver of x asleep on its CQ (another thread delivered its
- * call, or destroy is waiting). */
+/* Wakes a driver of x asleep on its CQ (destroy is waiting). */
 void rpcrdma_rpc_xprt_kick(struct rpc_xprt *x);
 /* With x->lock held: waits until no thread is inside x's progress or a
  * wait on it (destroy). */
 void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x);
 
 /* ---------------------------------------------------------------------
- * Client side of a connection (clnt.c), called by progress.c.
+ * Call records (call.c): the Requester side of a connection.
  */
-/* With x->lock held: the engine completed a call. */
-void rpcrdma_rpc_call_engine_done_locked(struct rpc_xprt *x,
-					 const struct rpcrdma_engine_event *ev,
-					 struct rpc_evbuf *b);
-/* With x->lock held: a call given up (RPCRDMA_EV_CALL_RELEASED) can be
- * delivered: the peer no longer reaches the memory it borrowed. */
-void rpcrdma_rpc_call_released_locked(struct rpc_xprt *x,
-				      const struct rpcrdma_engine_event *ev,
-				      struct rpc_evbuf *b);
-/* With x->lock held: a call of owner (NULL: any) was given up and waits
- * for the engine to release its memory before it is delivered. */
-bool rpcrdma_rpc_calls_cancelling_locked(const struct rpc_xprt *x,
-					 const void *owner);
-/* With x->lock held: submit waiting calls while slots are free. */
-void rpcrdma_rpc_calls_submit_waiting_locked(struct rpc_xprt *x,
-					     struct rpc_evbuf *b);
-/* With x->lock held: fail every undelivered call whose deadline passed
- * (now != 0) or all of them (now == 0) with status; only those of owner
- * when owner is not NULL. */
-void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status, uint64_t now,
-				   const void *owner, struct rpc_evbuf *b);
-/* Without the lock: deliver every call on b->done. */
-void rpcrdma_rpc_calls_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
-/* At teardown (engine destroyed): free the remaining records. */
-void rpcrdma_rpc_calls_free_all(struct rpc_xprt *x);
-/* With x->lock held: fail c alone (its deadline passed) unless it was
- * delivered already. */
-void rpcrdma_rpc_call_fail_one_locked(struct rpc_xprt *x, struct rpc_call *c,
-				      int status, struct rpc_evbuf *b);
-/* The synchronous waiter of an undelivered call of x other than w's,
- * or NULL: the driver role passes to it. */
-struct rpc_waiter *rpcrdma_rpc_calls_other_waiter_locked(
-	struct rpc_xprt *x, const struct rpc_waiter *w);
+struct rpc_call;
+/* A record with room for need bytes (header, arguments, reply, results),
+ * or NULL. */
+struct rpc_call *rpcrdma_rpc_call_alloc(size_t need);
+void rpcrdma_rpc_call_free(struct rpc_call *c);
+/* With x->lock held: fail every call of owner (NULL: any) not yet
+ * completed with status. */
+void rpcrdma_rpc_calls_fail_locked(struct rpc_xprt *x, int status,
+				   const void *owner, struct rpc_work *w);
+
+/* ---------------------------------------------------------------------
+ * Servers known to speak only version 1 (v1_servers.c, draft §7.2).
+ */
+/* The key of a server address: "addr/port". */
+void rpcrdma_rpc_v1_server_key(const struct sockaddr_storage *ss, char *out,
+			       size_t cap);
+bool rpcrdma_rpc_v1_server_known(const char *key);
+void rpcrdma_rpc_v1_server_remember(const char *key);
 
 /* ---------------------------------------------------------------------
  * Event loop (loop.c): one thread per client or server, sleeping in
  * epoll_wait on a wake-up eventfd, the CM channel fd and the CQ fd of
  * every connection it watches; ticks every 20 ms for time-outs.
  */
+#define LOOP_HOT 16
+
 struct rpc_loop {
 	pthread_t thread;
 	bool started;
@@ -507,6 +565,11 @@ struct rpc_loop {
 					so no epoll datum outlives its
 					connection */
 	atomic_int stop;             /* set by rpcrdma_rpc_loop_stop() */
+	struct rpc_spin spin;        /* whether its spins paid */
+	/* Connections that just had work, left unarmed while the loop
+	 * spins over their CQs (loop thread only). */
+	struct rpc_xprt *hot[LOOP_HOT];
+	unsigned nhot;
 	struct rpc_dev *rd;
 	struct rpc_xprt *xprts;      /* touched by the loop thread only once
 					it runs */
@@ -599,18 +662,10 @@ void rpcrdma_rpc_disp_destroy(struct rpc_disp *d);
 int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 			      uint32_t proc, rpcrdma_svc_handler h, void *arg,
 			      unsigned flags);
-/* Preallocated requests of a connection. */
-struct rpcrdma_svc_req *rpcrdma_rpc_reqs_create(uint32_t n);
-/* With x->lock held: an INCOMING_CALL event; the request goes on b. */
-void rpcrdma_rpc_disp_incoming_locked(struct rpc_xprt *x,
-				      const struct rpcrdma_engine_event *ev,
-				      struct rpc_evbuf *b);
-/* With x->lock held: a REPLY_SENT event. */
-void rpcrdma_rpc_disp_reply_sent_locked(struct rpc_xprt *x,
-					const struct rpcrdma_engine_event *ev,
-					struct rpc_evbuf *b);
-/* Without the lock: decode, answer or run the handlers of b's calls. */
-void rpcrdma_rpc_disp_deliver(struct rpc_xprt *x, struct rpc_evbuf *b);
+/* The dispatcher of x's incoming calls (NULL: none served): a server's
+ * for its connections, a client's for reverse-direction calls. */
+void rpcrdma_rpc_disp_attach_locked(struct rpc_xprt *x, struct rpc_disp *d);
+struct rpc_disp *rpcrdma_rpc_disp_of_locked(struct rpc_xprt *x);
 /* A deferred request (RPCRDMA_RPC_REG_DEFER) is answered: st as a
  * handler would return it. */
 void rpcrdma_rpc_req_done(struct rpcrdma_svc_req *r, enum rpcrdma_svc_stat st);
@@ -629,9 +684,6 @@ int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 /* The libtirpc adapter copied rx bytes of r's DDP items out of the call
  * (rpcrdma_stats.ddp_copied_rx). */
 void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx);
-/* Frees the blocks of replies sent (b->to_free). */
-void rpcrdma_rpc_blocks_free(struct req_block *b);
-
 /* The libtirpc adapter copied rx bytes of DDP results out of their
  * chunks (rpcrdma_stats.ddp_copied_rx). */
 void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx);

@@ -194,6 +194,13 @@ static void reap(struct rpcrdma_svc *s, struct rpc_xprt *x)
 	rpcrdma_rpc_xprt_destroy(x);
 }
 
+/* A server's connection is Responder and, for reverse-direction calls
+ * (RFC 8167), Requester. */
+static const struct rpc_role *const roles[RPC_ROLES] = {
+	[RPC_REQUESTER] = &rpcrdma_rpc_requester_role,
+	[RPC_RESPONDER] = &rpcrdma_rpc_responder_role,
+};
+
 static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 {
 	const struct rpcrdma_provider_ops *ops = s->rd.ops;
@@ -237,13 +244,16 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	}
 
 	errno = 0;
-	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id, &x);
+	rc = rpcrdma_rpc_xprt_create(&s->rd, &s->opts, true, false, ev->id,
+				     roles, &x);
 	if (rc < 0) {
 		svc_refuse_resources(s, ev->id, rc, errno);
 		ops->destroy_id(ev->id);
 		return;
 	}
-	x->disp = s->disp;
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_disp_attach_locked(x, s->disp);
+	pthread_mutex_unlock(&x->lock);
 	x->loop = &s->loop;
 	errno = 0;
 	if (rpcrdma_rpc_loop_add(&s->loop, x) < 0) {

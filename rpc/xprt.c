@@ -24,7 +24,9 @@
  */
 int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 			    bool server, bool peer_v1_only,
-			    struct rpcrdma_cm_id *id, struct rpc_xprt **out)
+			    struct rpcrdma_cm_id *id,
+			    const struct rpc_role *const roles[RPC_ROLES],
+			    struct rpc_xprt **out)
 {
 	struct rpcrdma_engine_config cfg;
 	struct rpcrdma_qp_attr qa;
@@ -46,6 +48,8 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 		return RPCRDMA_ERR_SYSTEM;
 	}
 	x->rd = rd;
+	for (int i = 0; i < RPC_ROLES; i++)
+		x->up[i].ops = roles[i];
 	x->opts = *o;
 	x->id = id;
 	rpcrdma_rpc_addr_str(&id->peer_addr, x->name, sizeof x->name);
@@ -122,17 +126,11 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	rc = rpcrdma_engine_create(&cfg, &mem, &x->e);
 	if (rc < 0)
 		goto fail;
-	struct rpcrdma_engine_info in;
-	rpcrdma_engine_get_info(x->e, &in);
-	/* A request per Responder slot: taking a call allocates nothing,
-	 * so a call that comes in when memory is short is still answered
-	 * (a handler's own allocation failing gives SYSTEM_ERR). */
-	x->reqs = rpcrdma_rpc_reqs_create(in.call_slots);
-	if (!x->reqs) {
-		rc = RPCRDMA_ERR_NOMEM;
-		goto fail;
+	for (int i = 0; i < RPC_ROLES; i++) {
+		rc = roles[i]->attach(x, &x->up[i].state);
+		if (rc < 0)
+			goto fail;
 	}
-	x->nreqs = in.call_slots;
 	x->rr = rpcrdma_rpc_region_new(rd, o->max_msg);
 	rd->ops->req_notify_cq(x->cq);
 	*out = x;
@@ -147,9 +145,11 @@ void rpcrdma_rpc_xprt_note_version(struct rpc_xprt *x)
 {
 	if (!x->peer_key[0] || x->vers_noted || !x->e)
 		return;
-	/* Remember a v1-only server as soon as the engine learns it, not
-	 * when the client goes (draft §7.2); once the version is settled
-	 * there is nothing more to learn on this connection. */
+	/* Remember a v1-only server as soon as the engine learns it (the
+	 * pump looks while the version is not settled: a second client may
+	 * connect while this one is still up), not when the client goes
+	 * (draft §7.2); once the version is settled there is nothing more
+	 * to learn on this connection. */
 	struct rpcrdma_engine_info in;
 	rpcrdma_engine_get_info(x->e, &in);
 	if (in.peer_v1_only)
@@ -163,8 +163,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 		return;
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;
 
-	/* The loop's tick notes the version every 20 ms; a client gone
-	 * sooner (its first call answered at once after the fallback) must
+	/* A connection gone before its pumps saw the version settled must
 	 * not forget what it learnt. */
 	rpcrdma_rpc_xprt_note_version(x);
 
@@ -172,10 +171,11 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 	 * the PD is alive; then the QP, whose CQ can only go after it. */
 	if (x->e)
 		rpcrdma_engine_destroy(x->e);
-	rpcrdma_rpc_calls_free_all(x);
+	for (int i = 0; i < RPC_ROLES; i++)
+		if (x->up[i].state)
+			x->up[i].ops->detach(x, x->up[i].state);
 	rpcrdma_rpc_reg_conn_free(x);
 	rpcrdma_rpc_region_close(x->rr);
-	free(x->reqs);
 	if (x->qp)
 		ops->destroy_qp(x->qp);
 	if (x->id)
@@ -197,16 +197,17 @@ int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap)
 int rpcrdma_rpc_xprt_established(struct rpc_xprt *x, const void *pdata,
 				 size_t len, uint32_t ord)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
+	rpc_work_init(&w);
 	int rc;
 
 	pthread_mutex_lock(&x->lock);
 	rc = rpcrdma_engine_established(x->e, pdata, len, ord, rpcrdma_rpc_now_ms());
 	if (rc == 0)
 		x->connected = true;
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
 	rpcrdma_rpc_xprt_need_attention_locked(x);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 	return rc;
 }
 
@@ -221,7 +222,7 @@ static uint64_t backoff_ms(unsigned attempts)
 
 /* With x->lock held, after a loss or a failed attempt: schedule the next
  * connection, or give up and fail everything still waiting. */
-static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
+static void lost_locked(struct rpc_xprt *x, int status, struct rpc_work *w)
 {
 	x->connect_pending = false;
 	/* One new connection, whatever max_retries, for calls the engine
@@ -242,13 +243,17 @@ static void lost_locked(struct rpc_xprt *x, int status, struct rpc_evbuf *b)
 	/* Calls the engine keeps queued for a next connection, and those
 	 * waiting for a slot, fail now: no connection will come. */
 	x->reconnecting = false;
-	rpcrdma_rpc_calls_fail_locked(x, x->refused ? x->refused : status, 0,
-				      NULL, b);
+	for (int i = 0; i < RPC_ROLES; i++)
+		if (x->up[i].ops->lost_locked)
+			x->up[i].ops->lost_locked(x->up[i].state, x,
+						  x->refused ? x->refused
+							     : status, w);
 }
 
 void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
+	rpc_work_init(&w);
 
 	pthread_mutex_lock(&x->lock);
 	if (!x->dead && x->connected) {
@@ -265,19 +270,19 @@ void rpcrdma_rpc_xprt_lost(struct rpc_xprt *x, int status)
 		/* Completions that preceded the loss still count (a reply
 		 * that came in before the peer closed); a thread polling
 		 * right now feeds its own. */
-		rpcrdma_rpc_xprt_drain_locked(x, &b);
+		rpcrdma_rpc_xprt_drain_locked(x, &w);
 		x->dead = true;
 		x->connected = false;
 		rpcrdma_engine_conn_lost(x->e, rpcrdma_rpc_now_ms());
 	}
-	rpcrdma_rpc_xprt_pump_locked(x, &b);
-	lost_locked(x, status, &b);
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	lost_locked(x, status, &w);
 	/* A driver asleep on the CQ learns of it now; the loop watches what
 	 * is left (flushed completions, a reconnection). */
 	if (x->driver)
 		rpcrdma_rpc_xprt_kick(x);
 	rpcrdma_rpc_xprt_need_attention_locked(x);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 }
 
 void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
@@ -293,14 +298,15 @@ void rpcrdma_rpc_xprt_set_peer(struct rpc_xprt *x, const struct sockaddr *sa,
 /* One reconnection attempt failed before or at connect(). */
 static void attempt_failed(struct rpc_xprt *x, int rc)
 {
-	struct rpc_evbuf b = RPC_EVBUF_INIT;
+	struct rpc_work w;
+	rpc_work_init(&w);
 
 	rpcrdma_rpc_trace("%s: reconnection failed: %s", x->name,
 		  rpcrdma_strerror(rc));
 	pthread_mutex_lock(&x->lock);
 	x->attempts++;
-	lost_locked(x, RPCRDMA_ERR_DISCONNECTED, &b);
-	rpcrdma_rpc_xprt_unlock_deliver(x, &b);
+	lost_locked(x, RPCRDMA_ERR_DISCONNECTED, &w);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
 }
 
 /* Tagged payload the provider copied on its way into place (RDMA Write

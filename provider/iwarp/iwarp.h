@@ -492,7 +492,10 @@ struct iw_ep {
 	bool registered;         /* fd in dev->epfd */
 	bool dead;
 	bool disc_reported;
-	struct iw_ep *listener;  /* child: the listening ep */
+	/* child: the listening ep.  Atomic: a destroy_id on any thread scans
+	 * every ep of the device for its children (under dev->lock) while the
+	 * progress thread sets and clears this under the child's own lock. */
+	_Atomic(struct iw_ep *) listener;
 	_Atomic uint64_t deadline_ns; /* 0 = none */
 	uint8_t mpa[RPCRDMA_IWARP_MPA_MAX_FRAME];
 	size_t mpa_have, mpa_need;

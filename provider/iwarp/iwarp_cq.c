@@ -205,10 +205,12 @@ int rpcrdma_iwarp_req_notify_cq(struct rpcrdma_cq *c)
 	if (!c)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_cq *cq = (struct iw_cq *)c;
-	/* Before the consumer's next read of count (see struct iw_cq). */
+	/* Before the consumer's next read of count (see struct iw_cq): a
+	 * push after this store sees the arm and writes the eventfd; one
+	 * before it is in count, read after the store. */
 	atomic_store(&cq->armed, true);
 	atomic_store_explicit(&cq->sleeping, true, memory_order_relaxed);
-	return 0;
+	return atomic_load(&cq->count) || atomic_load(&cq->overflow) ? 1 : 0;
 }
 
 int rpcrdma_iwarp_cq_fd(struct rpcrdma_cq *c)

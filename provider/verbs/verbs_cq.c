@@ -91,9 +91,10 @@ int rpcrdma_verbs_req_notify_cq(struct rpcrdma_cq *cq)
 
 	if (!c)
 		return RPCRDMA_ERR_INVAL;
-	/* Every completion, not only solicited ones: the consumer decides. */
+	/* Every completion, not only solicited ones: the consumer decides.
+	 * Whether one came before the arm, verbs does not say: poll. */
 	int rc = ibv_req_notify_cq(c->cq, 0);
-	return rc ? rpcrdma_verbs_errno(rc) : 0;
+	return rc ? rpcrdma_verbs_errno(rc) : 1;
 }
 
 int rpcrdma_verbs_cq_fd(struct rpcrdma_cq *cq)

@@ -64,6 +64,10 @@ struct svc_rdma {
  * takes need no wake-up. */
 static _Thread_local struct svc_rdma *attending;
 
+/* Whether svc_run's spins paid (busy_poll.c), per thread running it: the
+ * loop thread keeps its own. */
+static _Thread_local struct rpc_spin run_spin;
+
 /* A transport is either the listening one (xp_p1 = struct svc_rdma) or a
  * per-call one for direct dispatch (xp_p1 = struct tirpc_call); xp_p2
  * tells them apart. */
@@ -278,7 +282,7 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
 	struct rpc_busy busy;
 	if (r && st == XPRT_IDLE &&
-	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &busy)) {
+	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy)) {
 		attending = s;
 		do {
 			rpcrdma_rpc_loop_attend_external(s->loop);
@@ -287,6 +291,7 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 				st = XPRT_MOREREQS;
 			pthread_mutex_unlock(&s->lock);
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy));
+		rpcrdma_rpc_busy_end(&run_spin, st != XPRT_IDLE);
 		attending = NULL;
 	}
 	return st;

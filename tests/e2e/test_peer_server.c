@@ -104,7 +104,9 @@ static void *peer_main(void *arg)
 	return NULL;
 }
 
-static struct pcase *case_start(void (*script)(struct pcase *), pthread_t *t)
+/* arg is the script's, set before its thread starts. */
+static struct pcase *case_start_arg(void (*script)(struct pcase *), void *arg,
+				    pthread_t *t)
 {
 	struct pcase *c = calloc(1, sizeof *c);
 	uint16_t port;
@@ -117,9 +119,15 @@ static struct pcase *case_start(void (*script)(struct pcase *), pthread_t *t)
 	sem_init(&c->to_peer, 0, 0);
 	sem_init(&c->to_main, 0, 0);
 	c->script = script;
+	c->arg = arg;
 	pthread_create(t, NULL, peer_main, c);
 	sem_post(&c->to_peer); /* the peer starts accepting */
 	return c;
+}
+
+static struct pcase *case_start(void (*script)(struct pcase *), pthread_t *t)
+{
+	return case_start_arg(script, NULL, t);
 }
 
 static void case_end(struct pcase *c, pthread_t t, const char *name)
@@ -528,8 +536,7 @@ static void case_pdata(bool found)
 	const char *name = found ? "pdata_search" : "pdata_none";
 	struct pd_case pc = {found};
 	pthread_t t;
-	struct pcase *c = case_start(script_pdata, &t);
-	c->arg = &pc;
+	struct pcase *c = case_start_arg(script_pdata, &pc, &t);
 	struct rpcrdma_clnt *cl = client(c, RPCRDMA_V1_ONLY, 0);
 	if (!cl) {
 		case_end(c, t, name);
@@ -1176,8 +1183,7 @@ static void case_v2_opener_with(bool rbsiz)
 	const char *name = rbsiz ? "v2_opener_rbsiz" : "v2_opener_default";
 	struct v2open o = {rbsiz};
 	pthread_t t;
-	struct pcase *c = case_start(script_v2_opener, &t);
-	c->arg = &o;
+	struct pcase *c = case_start_arg(script_v2_opener, &o, &t);
 	struct rpcrdma_clnt *cl = client_opts(c, RPCRDMA_PREFER_V2, 0, 0, 8192);
 	if (!cl) {
 		case_end(c, t, name);
@@ -1278,8 +1284,7 @@ static void script_fallback(struct pcase *c)
 static void case_fallback_with(enum fallback how, const char *name)
 {
 	pthread_t t;
-	struct pcase *c = case_start(script_fallback, &t);
-	c->arg = &how;
+	struct pcase *c = case_start_arg(script_fallback, &how, &t);
 	struct rpcrdma_clnt *cl = client(c, how == FB_V2_ONLY ? RPCRDMA_V2_ONLY
 							     : RPCRDMA_PREFER_V2, 0);
 	if (!cl) {
