@@ -3,7 +3,7 @@
  * Engine internals shared by engine.c (connection, buffers, queues,
  * dispatch), requester.c and responder.c.  Not installed.
  *
- * Habits (DESIGN.md): an explicit per-RPC state enum, every state saying
+ * Habits (docs/ARCHITECTURE.md, engine/): an explicit per-RPC state enum, every state saying
  * how it unwinds when the connection dies; starvation is a state with a
  * queue (the pending FIFOs), never a busy loop; wr_id names a typed tag.
  */

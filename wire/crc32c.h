@@ -5,7 +5,7 @@
  *
  * Reflected polynomial 0x82F63B78, initial value and final xor 0xFFFFFFFF.
  * On the MPA wire the resulting 32-bit value is sent least-significant byte
- * first (verified against tshark, see ../shared/specs/README.md).
+ * first (RFC 5044 §4.4; verified against tshark by provider_capture_tshark).
  */
 #ifndef RPCRDMA_WIRE_CRC32C_H
 #define RPCRDMA_WIRE_CRC32C_H

@@ -6,7 +6,7 @@
  * ----------------------------
  * Run to completion on the caller's thread, with one per-device progress
  * thread as a backstop, because every cross-thread wake-up costs tens of
- * microseconds on small VMs (shared/specs/README.md):
+ * microseconds on small VMs (README.md, benchmarks):
  *
  *  - TX: post_send() appends to the send queue and runs the TX engine
  *    right there (non-blocking sendmsg of whole FPDUs, as many ready

@@ -15,7 +15,8 @@
  * bytes written or RPCRDMA_ERR_NOSPACE / RPCRDMA_ERR_INVAL.
  *
  * All multi-byte fields are big-endian (network order) except the MPA CRC,
- * which is sent least-significant byte first (see ../../shared/specs).
+ * which is sent least-significant byte first (RFC 5044 §4.4; checked
+ * against tshark's dissector by provider_capture_tshark).
  */
 #ifndef RPCRDMA_IWARP_WIRE_H
 #define RPCRDMA_IWARP_WIRE_H

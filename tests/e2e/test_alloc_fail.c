@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Failing allocations, end to end (../shared/DESIGN.md: "failing-allocation
- * tests").  The library's malloc, calloc, realloc, strdup,
+ * Failing allocations, end to end (docs/CONFORMANCE.md, the
+ * failing-allocation row).  The library's malloc, calloc, realloc, strdup,
  * posix_memalign and mmap are wrapped at link time (-Wl,--wrap=..., see
  * CMakeLists.txt): references from our own objects go through the
  * wrappers, libc's own allocations do not.  Each round builds a server and

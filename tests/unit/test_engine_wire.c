@@ -627,7 +627,7 @@ static void test_conn_loss(void)
 }
 
 /* A registration shortage (mem->reg AGAIN) is a queued state, not a
- * failure (DESIGN.md: starvation is a state with a queue). */
+ * failure: starvation is a state with a queue (engine/engine_internal.h). */
 static void test_mr_starvation(void)
 {
 	setup(16, 8, true, true, 4);
