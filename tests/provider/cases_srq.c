@@ -872,8 +872,13 @@ static void *poller_main(void *arg)
 	while (pl->got < pl->want && tp_now_ms() < end) {
 		int room = pl->want - pl->got;
 		int n = ops->poll_cq(pl->cq, room, pl->wc + pl->got);
-		if (n == 0 && (n = ops->req_notify_cq(pl->cq)) == 0)
-			n = ops->poll_cq(pl->cq, room, pl->wc + pl->got);
+		if (n == 0) {
+			/* provider.h: 0 nothing queued, 1 poll once more
+			 * (what came before the arm), < 0 an error. */
+			n = ops->req_notify_cq(pl->cq);
+			if (n > 0)
+				n = ops->poll_cq(pl->cq, room, pl->wc + pl->got);
+		}
 		if (n < 0) {
 			pl->err = n;
 			break;
