@@ -605,6 +605,16 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 		rpcrdma_progress(e);
 }
 
+bool rpcrdma_engine_quiet(const struct rpcrdma_engine *e)
+{
+	/* Responder slots may stay taken without waiting on time: a reply
+	 * whose Send is unsignalled completes with a later request, a
+	 * handler runs; only RDMA operations are timed (rdma_timeout.c). */
+	return e->connected && !e->close_asked && !e->negotiating &&
+	       e->nrq_free == e->nrq && e->rq_pending.head == RPCRDMA_NIL &&
+	       e->rs_pending.head == RPCRDMA_NIL && !rpcrdma_rs_rdma_watched(e);
+}
+
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 {
 	(void)now;

@@ -279,6 +279,13 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
  * 20 ms); a time-out is noticed at the first tick past it. */
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
+/* Nothing in the engine waits on time: connected, no v2 opener out, no
+ * close asked, no Requester slot in use, no Responder slot with RDMA
+ * operations the time-out watches (rdma_timeout_ms) and nothing queued
+ * for a credit or a registration.  Until its next input, tick() would do nothing: the RPC
+ * loop then ticks the connection rarely (rpc/loop.c). */
+bool rpcrdma_engine_quiet(const struct rpcrdma_engine *e);
+
 /* The connection is gone.  Every work request the engine handed out is
  * forgotten (their flushed completions may still be fed in; they are
  * ignored).  A CLOSE event not yet polled is dropped (it named this

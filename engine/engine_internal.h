@@ -487,5 +487,7 @@ void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the
  * engine has then asked to close. */
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now);
+/* Does a Responder slot have RDMA operations the time-out watches? */
+bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e);
 
 #endif

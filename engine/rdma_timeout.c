@@ -27,6 +27,16 @@ static bool timed(const struct rs *s)
 	       (s->state == RS_SENDING && s->send_waited);
 }
 
+bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e)
+{
+	if (!e->cfg.rdma_timeout_ms)
+		return false;
+	for (uint32_t i = 0; i < e->nrs; i++)
+		if (timed(&e->rs[i]) && e->rs[i].epoch == e->epoch)
+			return true;
+	return false;
+}
+
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
 {
 	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked)

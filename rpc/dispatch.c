@@ -859,6 +859,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_drop(struct rpcrdma_svc_req *r)
 	pthread_mutex_lock(&x->lock);
 	bool wake = !x->close_req;
 	x->close_req = true;
+	rpc_xprt_unquiet(x); /* the loop's tick disconnects */
 	struct rpc_loop *loop = x->loop;
 	pthread_mutex_unlock(&x->lock);
 	rpcrdma_rpc_trace("%s: call %#x dropped: closing", x->name, r->xid);

@@ -262,7 +262,12 @@ static void tick(struct rpc_loop *l, uint64_t now)
 	/* Registered buffers unused for a while go back to the system. */
 	rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
 	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-		rpcrdma_rpc_xprt_tick(x, now);
+		/* A quiet connection (progress.c) is looked at once a
+		 * second, not every 20 ms: a thousand idle ones cost the
+		 * loop nothing. */
+		if (now >= atomic_load_explicit(&x->quiet_until,
+						memory_order_relaxed))
+			rpcrdma_rpc_xprt_tick(x, now);
 	if (l->on_round)
 		l->on_round(l->owner);
 }

@@ -57,6 +57,7 @@ static void post_failed(struct rpc_xprt *x)
 	 * loss then unwinds every RPC with a clear error. */
 	if (!x->close_req) {
 		x->close_req = true;
+		rpc_xprt_unquiet(x); /* the loop's tick disconnects */
 		if (x->loop)
 			rpcrdma_rpc_loop_wake(x->loop);
 	}
@@ -91,6 +92,7 @@ static void close_asked(struct rpc_xprt *x, const struct rpcrdma_engine_event *e
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
 {
 	struct rpcrdma_engine_wr *wr;
+	rpc_xprt_unquiet(x); /* the engine moved, or may have */
 	/* Every work request the engine has goes out in one chain per queue
 	 * (a provider can then send several messages in one system call:
 	 * the iwarp provider batches their FPDUs).  The engine's entries
@@ -330,6 +332,20 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		arm_poll_locked(x, &w);
 		rpcrdma_rpc_xprt_need_attention_locked(x);
 	}
+	/* Nothing on x waits on time: the loop skips it for a while
+	 * (RPC_QUIET_TICK_MS); any pass of the engine ends that. */
+	bool quiet = x->e && x->connected && !x->dead && !x->close_req &&
+		     !x->reconnecting && x->vers_logged &&
+		     (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w) &&
+		     rpcrdma_engine_quiet(x->e);
+	for (int i = 0; quiet && i < RPC_ROLES; i++)
+		/* The Requester's calls (time-outs); a Responder's requests
+		 * hold engine slots, seen above. */
+		if (i == RPC_REQUESTER &&
+		    x->up[i].ops->busy_locked(x->up[i].state, x))
+			quiet = false;
+	atomic_store_explicit(&x->quiet_until, quiet ? now + RPC_QUIET_TICK_MS : 0,
+			      memory_order_relaxed);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);
 	if (lost)
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);

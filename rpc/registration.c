@@ -367,8 +367,10 @@ void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr)
 	/* Without LOCAL_INV this is the invalidation of an exposed MR; if
 	 * it fails, RFC 8166 §4.5.4: close the connection. */
 	if (r->mr && x->rd->ops->dereg_mr(r->mr) < 0 && !r->mw && mr->rkey &&
-	    !x->rd->inv.local_inv)
+	    !x->rd->inv.local_inv) {
 		x->close_req = true;
+		rpc_xprt_unquiet(x);
+	}
 	if (r->ent)
 		cache_put(x->rd->cache, r->ent);
 	reg_free(x, r);

@@ -348,6 +348,10 @@ struct rpc_xprt {
 					server; see rpcrdma_rpc_v1_server_* */
 	bool vers_noted;             /* this connection's version is known
 					(and a v1-only server remembered) */
+	/* The loop skips its ticks until then (ms; 0: every tick): set by
+	 * a tick that found nothing on x waiting on time, cleared by every
+	 * pass of the engine (progress.c, loop.c). */
+	_Atomic uint64_t quiet_until;
 	/* The reply region (reply_region.c); registrations made for calls
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
@@ -500,6 +504,20 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm);
 bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
 /* Every loop tick (20 ms): the roles' time-outs, the engine's tick, a
  * disconnect asked for, and a poll of a connection nobody attends. */
+/* How often the loop ticks a connection on which nothing waits on time
+ * (no call out, no request in a handler, no RDMA operation, no opener, no
+ * close): such a connection costs the loop nothing between two of these.
+ * Its arrivals wake the loop through its CQ fd as ever; the tick only
+ * looks at its CQ once more, in case a wake-up was lost. */
+#define RPC_QUIET_TICK_MS 1000
+
+/* Something on x may wait on time now (the engine moved, a close was
+ * asked): the loop ticks it again from its next tick. */
+static inline void rpc_xprt_unquiet(struct rpc_xprt *x)
+{
+	atomic_store_explicit(&x->quiet_until, 0, memory_order_relaxed);
+}
+
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
 /* With x->lock held: wait until s->finished (rpcrdma_rpc_wait_done_locked
  * by whoever sees the outcome), driving x meanwhile when no other thread

@@ -1455,6 +1455,62 @@ static void test_tick_timeout(void)
 }
 
 /* =====================================================================
+ * Quiet: a connection on which nothing waits on time is ticked rarely
+ * (RPC_QUIET_TICK_MS), and any work makes it ticked again at once
+ */
+static bool quiet_after(struct rpc_xprt *x, uint64_t now)
+{
+	return atomic_load(&x->quiet_until) > now;
+}
+
+static void test_quiet(void)
+{
+	struct conn k;
+	struct rpcrdma_opts o;
+	opts_for_test(&o);
+	CHECK(conn_open(&k, real_roles, test_roles, &o) == 0);
+	struct trole *sresp = trole_of(k.s.x, RPC_RESPONDER);
+	struct rpcrdma_clnt *cl = NULL;
+	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k.c.x, TPROG, 1, &cl), 0);
+
+	/* A call answered: the version is settled, nothing is out. */
+	struct acall a0 = {0}, a1 = {0};
+	struct rpcrdma_call call = {.proc = 1};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a0), 0);
+	bool ok;
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 1, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[0]);
+	ATTEND_FOR(ok, k.c.x, atomic_load(&a0.n) == 1, LIMIT_MS);
+	CHECK(ok);
+	uint64_t t = now_ms();
+	rpcrdma_rpc_xprt_tick(k.c.x, t);
+	CHECK(quiet_after(k.c.x, t));
+	CHECK(atomic_load(&k.c.x->quiet_until) <= t + RPC_QUIET_TICK_MS);
+	/* (The server here has test roles, always busy: never quiet.) */
+	rpcrdma_rpc_xprt_tick(k.s.x, t);
+	CHECK(!quiet_after(k.s.x, t));
+
+	/* A call out (it may time out): ticked at once, and after every
+	 * tick while it is out. */
+	call = (struct rpcrdma_call){.proc = 2, .timeout_ms = 60000};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a1), 0);
+	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
+	rpcrdma_rpc_xprt_tick(k.c.x, t + 1);
+	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 2, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[1]);
+	ATTEND_FOR(ok, k.c.x, atomic_load(&a1.n) == 1, LIMIT_MS);
+	CHECK(ok);
+	CHECK_EQ(a1.status, 0);
+	rpcrdma_rpc_xprt_tick(k.c.x, t + 2);
+	CHECK(quiet_after(k.c.x, t + 2));
+	rpcrdma_clnt_destroy(cl);
+	conn_close(&k);
+}
+
+/* =====================================================================
  * Lost: every outstanding call completes exactly once, with the status
  */
 static void test_lost(void)
@@ -1627,6 +1683,7 @@ int main(void)
 		{"kick_attend", test_kick_attend},
 		{"arm_contract", test_arm_contract},
 		{"tick_timeout", test_tick_timeout},
+		{"quiet", test_quiet},
 		{"lost", test_lost},
 		{"lost_role", test_lost_role},
 		{"attach_nomem", test_attach_nomem},
