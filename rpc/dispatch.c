@@ -857,13 +857,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_drop(struct rpcrdma_svc_req *r)
 	 * so the reply still submitted for it never leaves; the loop
 	 * disconnects, and the loss unwinds the engine. */
 	pthread_mutex_lock(&x->lock);
-	bool wake = !x->close_req;
-	x->close_req = true;
-	rpc_xprt_unquiet(x); /* the loop's tick disconnects */
-	struct rpc_loop *loop = x->loop;
+	rpcrdma_rpc_xprt_close_locked(x);
 	pthread_mutex_unlock(&x->lock);
 	rpcrdma_rpc_trace("%s: call %#x dropped: closing", x->name, r->xid);
-	if (wake && loop)
-		rpcrdma_rpc_loop_wake(loop);
 	return 0;
 }

@@ -50,17 +50,23 @@
 /* ---------------------------------------------------------------------
  * Posting and events
  */
-static void post_failed(struct rpc_xprt *x)
+void rpcrdma_rpc_xprt_close_locked(struct rpc_xprt *x)
 {
-	/* A work request the engine produced could not be posted, or the CQ
-	 * lost a completion: the connection is broken.  Disconnect; the
-	 * loss then unwinds every RPC with a clear error. */
+	/* The loop's next tick disconnects; the loss then unwinds every
+	 * RPC with a clear error. */
 	if (!x->close_req) {
 		x->close_req = true;
-		rpc_xprt_unquiet(x); /* the loop's tick disconnects */
+		rpc_xprt_unquiet(x);
 		if (x->loop)
 			rpcrdma_rpc_loop_wake(x->loop);
 	}
+}
+
+/* A work request the engine produced could not be posted, or the CQ lost
+ * a completion: the connection is broken. */
+static void post_failed(struct rpc_xprt *x)
+{
+	rpcrdma_rpc_xprt_close_locked(x);
 }
 
 /* The engine asked to close the connection (RPCRDMA_EV_CLOSE). */
@@ -334,16 +340,14 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 	}
 	/* Nothing on x waits on time: the loop skips it for a while
 	 * (RPC_QUIET_TICK_MS); any pass of the engine ends that. */
+	const struct rpc_up *rq = &x->up[RPC_REQUESTER];
+	/* The Requester's calls may time out; a Responder's requests hold
+	 * engine slots (rpcrdma_engine_quiet). */
 	bool quiet = x->e && x->connected && !x->dead && !x->close_req &&
 		     !x->reconnecting && x->vers_logged &&
 		     (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w) &&
-		     rpcrdma_engine_quiet(x->e);
-	for (int i = 0; quiet && i < RPC_ROLES; i++)
-		/* The Requester's calls (time-outs); a Responder's requests
-		 * hold engine slots, seen above. */
-		if (i == RPC_REQUESTER &&
-		    x->up[i].ops->busy_locked(x->up[i].state, x))
-			quiet = false;
+		     rpcrdma_engine_quiet(x->e) &&
+		     !rq->ops->busy_locked(rq->state, x);
 	atomic_store_explicit(&x->quiet_until, quiet ? now + RPC_QUIET_TICK_MS : 0,
 			      memory_order_relaxed);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);

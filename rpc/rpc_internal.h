@@ -519,6 +519,10 @@ static inline void rpc_xprt_unquiet(struct rpc_xprt *x)
 }
 
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
+
+/* With x->lock: asks for x to be disconnected (by the loop's next tick)
+ * and wakes the loop; once. */
+void rpcrdma_rpc_xprt_close_locked(struct rpc_xprt *x);
 /* With x->lock held: wait until s->finished (rpcrdma_rpc_wait_done_locked
  * by whoever sees the outcome), driving x meanwhile when no other thread
  * does.  0, or RPCRDMA_ERR_TIMEOUT once s->deadline passed first.
