@@ -505,8 +505,9 @@ static void clnt_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 
 /* After each loop round: a reconnection that is due starts here, where
  * no CM event is held unacknowledged (destroying an id waits for those). */
-static void clnt_on_round(void *owner)
+static void clnt_on_round(void *owner, struct rpc_loop *l)
 {
+	(void)l;
 	struct rpcrdma_clnt *c = owner;
 	rpcrdma_rpc_xprt_reconnect_due(c->x, rpcrdma_rpc_now_ms());
 }
@@ -676,6 +677,7 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	if (rc < 0)
 		goto fail;
 	c->loop.busy_poll_us = o.busy_poll_us;
+	snprintf(c->loop.name, sizeof c->loop.name, "rpcrdma-clnt");
 	c->x->loop = &c->loop;
 	c->loop.xprts = c->x;
 	rc = rpcrdma_rpc_loop_add(&c->loop, c->x);

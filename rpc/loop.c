@@ -4,7 +4,11 @@
  * on a wake-up eventfd, the CM channel fd and the CQ fd of every
  * connection it watches (progress.c says which and when).  A readable CQ
  * fd sends its connection to rpcrdma_rpc_xprt_attend(); every 20 ms a
- * tick drives call time-outs, the engines' ticks and the owner's reaping.
+ * tick drives call time-outs, the engines' ticks and the owner's reaping,
+ * while some connection waits on time.  When none does (all quiet,
+ * progress.c) the loop sleeps until the earliest time one of them is to
+ * be looked at again, and whatever makes one wait on time again
+ * (rpcrdma_rpc_loop_unquiet) wakes it: idle connections cost no CPU.
  *
  * The CQ fds are registered level-triggered with their connection as
  * data: a connection stays armed while the loop is the one to notice its
@@ -32,7 +36,8 @@ static char tag_wake, tag_cm, tag_kick;
 
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
-			  void (*on_round)(void *), void *owner)
+			  void (*on_round)(void *, struct rpc_loop *),
+			  void *owner)
 {
 	memset(l, 0, sizeof(*l));
 	pthread_mutex_init(&l->attend_lock, NULL);
@@ -46,7 +51,7 @@ int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) != 0)
 		goto fail;
 	ev.data.ptr = &tag_cm;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, rd->ch->fd, &ev) != 0)
+	if (on_cm && epoll_ctl(l->epfd, EPOLL_CTL_ADD, rd->ch->fd, &ev) != 0)
 		goto fail;
 	l->cq_epfd = l->epfd;
 	l->rd = rd;
@@ -219,15 +224,16 @@ static bool hot_arm(struct rpc_loop *l)
 /* Services what epoll reported in one set.  hot: a connection that had
  * work stays unarmed on the hot list (the loop spins next); else it is
  * armed at once. */
-static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
+static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 		   bool hot)
 {
-	bool cm = false;
+	bool cm = false, woken = false;
 	for (int i = 0; i < n; i++) {
 		void *p = evs[i].data.ptr;
-		if (p == &tag_wake)
+		if (p == &tag_wake) {
 			drain_fd(l->wakefd);
-		else if (p == &tag_cm)
+			woken = true;
+		} else if (p == &tag_cm)
 			cm = true;
 		else if (p == &tag_kick)
 			drain_fd(l->kickfd);
@@ -245,6 +251,7 @@ static void handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 	 * drains its CQ first as well). */
 	if (cm)
 		drain_cm(l);
+	return woken || cm;
 }
 
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
@@ -257,19 +264,55 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	pthread_mutex_unlock(&l->attend_lock);
 }
 
-static void tick(struct rpc_loop *l, uint64_t now)
+/* The connections to tick: the owner's lock (if it has one) orders this
+ * read after the insertion of a connection another thread made; the
+ * links past it change only on this thread (the owner removes its
+ * connections from the loop that ticks them). */
+static struct rpc_xprt *loop_xprts(struct rpc_loop *l)
 {
+	if (!l->xprts_lock)
+		return l->xprts;
+	pthread_mutex_lock(l->xprts_lock);
+	struct rpc_xprt *x = l->xprts;
+	pthread_mutex_unlock(l->xprts_lock);
+	return x;
+}
+
+/* The time-outs of every connection that may wait on time, and the
+ * owner's round.  Returns when the loop must tick next: LOOP_TICK_MS on
+ * while one connection waits on time, else the earliest time a quiet
+ * connection is to be looked at again (progress.c): a loop whose
+ * connections are all idle sleeps until then. */
+static uint64_t tick(struct rpc_loop *l, uint64_t now)
+{
+	uint64_t next = now + RPC_QUIET_TICK_MS;
 	/* Registered buffers unused for a while go back to the system. */
 	rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
-	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-		/* A quiet connection (progress.c) is looked at once a
-		 * second, not every 20 ms: a thousand idle ones cost the
-		 * loop nothing. */
-		if (now >= atomic_load_explicit(&x->quiet_until,
-						memory_order_relaxed))
+	for (struct rpc_xprt *x = loop_xprts(l); x; x = x->next) {
+		uint64_t q = atomic_load_explicit(&x->quiet_until,
+						  memory_order_relaxed);
+		if (now >= q) {
 			rpcrdma_rpc_xprt_tick(x, now);
+			q = atomic_load_explicit(&x->quiet_until,
+						 memory_order_relaxed);
+		}
+		uint64_t due = q > now ? q : now + LOOP_TICK_MS;
+		if (due < next)
+			next = due;
+	}
 	if (l->on_round)
-		l->on_round(l->owner);
+		l->on_round(l->owner, l);
+	return next;
+}
+
+void rpcrdma_rpc_loop_unquiet(struct rpc_loop *l)
+{
+	/* Sequentially consistent, with the loop's side in loop_main: the
+	 * loop either sees the count move before it sleeps long, or this
+	 * sees it asleep and wakes it. */
+	atomic_fetch_add(&l->unquiets, 1);
+	if (atomic_load(&l->sleeping_long))
+		rpcrdma_rpc_loop_wake(l);
 }
 
 static void *loop_main(void *arg)
@@ -277,10 +320,17 @@ static void *loop_main(void *arg)
 	struct rpc_loop *l = arg;
 	struct epoll_event evs[64];
 	uint64_t next_tick = rpcrdma_rpc_now_ms() + LOOP_TICK_MS;
+	unsigned seen = atomic_load(&l->unquiets);
 
 	bool worked = false;
 	while (!atomic_load(&l->stop)) {
 		uint64_t now = rpcrdma_rpc_now_ms();
+		/* A connection that was quiet may wait on time now: tick at
+		 * the usual pace again. */
+		unsigned uq = atomic_load(&l->unquiets);
+		if (uq != seen && next_tick > now + LOOP_TICK_MS)
+			next_tick = now + LOOP_TICK_MS;
+		seen = uq;
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
 		int n = 0;
 		bool found = false;
@@ -297,8 +347,17 @@ static void *loop_main(void *arg)
 			} while (!found && n == 0 && rpcrdma_rpc_busy_more(&busy));
 			rpcrdma_rpc_busy_end(&l->spin, found || n > 0);
 		}
-		if (!found && n == 0 && !(l->nhot && hot_arm(l)))
+		if (!found && n == 0 && !(l->nhot && hot_arm(l))) {
+			bool long_sleep = timeout > LOOP_TICK_MS;
+			if (long_sleep) {
+				atomic_store(&l->sleeping_long, true);
+				if (atomic_load(&l->unquiets) != seen)
+					timeout = 0; /* look again first */
+			}
 			n = epoll_wait(l->epfd, evs, 64, timeout);
+			if (long_sleep)
+				atomic_store(&l->sleeping_long, false);
+		}
 		worked = found || n > 0;
 		if (n < 0 && errno != EINTR) {
 			/* Cannot wait: keep the time-outs going by ticking
@@ -307,13 +366,16 @@ static void *loop_main(void *arg)
 			nanosleep(&t, NULL);
 			n = 0;
 		}
-		if (n > 0)
-			handle(l, evs, n, rpcrdma_rpc_busy_possible(l->busy_poll_us));
+		/* A wake-up or a CM event: a connection may have ended or
+		 * been asked to close; tick (and reap) soon. */
+		bool soon = n > 0 &&
+			    handle(l, evs, n,
+				   rpcrdma_rpc_busy_possible(l->busy_poll_us));
 		now = rpcrdma_rpc_now_ms();
-		if (now >= next_tick) {
-			tick(l, now);
+		if (soon && next_tick > now + LOOP_TICK_MS)
 			next_tick = now + LOOP_TICK_MS;
-		}
+		if (now >= next_tick)
+			next_tick = tick(l, now);
 	}
 	/* Leave nothing unarmed. */
 	hot_arm(l);
@@ -325,6 +387,7 @@ int rpcrdma_rpc_loop_start(struct rpc_loop *l)
 	atomic_store(&l->stop, 0);
 	if (pthread_create(&l->thread, NULL, loop_main, l) != 0)
 		return RPCRDMA_ERR_SYSTEM;
+	pthread_setname_np(l->thread, l->name[0] ? l->name : "rpcrdma-loop");
 	l->started = true;
 	return 0;
 }

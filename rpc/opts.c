@@ -210,6 +210,9 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 	uint64_t mm;
 	if (env_bytes("RPCRDMA_MAX_MEMORY", &mm, err))
 		o->max_memory = mm;
+	if (env_uint("RPCRDMA_THREADS", 0, RPCRDMA_RPC_MAX_THREADS,
+		     "0 to 256 (poll groups; 0: one per CPU)", &u, err))
+		o->threads = u;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
 }
@@ -324,6 +327,10 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->busy_poll_us = d.busy_poll_us;
 	if (!out->max_memory)
 		out->max_memory = d.max_memory;
+	if (!out->threads)
+		out->threads = d.threads;
+	if (out->threads > RPCRDMA_RPC_MAX_THREADS)
+		out->threads = RPCRDMA_RPC_MAX_THREADS;
 	if (out->busy_poll_us > 1000000)
 		out->busy_poll_us = 1000000;
 	return 0;

@@ -348,7 +348,11 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		     (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w) &&
 		     rpcrdma_engine_quiet(x->e) &&
 		     !rq->ops->busy_locked(rq->state, x);
-	atomic_store_explicit(&x->quiet_until, quiet ? now + RPC_QUIET_TICK_MS : 0,
+	/* On a whole multiple of RPC_QUIET_TICK_MS: the quiet connections
+	 * of a loop come due together, one wake-up for all of them. */
+	uint64_t until = (now + RPC_QUIET_TICK_MS) / RPC_QUIET_TICK_MS *
+			 RPC_QUIET_TICK_MS;
+	atomic_store_explicit(&x->quiet_until, quiet ? until : 0,
 			      memory_order_relaxed);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);
 	if (lost)

@@ -513,9 +513,17 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
 
 /* Something on x may wait on time now (the engine moved, a close was
  * asked): the loop ticks it again from its next tick. */
+void rpcrdma_rpc_loop_unquiet(struct rpc_loop *l);
 static inline void rpc_xprt_unquiet(struct rpc_xprt *x)
 {
-	atomic_store_explicit(&x->quiet_until, 0, memory_order_relaxed);
+	/* With x->lock held (the tick sets it under the lock too).  Only
+	 * the change from quiet costs anything: the loop may be asleep
+	 * until the next quiet tick. */
+	if (!atomic_load_explicit(&x->quiet_until, memory_order_relaxed))
+		return;
+	atomic_store(&x->quiet_until, 0);
+	if (x->loop)
+		rpcrdma_rpc_loop_unquiet(x->loop);
 }
 
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
@@ -572,6 +580,8 @@ void rpcrdma_rpc_v1_server_remember(const char *key);
  * every connection it watches; ticks every 20 ms for time-outs.
  */
 #define LOOP_HOT 16
+/* A server's poll groups at most (opts.threads). */
+#define RPCRDMA_RPC_MAX_THREADS 256u
 
 struct rpc_loop {
 	pthread_t thread;
@@ -593,19 +603,31 @@ struct rpc_loop {
 	struct rpc_xprt *hot[LOOP_HOT];
 	unsigned nhot;
 	struct rpc_dev *rd;
-	struct rpc_xprt *xprts;      /* touched by the loop thread only once
-					it runs */
-	/* A CM event for the owner (listener events, connection ends). */
+	struct rpc_xprt *xprts;      /* the connections it ticks; linked and
+					unlinked under *xprts_lock when
+					set, unlinked by this loop's thread
+					only once it runs */
+	pthread_mutex_t *xprts_lock; /* the owner's, or NULL (one thread) */
+	/* A CM event for the owner (listener events, connection ends);
+	 * NULL: the loop does not watch the CM channel (a server's second
+	 * and further poll groups). */
 	void (*on_cm)(void *owner, struct rpcrdma_cm_event *ev);
 	/* Called each tick: reap dead connections etc. */
-	void (*on_round)(void *owner);
+	void (*on_round)(void *owner, struct rpc_loop *l);
 	void *owner;
 	int busy_poll_us;            /* the owner's opts.busy_poll_us */
+	/* A connection stopped being quiet (rpcrdma_rpc_loop_unquiet), and
+	 * whether the loop sleeps past its next 20 ms tick. */
+	atomic_uint unquiets;
+	atomic_bool sleeping_long;
+	char name[16];               /* its thread's (top -H, /proc): the
+					owner's, else "rpcrdma-loop" */
 };
 
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
-			  void (*on_round)(void *), void *owner);
+			  void (*on_round)(void *, struct rpc_loop *),
+			  void *owner);
 /* Before start: CQs are attended from outside (svc_run), through the fd
  * this returns (readable when a connection has work, or after
  * rpcrdma_rpc_loop_kick); rpcrdma_rpc_loop_attend_external services it.

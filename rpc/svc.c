@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The RPC server: a listener, any number of connections (one engine
- * each) and one event-loop thread for all of them; handlers run on the
- * thread that takes each call, or on a worker pool (dispatch.c).
+ * each) spread over poll groups (opts.threads; one per CPU by default):
+ * an event-loop thread each, which attends, ticks and reaps its own
+ * connections, none of them on a timer of its own.  A new connection
+ * goes to the group with the fewest.  Handlers run on the thread that
+ * takes each call, or on a worker pool (dispatch.c).
  *
  * Accepting: on CONNECT_REQUEST the connection's QP and engine are created
  * and the engine is told the connection is up (with the client's RFC 8797
@@ -22,6 +25,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,13 +40,19 @@
 struct rpcrdma_svc {
 	struct rpcrdma_opts opts;
 	struct rpc_dev rd;
-	struct rpc_loop loop;
+	/* The poll groups (opts.threads): one loop thread each, with the
+	 * connections it attends, ticks and reaps.  loops[0] also takes
+	 * the CM events (the listener's and every connection's). */
+	struct rpc_loop *loops;
+	unsigned nloops;
+	unsigned *nconns;            /* connections in each (list_lock) */
 	struct rpcrdma_cm_id *listen_id;
 	char name[64];               /* the listening address */
 	uint16_t port;
 	struct rpc_disp *disp;
-	/* Guards loop.xprts against rpcrdma_svc_stats() (only the loop
-	 * thread changes the list) and the counters of reaped
+	/* Guards every loop's list of connections (loops[0]'s thread
+	 * links, each loop's thread unlinks its own) against the readers
+	 * (rpcrdma_svc_stats(), CM events), and the counters of reaped
 	 * connections. */
 	pthread_mutex_t list_lock;
 	struct rpcrdma_stats reaped;
@@ -93,13 +103,15 @@ static void svc_count(struct rpcrdma_svc *s, unsigned *live, uint64_t *bytes)
 	*live = 0;
 	*bytes = 0;
 	pthread_mutex_lock(&s->list_lock);
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
-		pthread_mutex_lock(&x->lock);
-		*live += !x->dead;
-		pthread_mutex_unlock(&x->lock);
-		*bytes += per + (uint64_t)rpcrdma_rpc_region_registrations(x->rr) *
-					s->opts.max_msg;
-	}
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next) {
+			pthread_mutex_lock(&x->lock);
+			*live += !x->dead;
+			pthread_mutex_unlock(&x->lock);
+			*bytes += per +
+				  (uint64_t)rpcrdma_rpc_region_registrations(
+					  x->rr) * s->opts.max_msg;
+		}
 	pthread_mutex_unlock(&s->list_lock);
 }
 
@@ -181,13 +193,16 @@ static void svc_refuse_resources(struct rpcrdma_svc *s,
 	svc_refuse(s, id, LIM_RESOURCES, why, detail);
 }
 
-/* Unregisters x from the loop and frees it.  svc_run() may be attending
- * the loop's set with x's datum in hand: wait for it (attend_lock). */
-static void reap(struct rpcrdma_svc *s, struct rpc_xprt *x)
+/* Unregisters x from its loop and frees it: on that loop's thread, or
+ * once it has stopped (epoll data and the loop's hot list name x until
+ * then).  svc_run() may be attending the loop's set with x's datum in
+ * hand: wait for it (attend_lock). */
+static void reap(struct rpc_xprt *x)
 {
-	pthread_mutex_lock(&s->loop.attend_lock);
-	rpcrdma_rpc_loop_remove(&s->loop, x);
-	pthread_mutex_unlock(&s->loop.attend_lock);
+	struct rpc_loop *l = x->loop;
+	pthread_mutex_lock(&l->attend_lock);
+	rpcrdma_rpc_loop_remove(l, x);
+	pthread_mutex_unlock(&l->attend_lock);
 	pthread_mutex_lock(&x->lock);
 	rpcrdma_rpc_xprt_quiesce_locked(x);
 	pthread_mutex_unlock(&x->lock);
@@ -254,14 +269,31 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	pthread_mutex_lock(&x->lock);
 	rpcrdma_rpc_disp_attach_locked(x, s->disp);
 	pthread_mutex_unlock(&x->lock);
-	x->loop = &s->loop;
+	/* The poll group with the fewest connections: its thread attends
+	 * x from now on, and its handlers run there (workers 0). */
+	unsigned g = 0;
+	pthread_mutex_lock(&s->list_lock);
+	for (unsigned k = 1; k < s->nloops; k++)
+		if (s->nconns[k] < s->nconns[g])
+			g = k;
+	pthread_mutex_unlock(&s->list_lock);
+	x->loop = &s->loops[g];
 	errno = 0;
-	if (rpcrdma_rpc_loop_add(&s->loop, x) < 0) {
+	if (rpcrdma_rpc_loop_add(x->loop, x) < 0) {
 		svc_refuse_resources(s, x->id, RPCRDMA_ERR_SYSTEM, errno);
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 		rpcrdma_rpc_xprt_destroy(x);
 		return;
 	}
+	/* Listed before the accept: from then on its group's thread may
+	 * serve it (and the stats must count it) while this thread is
+	 * still here; the reference keeps that thread from reaping it. */
+	rpcrdma_rpc_xprt_get(x);
+	pthread_mutex_lock(&s->list_lock);
+	x->next = s->loops[g].xprts;
+	s->loops[g].xprts = x;
+	s->nconns[g]++;
+	pthread_mutex_unlock(&s->list_lock);
 	uint32_t ord = x->ord;
 	if (ev->responder_resources && ev->responder_resources < ord)
 		ord = ev->responder_resources;
@@ -278,16 +310,28 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 		rc = ops->accept(x->id, &cp);
 	}
 	if (rc < 0) {
+		/* Its group's thread reaps it (it may be looking at it). */
 		ops->reject(x->id, NULL, 0);
 		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
-		reap(s, x);
-		return;
 	}
+	rpcrdma_rpc_xprt_put(x);
+	if (rc == 0)
+		svc_limits_clear(s);
+}
+
+/* The connection of a cm_id in any poll group, with a reference (its
+ * loop cannot reap it meanwhile), or NULL. */
+static struct rpc_xprt *svc_find(struct rpcrdma_svc *s,
+				 const struct rpcrdma_cm_id *id)
+{
+	struct rpc_xprt *x = NULL;
 	pthread_mutex_lock(&s->list_lock);
-	x->next = s->loop.xprts;
-	s->loop.xprts = x;
+	for (unsigned g = 0; g < s->nloops && !x; g++)
+		x = rpcrdma_rpc_loop_find(&s->loops[g], id);
+	if (x)
+		rpcrdma_rpc_xprt_get(x);
 	pthread_mutex_unlock(&s->list_lock);
-	svc_limits_clear(s);
+	return x;
 }
 
 static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)
@@ -299,7 +343,7 @@ static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 		svc_accept(s, ev);
 		return;
 	}
-	x = rpcrdma_rpc_loop_find(&s->loop, ev->id);
+	x = svc_find(s, ev->id);
 	if (!x)
 		return;
 	switch (ev->type) {
@@ -315,29 +359,35 @@ static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 	default:
 		break;
 	}
+	rpcrdma_rpc_xprt_put(x);
 }
 
-/* Reap connections that are gone and no longer referenced. */
-static void svc_round(void *owner)
+/* Reap the connections of loop l (on its thread) that are gone and no
+ * longer referenced.  Under list_lock: a CM event's lookup (svc_find)
+ * takes its reference under it too. */
+static void svc_round(void *owner, struct rpc_loop *l)
 {
 	struct rpcrdma_svc *s = owner;
-	struct rpc_xprt **pp = &s->loop.xprts;
+	struct rpc_xprt **pp = &l->xprts;
 
+	pthread_mutex_lock(&s->list_lock);
 	while (*pp) {
 		struct rpc_xprt *x = *pp;
 		pthread_mutex_lock(&x->lock);
 		bool gone = x->dead && x->refs == 0;
 		pthread_mutex_unlock(&x->lock);
 		if (gone) {
-			pthread_mutex_lock(&s->list_lock);
 			*pp = x->next;
+			s->nconns[l - s->loops]--;
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
 			pthread_mutex_unlock(&s->list_lock);
-			reap(s, x);
+			reap(x);
+			pthread_mutex_lock(&s->list_lock);
 		} else {
 			pp = &x->next;
 		}
 	}
+	pthread_mutex_unlock(&s->list_lock);
 }
 
 RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
@@ -349,7 +399,25 @@ RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 
 struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
 {
-	return &s->loop;
+	return &s->loops[0];
+}
+
+/* Poll groups: opts.threads, or one per CPU this process may run on;
+ * one when svc_run() attends the connections (external). */
+static unsigned svc_threads(const struct rpcrdma_opts *o, bool external)
+{
+	if (external)
+		return 1;
+	if (o->threads)
+		return o->threads;
+	cpu_set_t set;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n < 1)
+		n = 1;
+	return (unsigned)n > RPCRDMA_RPC_MAX_THREADS ? RPCRDMA_RPC_MAX_THREADS
+						     : (unsigned)n;
 }
 
 int rpcrdma_rpc_svc_create(const char *listen_addr,
@@ -366,11 +434,20 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	struct rpcrdma_svc *s = calloc(1, sizeof(*s));
 	if (!s)
 		return RPCRDMA_ERR_NOMEM;
-	s->loop.wakefd = -1;
 	pthread_mutex_init(&s->list_lock, NULL);
 	rc = rpcrdma_rpc_opts_fill(opts, &s->opts);
 	if (rc < 0)
 		goto fail;
+	unsigned nl = svc_threads(&s->opts, external);
+	s->loops = calloc(nl, sizeof(*s->loops));
+	s->nconns = calloc(nl, sizeof(*s->nconns));
+	if (!s->loops || !s->nconns) {
+		rc = RPCRDMA_ERR_NOMEM;
+		goto fail;
+	}
+	for (unsigned g = 0; g < nl; g++)
+		s->loops[g].wakefd = -1;
+	s->nloops = nl;
 	rc = rpcrdma_rpc_parse_addr(listen_addr, &ss, &sl);
 	if (rc < 0)
 		goto fail;
@@ -399,17 +476,25 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 		rc = RPCRDMA_ERR_NOMEM;
 		goto fail;
 	}
-	rc = rpcrdma_rpc_loop_init(&s->loop, &s->rd, svc_on_cm, svc_round, s);
-	if (rc < 0)
+	for (unsigned g = 0; g < nl; g++) {
+		struct rpc_loop *l = &s->loops[g];
+		rc = rpcrdma_rpc_loop_init(l, &s->rd, g ? NULL : svc_on_cm,
+					   svc_round, s);
+		if (rc < 0)
+			goto fail;
+		l->xprts_lock = &s->list_lock;
+		snprintf(l->name, sizeof l->name, "rpcrdma-pg%u", g % 1000);
+		l->busy_poll_us = s->opts.busy_poll_us;
+	}
+	if (external && (rc = rpcrdma_rpc_loop_external(&s->loops[0])) < 0)
 		goto fail;
-	s->loop.busy_poll_us = s->opts.busy_poll_us;
-	if (external && (rc = rpcrdma_rpc_loop_external(&s->loop)) < 0)
-		goto fail;
-	rc = rpcrdma_rpc_loop_start(&s->loop);
-	if (rc < 0)
-		goto fail;
+	for (unsigned g = 0; g < nl; g++)
+		if ((rc = rpcrdma_rpc_loop_start(&s->loops[g])) < 0)
+			goto fail;
+	rpcrdma_rpc_trace("%s: %u poll group%s", s->name, nl,
+			  nl == 1 ? "" : "s");
 	s->stat_src = (struct rpc_stat_src){
-		.kind = RPCRDMA_STATX_SERVER, .obj = s, .loop = &s->loop,
+		.kind = RPCRDMA_STATX_SERVER, .obj = s, .loop = &s->loops[0],
 		.total = svc_total, .each = svc_each,
 	};
 	snprintf(s->stat_src.name, sizeof s->stat_src.name, "%s", s->name);
@@ -465,44 +550,55 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	const struct rpcrdma_provider_ops *ops = s->rd.ops;
 	if (s->exported)
 		rpcrdma_rpc_stats_unregister(&s->stat_src);
-	rpcrdma_rpc_loop_stop(&s->loop);
+	for (unsigned g = 0; g < s->nloops; g++)
+		rpcrdma_rpc_loop_stop(&s->loops[g]);
 	if (s->listen_id)
 		ops->destroy_id(s->listen_id);
 	s->listen_id = NULL;
 	/* Disconnect everything, give the peers a moment to see it, then
 	 * unwind every engine so waiting handlers' replies fail fast. */
 	unsigned live = 0;
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		if (!x->dead) {
-			ops->disconnect(x->id);
-			live++;
-		}
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
+			if (!x->dead) {
+				ops->disconnect(x->id);
+				live++;
+			}
 	uint64_t end = rpcrdma_rpc_now_ms() + 1000;
 	while (live && rpcrdma_rpc_now_ms() < end) {
 		struct rpc_cm_ev ev;
 		if (rpcrdma_rpc_wait_cm(&s->rd, 100, &ev) < 0)
 			continue;
-		struct rpc_xprt *x = rpcrdma_rpc_loop_find(&s->loop, ev.id);
-		if (x && ev.type == RPCRDMA_CM_EVENT_DISCONNECTED && !x->dead) {
+		struct rpc_xprt *x = svc_find(s, ev.id);
+		if (!x)
+			continue;
+		if (ev.type == RPCRDMA_CM_EVENT_DISCONNECTED && !x->dead) {
 			rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 			live--;
 		}
+		rpcrdma_rpc_xprt_put(x);
 	}
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
+			rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 	/* Handlers still queued run now; their replies find the
 	 * connection gone. */
 	rpcrdma_rpc_disp_destroy(s->disp);
 	s->disp = NULL;
-	while (s->loop.xprts) {
-		struct rpc_xprt *x = s->loop.xprts;
-		s->loop.xprts = x->next;
-		reap(s, x);
+	for (unsigned g = 0; g < s->nloops; g++) {
+		struct rpc_loop *l = &s->loops[g];
+		while (l->xprts) {
+			struct rpc_xprt *x = l->xprts;
+			l->xprts = x->next;
+			reap(x);
+		}
+		if (l->wakefd >= 0)
+			rpcrdma_rpc_loop_fini(l);
 	}
-	if (s->loop.wakefd >= 0)
-		rpcrdma_rpc_loop_fini(&s->loop);
 	rpcrdma_rpc_dev_close(&s->rd);
 	pthread_mutex_destroy(&s->list_lock);
+	free(s->loops);
+	free(s->nconns);
 	free(s);
 }
 
@@ -513,12 +609,13 @@ static unsigned svc_total(void *obj, struct rpcrdma_stats *all)
 	unsigned live = 0;
 	pthread_mutex_lock(&s->list_lock);
 	*all = s->reaped;
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next) {
-		rpcrdma_rpc_xprt_add_stats(x, all);
-		pthread_mutex_lock(&x->lock);
-		live += x->connected && !x->dead;
-		pthread_mutex_unlock(&x->lock);
-	}
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next) {
+			rpcrdma_rpc_xprt_add_stats(x, all);
+			pthread_mutex_lock(&x->lock);
+			live += x->connected && !x->dead;
+			pthread_mutex_unlock(&x->lock);
+		}
 	pthread_mutex_unlock(&s->list_lock);
 	all->credits_granted = 0;
 	return live;
@@ -529,8 +626,9 @@ static void svc_each(void *obj, void (*fn)(void *, struct rpc_xprt *),
 {
 	struct rpcrdma_svc *s = obj;
 	pthread_mutex_lock(&s->list_lock);
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		fn(ctx, x);
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
+			fn(ctx, x);
 	pthread_mutex_unlock(&s->list_lock);
 }
 
@@ -544,8 +642,9 @@ RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,
 		return RPCRDMA_ERR_INVAL;
 	pthread_mutex_lock(&s->list_lock);
 	all = s->reaped;
-	for (struct rpc_xprt *x = s->loop.xprts; x; x = x->next)
-		rpcrdma_rpc_xprt_add_stats(x, &all);
+	for (unsigned g = 0; g < s->nloops; g++)
+		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
+			rpcrdma_rpc_xprt_add_stats(x, &all);
 	pthread_mutex_unlock(&s->list_lock);
 	rpcrdma_rpc_reg_cache_stats(s->rd.cache, &all.reg_cache_hits,
 				    &all.reg_cache_misses);

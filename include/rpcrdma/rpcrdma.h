@@ -170,9 +170,19 @@ struct rpcrdma_opts {
 				       RPCRDMA_ERR_CONNREFUSED; the reject
 				       says why).  0: no budget (default);
 				       RPCRDMA_MAX_MEMORY */
+	unsigned threads;           /* server: poll groups, each an event-
+				       loop thread that attends its share
+				       of the connections (a new one goes
+				       to the group with the fewest) and
+				       runs their handlers when workers is
+				       0.  0: one per CPU the process may
+				       run on (default; at most 256);
+				       RPCRDMA_THREADS.  A server whose
+				       connections svc_run() attends
+				       (libtirpc) has one */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD max_memory
+#define RPCRDMA_OPTS_LAST_FIELD threads
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -203,7 +213,8 @@ enum rpcrdma_versions {
  * RPCRDMA_RDMA_TIMEOUT_MS (decimal) the fields of the same names,
  * RPCRDMA_MAX_MSG (bytes, "4M") max_msg, RPCRDMA_MPA_CRC (0 or 1)
  * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us,
- * RPCRDMA_MAX_MEMORY (bytes, "512M"; 0: none) max_memory.
+ * RPCRDMA_MAX_MEMORY (bytes, "512M"; 0: none) max_memory,
+ * RPCRDMA_THREADS (0 to 256; 0: one per CPU) threads.
  * Options whose number fields are 0 take these defaults too, so rpcgen
  * programs and every example honour them.  A value a variable does not
  * accept is refused: it is not taken here, and every create call fails
