@@ -29,9 +29,12 @@ static bool timed(const struct rs *s)
 
 bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e)
 {
-	if (!e->cfg.rdma_timeout_ms)
+	/* No slot taken (an idle connection): nothing to look at. */
+	if (!e->cfg.rdma_timeout_ms || e->nrs_free == e->nrs)
 		return false;
-	for (uint32_t i = 0; i < e->nrs; i++)
+	/* Slots past rs_used were never taken (a connection that only ever
+	 * had a call or two in flight used one or two). */
+	for (uint32_t i = 0; i < e->rs_used; i++)
 		if (timed(&e->rs[i]) && e->rs[i].epoch == e->epoch)
 			return true;
 	return false;
@@ -39,9 +42,12 @@ bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e)
 
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
 {
-	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked)
+	/* A free slot has no deadline (rpcrdma_rs_free clears it): with
+	 * every slot free there is nothing to look at. */
+	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked ||
+	    e->nrs_free == e->nrs)
 		return false;
-	for (uint32_t i = 0; i < e->nrs; i++) {
+	for (uint32_t i = 0; i < e->rs_used; i++) {
 		struct rs *s = &e->rs[i];
 		if (!timed(s) || s->epoch != e->epoch) {
 			s->rdma_deadline = 0;

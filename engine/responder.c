@@ -96,6 +96,7 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 	s->callbuf = NULL;
 	if (s->state != RS_FREE) {
 		s->state = RS_FREE;
+		s->rdma_deadline = 0; /* rdma_timeout.c skips free slots */
 		e->rs_free[e->nrs_free++] = s->idx;
 	}
 }

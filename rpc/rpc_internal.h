@@ -509,7 +509,7 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
  * close): such a connection costs the loop nothing between two of these.
  * Its arrivals wake the loop through its CQ fd as ever; the tick only
  * looks at its CQ once more, in case a wake-up was lost. */
-#define RPC_QUIET_TICK_MS 1000
+#define RPC_QUIET_TICK_MS 2000
 
 /* Something on x may wait on time now (the engine moved, a close was
  * asked): the loop ticks it again from its next tick. */
@@ -575,9 +575,11 @@ bool rpcrdma_rpc_v1_server_known(const char *key);
 void rpcrdma_rpc_v1_server_remember(const char *key);
 
 /* ---------------------------------------------------------------------
- * Event loop (loop.c): one thread per client or server, sleeping in
- * epoll_wait on a wake-up eventfd, the CM channel fd and the CQ fd of
- * every connection it watches; ticks every 20 ms for time-outs.
+ * Event loop (loop.c): one thread per client or server poll group,
+ * sleeping in epoll_wait on a wake-up eventfd, the CM channel fd (group
+ * 0) and the CQ fd of every connection it watches; ticks every 20 ms for
+ * time-outs while one of its connections waits on time, else sleeps
+ * until the earliest quiet tick.
  */
 #define LOOP_HOT 16
 /* A server's poll groups at most (opts.threads). */

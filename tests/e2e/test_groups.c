@@ -10,13 +10,14 @@
  *           reaps them, and the next four connections all go to it.
  *  idle     the same server and 12 clients held idle 1.5 s: no loop
  *           thread, server or client, wakes on a 20 ms tick (that would
- *           be 75 wake-ups); each may look once a second.  Counted as
+ *           be 75 wake-ups); each may look once every 2 s (the quiet
+ *           tick, RPC_QUIET_TICK_MS).  Counted as
  *           the voluntary context switches of each thread in /proc.
  *  timeout  after the client's loop has slept through an idle second, an
  *           asynchronous call whose handler does not answer in time
  *           still times out on time (call timeout 200 ms, reported
- *           before 500 ms; 300 ms into the loop's quiet second, which
- *           would end 700 ms later): the call wakes the sleeping loop
+ *           before 500 ms; started 300 ms into a second, when the loop
+ *           would sleep 700 ms or more): the call wakes the sleeping loop
  *           (rpcrdma_rpc_loop_unquiet).  Three times.
  *  env      RPCRDMA_THREADS=2 gives two groups; a value out of range is
  *           refused (RPCRDMA_ERR_CONFIG).
@@ -176,7 +177,7 @@ static void spread_and_idle(void)
 	for (int g = 0; g < NGROUPS; g++)
 		CHECK_EQ(per[g], NCLNT / NGROUPS);
 
-	/* Idle: let every loop settle into its quiet second, then count. */
+	/* Idle: let every loop settle into its quiet sleep, then count. */
 	sleep_ms(1200);
 	long before_s[16], after_s[16], before_c[NCLNT + 4],
 		after_c[NCLNT + 4];
@@ -251,10 +252,10 @@ static void timeout_after_idle(void)
 	}
 	CHECK(call_group(c) != -100); /* (a worker: not a group's thread) */
 	for (unsigned k = 0; k < 3; k++) {
-		/* Idle past a quiet second (the client's loop sleeps until
-		 * the next whole second of CLOCK_MONOTONIC, progress.c),
-		 * then 300 ms into a second: the loop would sleep 700 ms
-		 * more if nothing woke it. */
+		/* Idle past a quiet tick (the client's loop sleeps until
+		 * the next multiple of RPC_QUIET_TICK_MS, 2 s, of
+		 * CLOCK_MONOTONIC, progress.c), then 300 ms into a second:
+		 * the loop would sleep 700 ms or more if nothing woke it. */
 		sleep_ms(1200);
 		uint64_t t = now_ms();
 		sleep_ms((unsigned)(1300 - t % 1000) % 1000);
