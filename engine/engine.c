@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pages.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
 #include "wire/xdr.h"
@@ -357,6 +358,25 @@ static void apply(struct rpcrdma_engine *e,
 	e->arena_len = z->arena;
 }
 
+/* The arrays of an engine of sizes z, in one block of pages: the arena
+ * first (page-aligned, as registration likes it), in the order
+ * rpcrdma_engine_create and rpcrdma_engine_destroy name them. */
+#define ENGINE_PARTS 10
+static void parts_len(const struct rpcrdma_engine_sizes *z, size_t *len)
+{
+	const struct rpcrdma_engine *e = NULL; /* for sizeof only */
+	len[0] = z->arena;
+	len[1] = (size_t)z->nrq * sizeof *e->rq;
+	len[2] = (size_t)z->nrs * sizeof *e->rs;
+	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
+	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
+	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
+	len[6] = (size_t)z->nrbuf * sizeof *e->rfree;
+	len[7] = (size_t)z->nrbuf * sizeof *e->rposted;
+	len[8] = (size_t)z->wrq * sizeof *e->wrq;
+	len[9] = (size_t)z->sqe * sizeof *e->sqe;
+}
+
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
 			  struct rpcrdma_engine **out)
@@ -367,30 +387,35 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	int rc = derive(cfg, &z);
 	if (rc)
 		return rc;
-	struct rpcrdma_engine *e = calloc(1, sizeof *e);
+	/* The engine, its slots and its buffers are most of what a
+	 * connection holds: pages, so that they go back to the system when
+	 * it closes (common/pages.h).  Only the event queue, which may grow,
+	 * stays with malloc. */
+	struct rpcrdma_engine *e = rpcrdma_pages_alloc(sizeof *e);
 	if (!e)
 		return RPCRDMA_ERR_NOMEM;
 	e->mem = *mem;
 	apply(e, cfg, &z);
 	e->cap = z;
-	e->rq = calloc(z.nrq, sizeof *e->rq);
-	e->rs = calloc(z.nrs, sizeof *e->rs);
-	e->rq_free = calloc(z.nrq, sizeof *e->rq_free);
-	e->rs_free = calloc(z.nrs, sizeof *e->rs_free);
-	e->xid_map = calloc(z.xid_map, sizeof *e->xid_map);
-	e->rfree = calloc(z.nrbuf, sizeof *e->rfree);
-	e->rposted = calloc(z.nrbuf, sizeof *e->rposted);
-	e->wrq = calloc(z.wrq, sizeof *e->wrq);
+	size_t len[ENGINE_PARTS];
+	void *p[ENGINE_PARTS];
+	parts_len(&z, len);
 	e->evq = calloc(z.evq, sizeof *e->evq);
-	e->sqe = calloc(z.sqe, sizeof *e->sqe);
-	e->arena = calloc(1, z.arena);
-	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
-	    !e->xid_map || !e->sqe) {
+	if (!e->evq || rpcrdma_pages_parts_alloc(len, p, ENGINE_PARTS)) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
 		return RPCRDMA_ERR_NOMEM;
 	}
+	e->arena = p[0];
+	e->rq = p[1];
+	e->rs = p[2];
+	e->rq_free = p[3];
+	e->rs_free = p[4];
+	e->xid_map = p[5];
+	e->rfree = p[6];
+	e->rposted = p[7];
+	e->wrq = p[8];
+	e->sqe = p[9];
 	rpcrdma_sq_config(e);
 	rc = mem->reg(mem->ctx, e->arena, z.arena, RPCRDMA_ACCESS_LOCAL_WRITE,
 		      &e->arena_mr);
@@ -428,18 +453,15 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	release_slots(e);
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
-	free(e->arena);
-	rpcrdma_sq_destroy(e);
-	free(e->xid_map);
-	free(e->rq_free);
-	free(e->rs_free);
+	size_t len[ENGINE_PARTS];
+	void *const p[ENGINE_PARTS] = {
+		e->arena, e->rq, e->rs, e->rq_free, e->rs_free,
+		e->xid_map, e->rfree, e->rposted, e->wrq, e->sqe,
+	};
+	parts_len(&e->cap, len);
+	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS);
 	free(e->evq);
-	free(e->wrq);
-	free(e->rposted);
-	free(e->rfree);
-	free(e->rs);
-	free(e->rq);
-	free(e);
+	rpcrdma_pages_free(e, sizeof *e);
 }
 
 int rpcrdma_engine_reset(struct rpcrdma_engine *e,

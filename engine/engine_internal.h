@@ -434,7 +434,6 @@ void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* send_queue.c */
 void rpcrdma_sq_config(struct rpcrdma_engine *e);
-void rpcrdma_sq_destroy(struct rpcrdma_engine *e);
 void rpcrdma_sq_reset(struct rpcrdma_engine *e);
 /* A send-queue request is handed out: record it, choose signalling. */
 void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);
