@@ -14,6 +14,9 @@
  * that svc_run() polls, so the thread that reads a call is svc_run's.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +260,35 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	pthread_mutex_unlock(&l->attend_lock);
 }
 
+void rpcrdma_rpc_loop_reaped(struct rpc_loop *l)
+{
+	l->reaped = true;
+}
+
+/* After connections closed: what a connection holds for its life comes
+ * from pages and went back as it was freed (common/pages.h), but its few
+ * small records (the connection, its CQ, its event queue...) came from
+ * malloc, between the blocks of connections still open and of other
+ * threads.  glibc gives back only the top of a heap, and only past its
+ * trim threshold (which an application tuning for large blocks raises):
+ * a thousand closed connections left megabytes free but resident in the
+ * middle of the loop thread's heap.  malloc_trim hands every whole free
+ * page of every heap back.  Once per burst of closes, RPC_TRIM_AFTER_MS
+ * after the last: never on a call's path, and not while connections
+ * are still going (their memory is about to be reused). */
+static void trim_after_reaps(struct rpc_loop *l, uint64_t now)
+{
+	if (l->reaped) {
+		l->reaped = false;
+		l->trim_at = now + RPC_TRIM_AFTER_MS;
+	} else if (l->trim_at && now >= l->trim_at) {
+		l->trim_at = 0;
+#ifdef __GLIBC__
+		malloc_trim(0);
+#endif
+	}
+}
+
 static void tick(struct rpc_loop *l, uint64_t now)
 {
 	/* Registered buffers unused for a while go back to the system. */
@@ -270,6 +302,7 @@ static void tick(struct rpc_loop *l, uint64_t now)
 			rpcrdma_rpc_xprt_tick(x, now);
 	if (l->on_round)
 		l->on_round(l->owner);
+	trim_after_reaps(l, now);
 }
 
 static void *loop_main(void *arg)

@@ -334,6 +334,7 @@ static void svc_round(void *owner)
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
 			pthread_mutex_unlock(&s->list_lock);
 			reap(s, x);
+			rpcrdma_rpc_loop_reaped(&s->loop);
 		} else {
 			pp = &x->next;
 		}
