@@ -49,12 +49,12 @@ static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 {
 	const struct iw_qp *qp = NULL; /* for sizeof only */
 	len[0] = IW_RXBUF;
-	len[1] = (size_t)sq * sizeof(*qp->sq);
-	len[2] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
-	len[3] = (size_t)sq * inl;
-	len[4] = (size_t)rq * sizeof(*qp->rq);
-	len[5] = IW_MAX_RD * sizeof(*qp->orq);
-	len[6] = IW_MAX_RD * sizeof(*qp->irq);
+	len[1] = IW_MAX_RD * sizeof(*qp->orq);
+	len[2] = IW_MAX_RD * sizeof(*qp->irq);
+	len[3] = (size_t)rq * sizeof(*qp->rq);
+	len[4] = (size_t)sq * sizeof(*qp->sq);
+	len[5] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
+	len[6] = (size_t)sq * inl;
 }
 
 static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
@@ -62,8 +62,8 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 {
 	size_t len[QP_PARTS];
 	void *const p[QP_PARTS] = {
-		qp->rx.buf, qp->sq, qp->sq_sge, qp->sq_inl, qp->rq,
-		qp->orq, qp->irq,
+		qp->rx.buf, qp->orq, qp->irq, qp->rq, qp->sq, qp->sq_sge,
+		qp->sq_inl,
 	};
 	queues_len(len, sq, ssge, inl, rq);
 	rpcrdma_pages_parts_free(p, len, QP_PARTS);
@@ -110,12 +110,12 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 		return RPCRDMA_ERR_NOMEM;
 	}
 	qp->rx.buf = p[0];
-	qp->sq = p[1];
-	qp->sq_sge = p[2];
-	qp->sq_inl = p[3];
-	qp->rq = p[4];
-	qp->orq = p[5];
-	qp->irq = p[6];
+	qp->orq = p[1];
+	qp->irq = p[2];
+	qp->rq = p[3];
+	qp->sq = p[4];
+	qp->sq_sge = p[5];
+	qp->sq_inl = p[6];
 	qp->sq_cap = sq;
 	qp->sq_max_sge = ssge;
 	qp->sq_max_inline = inl;
