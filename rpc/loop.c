@@ -267,15 +267,17 @@ void rpcrdma_rpc_loop_reaped(struct rpc_loop *l)
 
 /* After connections closed: what a connection holds for its life comes
  * from pages and went back as it was freed (common/pages.h), but its few
- * small records (the connection, its CQ, its event queue...) came from
+ * small records (the connection, its CQ, its role states...) came from
  * malloc, between the blocks of connections still open and of other
  * threads.  glibc gives back only the top of a heap, and only past its
  * trim threshold (which an application tuning for large blocks raises):
  * a thousand closed connections left megabytes free but resident in the
- * middle of the loop thread's heap.  malloc_trim hands every whole free
- * page of every heap back.  Once per burst of closes, RPC_TRIM_AFTER_MS
- * after the last: never on a call's path, and not while connections
- * are still going (their memory is about to be reused). */
+ * middle of the loop thread's heap.  malloc_trim hands back every whole
+ * free page inside every heap, and the main heap's top (not the top of
+ * another thread's heap: that stays to the trim threshold).  Once per
+ * burst of closes, RPC_TRIM_AFTER_MS after the last: never on a call's
+ * path, and not while connections are still going (their memory is
+ * about to be reused). */
 static void trim_after_reaps(struct rpc_loop *l, uint64_t now)
 {
 	if (l->reaped) {
