@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pages.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
 #include "wire/xdr.h"
@@ -81,7 +82,8 @@ static bool ev_grow(struct rpcrdma_engine *e)
 		return false;
 	for (uint32_t i = 0; i < e->evq_count; i++)
 		q[i] = e->evq[(e->evq_head + i) % e->evq_cap];
-	free(e->evq);
+	if (e->evq != e->evq0)
+		free(e->evq);
 	e->evq = q;
 	e->evq_cap = cap;
 	e->cap.evq = cap; /* what a reset clears */
@@ -357,6 +359,29 @@ static void apply(struct rpcrdma_engine *e,
 	e->arena_len = z->arena;
 }
 
+/* The arrays of an engine of sizes z (and an event queue of evq
+ * entries), in one block of pages: the arena first (page-aligned, as
+ * registration likes it), then the small arrays together (they share
+ * the pages every connection touches), in the order
+ * rpcrdma_engine_create and rpcrdma_engine_destroy name them. */
+#define ENGINE_PARTS 11
+static void parts_len(const struct rpcrdma_engine_sizes *z, uint32_t evq,
+		      size_t *len)
+{
+	const struct rpcrdma_engine *e = NULL; /* for sizeof only */
+	len[0] = z->arena;
+	len[1] = (size_t)evq * sizeof *e->evq;
+	len[2] = (size_t)z->sqe * sizeof *e->sqe;
+	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
+	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
+	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
+	len[6] = (size_t)z->nrbuf * sizeof *e->rfree;
+	len[7] = (size_t)z->nrbuf * sizeof *e->rposted;
+	len[8] = (size_t)z->nrq * sizeof *e->rq;
+	len[9] = (size_t)z->nrs * sizeof *e->rs;
+	len[10] = (size_t)z->wrq * sizeof *e->wrq;
+}
+
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 			  const struct rpcrdma_engine_mem_ops *mem,
 			  struct rpcrdma_engine **out)
@@ -367,30 +392,35 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	int rc = derive(cfg, &z);
 	if (rc)
 		return rc;
-	struct rpcrdma_engine *e = calloc(1, sizeof *e);
+	/* The engine, its slots and its buffers are most of what a
+	 * connection holds: pages, so that they go back to the system when
+	 * it closes (common/pages.h). */
+	struct rpcrdma_engine *e = rpcrdma_pages_alloc(sizeof *e);
 	if (!e)
 		return RPCRDMA_ERR_NOMEM;
 	e->mem = *mem;
 	apply(e, cfg, &z);
 	e->cap = z;
-	e->rq = calloc(z.nrq, sizeof *e->rq);
-	e->rs = calloc(z.nrs, sizeof *e->rs);
-	e->rq_free = calloc(z.nrq, sizeof *e->rq_free);
-	e->rs_free = calloc(z.nrs, sizeof *e->rs_free);
-	e->xid_map = calloc(z.xid_map, sizeof *e->xid_map);
-	e->rfree = calloc(z.nrbuf, sizeof *e->rfree);
-	e->rposted = calloc(z.nrbuf, sizeof *e->rposted);
-	e->wrq = calloc(z.wrq, sizeof *e->wrq);
-	e->evq = calloc(z.evq, sizeof *e->evq);
-	e->sqe = calloc(z.sqe, sizeof *e->sqe);
-	e->arena = calloc(1, z.arena);
-	if (!e->rq || !e->rs || !e->rfree || !e->rposted || !e->wrq ||
-	    !e->evq || !e->arena || !e->rq_free || !e->rs_free ||
-	    !e->xid_map || !e->sqe) {
+	size_t len[ENGINE_PARTS];
+	void *p[ENGINE_PARTS];
+	parts_len(&z, z.evq, len);
+	if (rpcrdma_pages_parts_alloc(len, p, ENGINE_PARTS)) {
 		e->arena_mr.addr = NULL;
 		rpcrdma_engine_destroy(e);
 		return RPCRDMA_ERR_NOMEM;
 	}
+	e->arena = p[0];
+	e->evq = e->evq0 = p[1];
+	e->sqe = p[2];
+	e->rq_free = p[3];
+	e->rs_free = p[4];
+	e->xid_map = p[5];
+	e->rfree = p[6];
+	e->rposted = p[7];
+	e->rq = p[8];
+	e->rs = p[9];
+	e->wrq = p[10];
+	e->evq0_cap = z.evq;
 	rpcrdma_sq_config(e);
 	rc = mem->reg(mem->ctx, e->arena, z.arena, RPCRDMA_ACCESS_LOCAL_WRITE,
 		      &e->arena_mr);
@@ -428,18 +458,16 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	release_slots(e);
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
-	free(e->arena);
-	rpcrdma_sq_destroy(e);
-	free(e->xid_map);
-	free(e->rq_free);
-	free(e->rs_free);
-	free(e->evq);
-	free(e->wrq);
-	free(e->rposted);
-	free(e->rfree);
-	free(e->rs);
-	free(e->rq);
-	free(e);
+	size_t len[ENGINE_PARTS];
+	void *const p[ENGINE_PARTS] = {
+		e->arena, e->evq0, e->sqe, e->rq_free, e->rs_free,
+		e->xid_map, e->rfree, e->rposted, e->rq, e->rs, e->wrq,
+	};
+	parts_len(&e->cap, e->evq0_cap, len);
+	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS);
+	if (e->evq != e->evq0)
+		free(e->evq);
+	rpcrdma_pages_free(e, sizeof *e);
 }
 
 int rpcrdma_engine_reset(struct rpcrdma_engine *e,
@@ -458,7 +486,7 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 		return RPCRDMA_ERR_NOSPACE;
 	release_slots(e);
 	/* Keep what create allocated and registered (and how large it is);
-	 * every other field goes back to zero, as create's calloc left it,
+	 * every other field goes back to zero, as create left it,
 	 * and so does the content of every array but the buffers' (and the
 	 * scratch headers').  Slots never taken are as the last init left
 	 * them. */
@@ -472,7 +500,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	uint32_t *xid_map = e->xid_map, *rfree = e->rfree;
 	uint32_t *rposted = e->rposted;
 	struct rpcrdma_engine_wr *wrq = e->wrq;
-	struct evq_ent *evq = e->evq;
+	struct evq_ent *evq = e->evq, *evq0 = e->evq0;
+	uint32_t evq0_cap = e->evq0_cap;
 	struct sq_ent *sqe = e->sqe;
 	uint8_t *arena = e->arena;
 	struct rpcrdma_engine_config keep = *cfg; /* cfg may be &e->cfg */
@@ -491,6 +520,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	e->rposted = rposted;
 	e->wrq = wrq;
 	e->evq = evq;
+	e->evq0 = evq0;
+	e->evq0_cap = evq0_cap;
 	e->sqe = sqe;
 	e->arena = arena;
 	apply(e, &keep, &z);

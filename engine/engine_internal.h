@@ -348,6 +348,10 @@ struct rpcrdma_engine {
 	uint32_t wrq_cap, wrq_head, wrq_count;
 	struct evq_ent { uint8_t kind; uint32_t idx; int reason; } *evq;
 	uint32_t evq_cap, evq_head, evq_count;
+	/* The queue create made, in the engine's block of pages (evq is
+	 * another, malloc'd, once it grew), and its entries. */
+	struct evq_ent *evq0;
+	uint32_t evq0_cap;
 	bool ev_lost;          /* an event could not be queued */
 
 	/* Scratch headers (large: embedded chunk lists), written before
@@ -434,7 +438,6 @@ void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
 
 /* send_queue.c */
 void rpcrdma_sq_config(struct rpcrdma_engine *e);
-void rpcrdma_sq_destroy(struct rpcrdma_engine *e);
 void rpcrdma_sq_reset(struct rpcrdma_engine *e);
 /* A send-queue request is handed out: record it, choose signalling. */
 void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);

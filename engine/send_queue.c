@@ -22,7 +22,6 @@
  * signalled request still outstanding before the one completing stays
  * recorded until its own completion.
  */
-#include <stdlib.h>
 
 #include "engine/engine_internal.h"
 
@@ -39,12 +38,6 @@ void rpcrdma_sq_config(struct rpcrdma_engine *e)
 	if (n > 16)
 		n = 16;
 	e->signal_every = n ? n : 1;
-}
-
-void rpcrdma_sq_destroy(struct rpcrdma_engine *e)
-{
-	free(e->sqe);
-	e->sqe = NULL;
 }
 
 void rpcrdma_sq_reset(struct rpcrdma_engine *e)

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pages.h"
 #include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
@@ -157,12 +158,19 @@ int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 	return 0;
 }
 
+/* The requests of a connection, as long-lived as it: pages, given back
+ * when it goes (common/pages.h). */
 static struct rpcrdma_svc_req *reqs_create(uint32_t n)
 {
-	struct rpcrdma_svc_req *r = calloc(n ? n : 1, sizeof(*r));
+	struct rpcrdma_svc_req *r = rpcrdma_pages_array(n ? n : 1, sizeof(*r));
 	for (uint32_t i = 0; r && i < n; i++)
 		r[i].call_id = i;
 	return r;
+}
+
+static void reqs_free(struct rpcrdma_svc_req *r, uint32_t n)
+{
+	rpcrdma_pages_free(r, (n ? n : 1) * sizeof(*r));
 }
 
 /* ---------------------------------------------------------------------
@@ -678,7 +686,7 @@ static void responder_detach(struct rpc_xprt *x, void *state)
 	struct rpc_responder *q = state;
 	if (!q)
 		return;
-	free(q->reqs);
+	reqs_free(q->reqs, q->nreqs);
 	free(q);
 }
 

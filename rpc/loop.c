@@ -18,6 +18,9 @@
  * that svc_run() polls, so the thread that reads a call is svc_run's.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +267,37 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	pthread_mutex_unlock(&l->attend_lock);
 }
 
+void rpcrdma_rpc_loop_reaped(struct rpc_loop *l)
+{
+	l->reaped = true;
+}
+
+/* After connections closed: what a connection holds for its life comes
+ * from pages and went back as it was freed (common/pages.h), but its few
+ * small records (the connection, its CQ, its role states...) came from
+ * malloc, between the blocks of connections still open and of other
+ * threads.  glibc gives back only the top of a heap, and only past its
+ * trim threshold (which an application tuning for large blocks raises):
+ * a thousand closed connections left megabytes free but resident in the
+ * middle of the loop thread's heap.  malloc_trim hands back every whole
+ * free page inside every heap, and the main heap's top (not the top of
+ * another thread's heap: that stays to the trim threshold).  Once per
+ * burst of closes, RPC_TRIM_AFTER_MS after the last: never on a call's
+ * path, and not while connections are still going (their memory is
+ * about to be reused). */
+static void trim_after_reaps(struct rpc_loop *l, uint64_t now)
+{
+	if (l->reaped) {
+		l->reaped = false;
+		l->trim_at = now + RPC_TRIM_AFTER_MS;
+	} else if (l->trim_at && now >= l->trim_at) {
+		l->trim_at = 0;
+#ifdef __GLIBC__
+		malloc_trim(0);
+#endif
+	}
+}
+
 /* The connections to tick: the owner's lock (if it has one) orders this
  * read after the insertion of a connection another thread made; the
  * links past it change only on this thread (the owner removes its
@@ -302,6 +336,9 @@ static uint64_t tick(struct rpc_loop *l, uint64_t now)
 	}
 	if (l->on_round)
 		l->on_round(l->owner, l);
+	trim_after_reaps(l, now);
+	if (l->trim_at && l->trim_at < next)
+		next = l->trim_at;
 	return next;
 }
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pages.h"
 #include "rpc/rpc_internal.h"
 
 struct rpc_reply_region {
@@ -65,7 +66,7 @@ static void region_unref(struct rpc_reply_region *r)
 {
 	if (atomic_fetch_sub(&r->refs, 1) != 1)
 		return;
-	free(r->buf);
+	rpcrdma_pages_free(r->buf, r->len);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -77,10 +78,13 @@ void *rpcrdma_rpc_region_get(struct rpc_reply_region *r, size_t need)
 	pthread_mutex_lock(&r->lock);
 	void *buf = NULL;
 	if (!r->closed && !r->buf) {
-		/* Uninitialised on purpose: the peer writes it and we read
-		 * only what the engine says was written. */
-		void *p = NULL;
-		if (posix_memalign(&p, 4096, r->len) == 0) {
+		/* Pages, as long-lived as the connection and given back
+		 * when it goes, whatever the application's malloc does
+		 * (common/pages.h); page-aligned for registration, and
+		 * nothing to clear: the peer writes it and we read only
+		 * what the engine says was written. */
+		void *p = rpcrdma_pages_alloc(r->len);
+		if (p) {
 			unsigned acc = RPCRDMA_ACCESS_LOCAL_WRITE |
 				       (r->mw ? RPCRDMA_ACCESS_MW_BIND : 0);
 			if (r->ops->reg_mr(r->pd, p, r->len, acc, &r->mr) == 0) {
@@ -88,7 +92,7 @@ void *rpcrdma_rpc_region_get(struct rpc_reply_region *r, size_t need)
 				atomic_store(&r->registered, true);
 			} else {
 				r->mr = NULL;
-				free(p);
+				rpcrdma_pages_free(p, r->len);
 			}
 		}
 	}

@@ -624,6 +624,10 @@ struct rpc_loop {
 	atomic_bool sleeping_long;
 	char name[16];               /* its thread's (top -H, /proc): the
 					owner's, else "rpcrdma-loop" */
+	/* Connections were reaped in this round / the heap is trimmed at
+	 * this time (loop thread only: rpcrdma_rpc_loop_reaped). */
+	bool reaped;
+	uint64_t trim_at;
 };
 
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
@@ -638,6 +642,11 @@ int rpcrdma_rpc_loop_external(struct rpc_loop *l);
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l);
 void rpcrdma_rpc_loop_kick(struct rpc_loop *l);
 int rpcrdma_rpc_loop_start(struct rpc_loop *l);
+/* From on_round (loop thread): it freed connections.  Once none has been
+ * for RPC_TRIM_AFTER_MS, the loop gives the free memory of malloc's heaps
+ * back to the system (loop.c). */
+void rpcrdma_rpc_loop_reaped(struct rpc_loop *l);
+#define RPC_TRIM_AFTER_MS 1000
 void rpcrdma_rpc_loop_wake(struct rpc_loop *l);
 /* Stops and joins the thread (from any other thread). */
 void rpcrdma_rpc_loop_stop(struct rpc_loop *l);

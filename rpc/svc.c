@@ -382,6 +382,7 @@ static void svc_round(void *owner, struct rpc_loop *l)
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
 			pthread_mutex_unlock(&s->list_lock);
 			reap(x);
+			rpcrdma_rpc_loop_reaped(l);
 			pthread_mutex_lock(&s->list_lock);
 		} else {
 			pp = &x->next;

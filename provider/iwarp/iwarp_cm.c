@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/pages.h"
 #include "provider/iwarp/iwarp.h"
 
 /* ------------------------------------------------------------ channel */
@@ -164,7 +165,9 @@ int rpcrdma_iwarp_ack_cm_event(struct rpcrdma_cm_event *ev)
 static struct iw_ep *ep_new(struct iw_dev *dev, struct rpcrdma_cm_channel *ch,
 			    void *context)
 {
-	struct iw_ep *ep = calloc(1, sizeof(*ep));
+	/* An endpoint (with its QP, 18 KiB) lives as long as its
+	 * connection: pages, given back when it goes (common/pages.h). */
+	struct iw_ep *ep = rpcrdma_pages_alloc(sizeof(*ep));
 	if (!ep)
 		return NULL;
 	ep->base.dev = &dev->base;
@@ -204,7 +207,7 @@ void rpcrdma_iwarp_ep_free(struct iw_ep *ep)
 	pthread_mutex_destroy(&ep->qp.rq_lock);
 	pthread_mutex_destroy(&ep->qp.rx_lock);
 	pthread_mutex_destroy(&ep->qp.ep_lock);
-	free(ep);
+	rpcrdma_pages_free(ep, sizeof(*ep));
 }
 
 /* Unlinks ep from the live list and hands it to the progress thread,

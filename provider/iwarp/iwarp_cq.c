@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/pages.h"
 #include "provider/iwarp/iwarp.h"
 
 int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
@@ -21,7 +22,9 @@ int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
 	if (!cq)
 		return RPCRDMA_ERR_NOMEM;
 	cq->cap = (uint32_t)cqe;
-	cq->ring = calloc(cq->cap, sizeof(*cq->ring));
+	/* The ring lives as long as the connection: pages, given back
+	 * when it goes (common/pages.h). */
+	cq->ring = rpcrdma_pages_array(cq->cap, sizeof(*cq->ring));
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	cq->epfd = epoll_create1(EPOLL_CLOEXEC);
 	int rc = RPCRDMA_ERR_SYSTEM;
@@ -44,7 +47,7 @@ fail:
 		close(cq->efd);
 	if (cq->epfd >= 0)
 		close(cq->epfd);
-	free(cq->ring);
+	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
 	free(cq);
 	return rc;
 }
@@ -63,7 +66,7 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 	close(cq->epfd);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->qps_lock);
-	free(cq->ring);
+	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
 	free(cq);
 	return 0;
 }
@@ -83,11 +86,12 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		/* Overrun: verbs makes this a CQ error.  Grow instead: a lost
 		 * completion would hang the consumer forever. */
 		uint32_t ncap = cq->cap * 2;
-		struct rpcrdma_wc *r = calloc(ncap, sizeof(*r));
+		struct rpcrdma_wc *r = rpcrdma_pages_array(ncap, sizeof(*r));
 		if (r) {
 			for (uint32_t i = 0; i < count; i++)
 				r[i] = cq->ring[(cq->head + i) % cq->cap];
-			free(cq->ring);
+			rpcrdma_pages_free(cq->ring,
+					   cq->cap * sizeof(*cq->ring));
 			cq->ring = r;
 			cq->head = 0;
 			cq->cap = ncap;

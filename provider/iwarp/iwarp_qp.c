@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/pages.h"
 #include "provider/iwarp/iwarp.h"
 
 void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
@@ -36,6 +37,43 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 	/* Every receive completion of such a QP is one of its SRQ's. */
 	if (!send_side && qp->srq)
 		atomic_fetch_sub(&qp->srq->posted, 1);
+}
+
+/* The queues of a QP with sq send WRs of ssge SGEs and inl inline bytes
+ * and rq receive WRs, in one block of pages (it lives as long as its
+ * connection: given back when it goes, common/pages.h), in the order
+ * create_qp and queues_free name them. */
+#define QP_PARTS 7
+static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
+		       uint32_t rq)
+{
+	const struct iw_qp *qp = NULL; /* for sizeof only */
+	len[0] = IW_RXBUF;
+	len[1] = IW_MAX_RD * sizeof(*qp->orq);
+	len[2] = IW_MAX_RD * sizeof(*qp->irq);
+	len[3] = (size_t)rq * sizeof(*qp->rq);
+	len[4] = (size_t)sq * sizeof(*qp->sq);
+	len[5] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
+	len[6] = (size_t)sq * inl;
+}
+
+static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
+			uint32_t inl, uint32_t rq)
+{
+	size_t len[QP_PARTS];
+	void *const p[QP_PARTS] = {
+		qp->rx.buf, qp->orq, qp->irq, qp->rq, qp->sq, qp->sq_sge,
+		qp->sq_inl,
+	};
+	queues_len(len, sq, ssge, inl, rq);
+	rpcrdma_pages_parts_free(p, len, QP_PARTS);
+	qp->rx.buf = NULL;
+	qp->sq = NULL;
+	qp->sq_sge = NULL;
+	qp->sq_inl = NULL;
+	qp->rq = NULL;
+	qp->orq = NULL;
+	qp->irq = NULL;
 }
 
 int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
@@ -63,29 +101,21 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 			  : attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
 	pthread_mutex_lock(&qp->rx_lock);
 	pthread_mutex_lock(&qp->tx_lock);
-	qp->sq = calloc(sq, sizeof(*qp->sq));
-	qp->sq_sge = calloc((size_t)sq * ssge, sizeof(*qp->sq_sge));
-	qp->sq_inl = inl ? calloc(sq, inl) : NULL;
-	qp->rq = rq ? calloc(rq, sizeof(*qp->rq)) : NULL;
-	qp->orq = calloc(IW_MAX_RD, sizeof(*qp->orq));
-	qp->irq = calloc(IW_MAX_RD, sizeof(*qp->irq));
-	qp->rx.buf = malloc(IW_RXBUF);
-	if (!qp->sq || !qp->sq_sge || (inl && !qp->sq_inl) || (rq && !qp->rq) ||
-	    !qp->orq || !qp->irq || !qp->rx.buf) {
-		free(qp->sq);
-		free(qp->sq_sge);
-		free(qp->sq_inl);
-		qp->sq_sge = NULL;
-		qp->sq_inl = NULL;
-		free(qp->rq);
-		free(qp->orq);
-		free(qp->irq);
-		free(qp->rx.buf);
-		qp->rx.buf = NULL;
+	size_t len[QP_PARTS];
+	void *p[QP_PARTS];
+	queues_len(len, sq, ssge, inl, rq);
+	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS)) {
 		pthread_mutex_unlock(&qp->tx_lock);
 		pthread_mutex_unlock(&qp->rx_lock);
 		return RPCRDMA_ERR_NOMEM;
 	}
+	qp->rx.buf = p[0];
+	qp->orq = p[1];
+	qp->irq = p[2];
+	qp->rq = p[3];
+	qp->sq = p[4];
+	qp->sq_sge = p[5];
+	qp->sq_inl = p[6];
 	qp->sq_cap = sq;
 	qp->sq_max_sge = ssge;
 	qp->sq_max_inline = inl;
@@ -170,20 +200,8 @@ int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *b)
 	if (qp->srq)
 		rpcrdma_iwarp_srq_attach(qp->srq, false);
 	qp->srq = NULL;
-	free(qp->sq);
-	free(qp->sq_sge);
-	free(qp->sq_inl);
-	free(qp->rq);
-	free(qp->orq);
-	free(qp->irq);
-	free(qp->rx.buf);
-	qp->sq_sge = NULL;
-	qp->sq_inl = NULL;
-	qp->sq = NULL;
-	qp->rq = NULL;
-	qp->orq = NULL;
-	qp->irq = NULL;
-	qp->rx.buf = NULL;
+	queues_free(qp, qp->sq_cap, qp->sq_max_sge, qp->sq_max_inline,
+		    qp->rq_cap);
 	qp->sq_count = qp->rq_count = qp->orq_count = qp->irq_count = 0;
 	pthread_mutex_unlock(&qp->rq_lock);
 	pthread_mutex_unlock(&qp->tx_lock);

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/* Per-connection memory by the page: why in common/pages.h. */
+#include "common/pages.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+void *rpcrdma_pages_alloc(size_t len)
+{
+	if (len == 0 || len > SIZE_MAX / 2)
+		return NULL;
+#ifdef RPCRDMA_PAGES_FROM_MALLOC
+	return calloc(1, len);
+#else
+	/* Anonymous pages are zero until written: nothing to clear, and
+	 * nothing resident until used. */
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+void rpcrdma_pages_free(void *p, size_t len)
+{
+	if (!p)
+		return;
+#ifdef RPCRDMA_PAGES_FROM_MALLOC
+	(void)len;
+	free(p);
+#else
+	munmap(p, len);
+#endif
+}
+
+void *rpcrdma_pages_array(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	return rpcrdma_pages_alloc(n * size);
+}
+
+#define PART_ALIGN 64 /* a cache line: no two arrays share one */
+
+/* The block's length into *total; false if it overflows. */
+static bool parts_total(const size_t *len, unsigned n, size_t *total)
+{
+	*total = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (len[i] > SIZE_MAX / 4 || *total > SIZE_MAX / 4)
+			return false;
+		*total += (len[i] + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
+	}
+	return true;
+}
+
+int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		out[i] = NULL;
+	size_t total;
+	if (!parts_total(len, n, &total))
+		return -1;
+#ifdef RPCRDMA_PAGES_FROM_MALLOC
+	/* One block each, so that each has its red zones. */
+	for (unsigned i = 0; i < n; i++)
+		if (len[i] && !(out[i] = calloc(1, len[i]))) {
+			for (unsigned j = 0; j < i; j++) {
+				free(out[j]);
+				out[j] = NULL;
+			}
+			return -1;
+		}
+	return 0;
+#else
+	if (total == 0)
+		return 0;
+	uint8_t *base = rpcrdma_pages_alloc(total);
+	if (!base)
+		return -1;
+	size_t off = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (len[i])
+			out[i] = base + off;
+		off += (len[i] + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
+	}
+	return 0;
+#endif
+}
+
+void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n)
+{
+#ifdef RPCRDMA_PAGES_FROM_MALLOC
+	(void)len;
+	for (unsigned i = 0; i < n; i++)
+		free(p[i]);
+#else
+	/* The block starts at the first part that has bytes. */
+	for (unsigned i = 0; i < n; i++)
+		if (len[i]) {
+			size_t total;
+			if (parts_total(len, n, &total))
+				rpcrdma_pages_free(p[i], total);
+			return;
+		}
+#endif
+}

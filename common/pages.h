@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Memory a connection holds for its life (the engine's buffers and slots,
+ * the provider's queues, the server's request records), taken from the
+ * system by the page and given back to it when the connection goes.
+ *
+ * Why not malloc: a server's connections come and go, and what malloc
+ * frees stays in the process unless it lies at the top of a heap.  Blocks
+ * of a connection allocated between the long-lived blocks of others, in
+ * the heaps of whichever thread accepted it, or under an application's
+ * raised M_MMAP_THRESHOLD / M_TRIM_THRESHOLD (the usual tuning for large
+ * per-call buffers), stay resident after every connection closed.  Pages
+ * from mmap go back on munmap, whatever the application's malloc does,
+ * and are page-aligned, which registration wants anyway.
+ *
+ * Not for anything allocated per call: an mmap and an munmap are two
+ * system calls and a page fault per page touched.
+ */
+#ifndef RPCRDMA_COMMON_PAGES_H
+#define RPCRDMA_COMMON_PAGES_H
+
+#include <stddef.h>
+
+/* Under AddressSanitizer the blocks come from its malloc instead: it
+ * puts red zones around each one (an overrun of one array of a
+ * connection into the next is caught) and LeakSanitizer reports a
+ * connection's memory never freed; neither sees an mmap.  Its allocator
+ * does not hand memory to glibc's heaps, so what this file is for does
+ * not arise there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RPCRDMA_PAGES_FROM_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RPCRDMA_PAGES_FROM_MALLOC 1
+#endif
+#endif
+
+/* len bytes (rounded up to whole pages), zeroed, page-aligned; NULL if
+ * the system has none (or len is 0 or too large). */
+void *rpcrdma_pages_alloc(size_t len);
+
+/* Frees what rpcrdma_pages_alloc(len) gave, with the same len; p NULL is
+ * nothing. */
+void rpcrdma_pages_free(void *p, size_t len);
+
+/* rpcrdma_pages_alloc(n * size), NULL if the product overflows. */
+void *rpcrdma_pages_array(size_t n, size_t size);
+
+/* n arrays of one object in one block of pages: out[i] gets len[i]
+ * bytes (zeroed; NULL when len[i] is 0), the first at the start of the
+ * block (page-aligned), the others after it at 64-byte boundaries.
+ * 0, or -1 with every out[i] NULL. */
+int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n);
+
+/* Frees what rpcrdma_pages_parts_alloc gave: p[i] its out[i], with the
+ * same len and n. */
+void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n);
+
+#endif

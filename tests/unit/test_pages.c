@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Per-connection memory by the page (common/pages.h): blocks are zeroed
+ * and as long as asked, the parts of one block are disjoint and keep
+ * what is written to each, and (outside AddressSanitizer, where the
+ * blocks come from its malloc) a freed block is no longer mapped: its
+ * memory went back to the system.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/pages.h"
+#include "test.h"
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static bool all_byte(const uint8_t *p, size_t n, uint8_t b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != b)
+			return false;
+	return true;
+}
+
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+/* Whether [p, p + n) is mapped: mincore fails with ENOMEM where not. */
+static bool mapped(void *p, size_t n)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	unsigned char vec[64];
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1);
+	size_t len = (uintptr_t)p + n - a;
+	if (len / (size_t)ps + 1 > sizeof vec)
+		len = sizeof vec * (size_t)ps - (size_t)ps;
+	return mincore((void *)a, len, vec) == 0 || errno != ENOMEM;
+}
+#endif
+
+static void test_block(void)
+{
+	CHECK(rpcrdma_pages_alloc(0) == NULL);
+	CHECK(rpcrdma_pages_alloc(SIZE_MAX) == NULL);
+	CHECK(rpcrdma_pages_array(SIZE_MAX / 2, 4) == NULL);
+
+	size_t n = 10000;
+	uint8_t *p = rpcrdma_pages_alloc(n);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK(all_zero(p, n));
+	memset(p, 0xa5, n);
+	CHECK(all_byte(p, n, 0xa5));
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	CHECK((uintptr_t)p % (uintptr_t)sysconf(_SC_PAGESIZE) == 0);
+	CHECK(mapped(p, n));
+#endif
+	rpcrdma_pages_free(p, n);
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	CHECK(!mapped(p, n));
+#endif
+	rpcrdma_pages_free(NULL, 123); /* nothing */
+
+	uint32_t *a = rpcrdma_pages_array(1000, sizeof *a);
+	CHECK(a != NULL);
+	if (a) {
+		CHECK(all_zero((const uint8_t *)a, 1000 * sizeof *a));
+		a[999] = 7;
+		CHECK_EQ(a[999], 7);
+		rpcrdma_pages_free(a, 1000 * sizeof *a);
+	}
+}
+
+static void test_parts(void)
+{
+	enum { N = 6 };
+	const size_t len[N] = {5000, 0, 100, 3, 64, 70000};
+	void *out[N];
+	CHECK_EQ(rpcrdma_pages_parts_alloc(len, out, N), 0);
+	CHECK(out[1] == NULL);
+	for (unsigned i = 0; i < N; i++) {
+		if (!len[i])
+			continue;
+		CHECK(out[i] != NULL);
+		if (!out[i])
+			return;
+		CHECK(all_zero(out[i], len[i]));
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+		CHECK((uintptr_t)out[i] % 64 == 0);
+#endif
+	}
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	CHECK((uintptr_t)out[0] % (uintptr_t)sysconf(_SC_PAGESIZE) == 0);
+#endif
+	/* Disjoint: each part keeps its own bytes after all were written,
+	 * and no two ranges overlap. */
+	for (unsigned i = 0; i < N; i++)
+		if (len[i])
+			memset(out[i], 0x10 + (int)i, len[i]);
+	for (unsigned i = 0; i < N; i++) {
+		if (!len[i])
+			continue;
+		CHECK(all_byte(out[i], len[i], (uint8_t)(0x10 + i)));
+		for (unsigned j = 0; j < N; j++)
+			if (j != i && len[j])
+				CHECK((uintptr_t)out[i] + len[i] <=
+					      (uintptr_t)out[j] ||
+				      (uintptr_t)out[j] + len[j] <=
+					      (uintptr_t)out[i]);
+	}
+	rpcrdma_pages_parts_free(out, len, N);
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	for (unsigned i = 0; i < N; i++)
+		if (len[i])
+			CHECK(!mapped(out[i], len[i]));
+#endif
+
+	/* Nothing to allocate: success, every part NULL. */
+	const size_t none[2] = {0, 0};
+	void *o2[2] = {&o2, &o2};
+	CHECK_EQ(rpcrdma_pages_parts_alloc(none, o2, 2), 0);
+	CHECK(o2[0] == NULL && o2[1] == NULL);
+	rpcrdma_pages_parts_free(o2, none, 2);
+
+	/* Too large: refused, every part NULL. */
+	const size_t huge[2] = {16, SIZE_MAX / 2};
+	void *o3[2] = {&o3, &o3};
+	CHECK(rpcrdma_pages_parts_alloc(huge, o3, 2) != 0);
+	CHECK(o3[0] == NULL && o3[1] == NULL);
+}
+
+int main(void)
+{
+	test_block();
+	test_parts();
+	TEST_MAIN_END();
+}
