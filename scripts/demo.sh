@@ -40,8 +40,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A free port in the dynamic range, so two demos do not collide.
-port=$(( 20000 + (RANDOM % 20000) ))
+# A random port, so two demos do not collide, below Linux's ephemeral
+# range (32768-60999 by default): a port in it may be taken by any
+# outgoing connection of the machine (seen: thousands in TIME_WAIT made
+# the server's bind fail with "Address already in use").
+port=$(( 20000 + (RANDOM % 12000) ))
 if [ -n "$pcap" ]; then
 	if command -v tshark >/dev/null 2>&1; then
 		# A large kernel buffer: the 1 MiB transfers come in 64 KiB
