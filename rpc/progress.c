@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -430,7 +431,9 @@ static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
 }
 
 /* Sleeps on the CQ fd and the kick fd until deadline; true when the CQ
- * fd was readable.  Called without the lock. */
+ * fd was readable.  Called without the lock, by the driver, which made
+ * x->kickfd (kick_fd_locked).  Without one (out of descriptors) it
+ * looks again every 20 ms instead of being kicked. */
 static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 {
 	struct pollfd p[2] = {
@@ -442,7 +445,9 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 		uint64_t now = rpcrdma_rpc_now_ms();
 		timeout = deadline > now ? (int)(deadline - now) : 0;
 	}
-	int rc = poll(p, 2, timeout);
+	if (x->kickfd < 0 && (timeout < 0 || timeout > 20))
+		timeout = 20;
+	int rc = poll(p, x->kickfd < 0 ? 1 : 2, timeout);
 	if (rc > 0 && p[1].revents) {
 		uint64_t v;
 		ssize_t r = read(x->kickfd, &v, sizeof(v));
@@ -529,7 +534,12 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 			    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
 			    !atomic_load(&s->finished)) {
 				/* Armed and drained: sleep until the CQ or a
-				 * kick. */
+				 * kick (the kick's eventfd made now, under the
+				 * lock every kick takes, if this is the first
+				 * driver to sleep). */
+				if (x->kickfd < 0)
+					x->kickfd = eventfd(0, EFD_NONBLOCK |
+								   EFD_CLOEXEC);
 				pthread_mutex_unlock(&x->lock);
 				woken = sleep_on_cq(x, s->deadline);
 				pthread_mutex_lock(&x->lock);

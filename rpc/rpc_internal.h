@@ -320,7 +320,11 @@ struct rpc_xprt {
 	pthread_cond_t inside_cv;
 	int kickfd;                  /* eventfd: wakes a driver asleep on the
 					CQ when another thread finished its
-					call */
+					call; made (under lock) by the first
+					driver about to sleep, -1 before: a
+					server's connection, or an
+					asynchronous client's, holds one
+					descriptor fewer */
 	int loop_epfd;               /* epoll set holding the CQ fd, -1 */
 	bool watched;                /* armed in it */
 	struct rpc_xprt *next;       /* in its loop's list */

@@ -40,13 +40,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	pthread_cond_init(&x->inside_cv, NULL);
 	x->loop_epfd = -1;
 	x->server = server;
-	x->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (x->kickfd < 0) {
-		pthread_cond_destroy(&x->inside_cv);
-		pthread_mutex_destroy(&x->lock);
-		free(x);
-		return RPCRDMA_ERR_SYSTEM;
-	}
+	x->kickfd = -1; /* made by the first driver to sleep (progress.c) */
 	x->rd = rd;
 	for (int i = 0; i < RPC_ROLES; i++)
 		x->up[i].ops = roles[i];
