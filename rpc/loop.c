@@ -276,11 +276,14 @@ static void *loop_main(void *arg)
 {
 	struct rpc_loop *l = arg;
 	struct epoll_event evs[64];
-	uint64_t next_tick = rpcrdma_rpc_now_ms() + LOOP_TICK_MS;
+	/* The clock is read once a pass, after its work: the next pass's
+	 * time-out, spin and tick start from it. */
+	uint64_t now_ns = rpcrdma_rpc_now_ns();
+	uint64_t next_tick = now_ns / 1000000u + LOOP_TICK_MS;
 
 	bool worked = false;
 	while (!atomic_load(&l->stop)) {
-		uint64_t now = rpcrdma_rpc_now_ms();
+		uint64_t now = now_ns / 1000000u;
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
 		int n = 0;
 		bool found = false;
@@ -290,11 +293,13 @@ static void *loop_main(void *arg)
 		 * the connections that just had work by their CQs, the rest
 		 * through epoll (busy_poll.c). */
 		if ((worked || l->nhot) &&
-		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy)) {
+		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy,
+					   &now_ns)) {
 			do {
 				found = hot_poll(l);
 				n = epoll_wait(l->epfd, evs, 64, 0);
-			} while (!found && n == 0 && rpcrdma_rpc_busy_more(&busy));
+			} while (!found && n == 0 &&
+				 rpcrdma_rpc_busy_more(&busy, &now_ns));
 			rpcrdma_rpc_busy_end(&l->spin, found || n > 0);
 		}
 		if (!found && n == 0 && !(l->nhot && hot_arm(l)))
@@ -307,9 +312,14 @@ static void *loop_main(void *arg)
 			nanosleep(&t, NULL);
 			n = 0;
 		}
+		/* Whether this thread may spin looks at the CPU mask every
+		 * 100 ms (busy_poll.c): the pass's first time does. */
 		if (n > 0)
-			handle(l, evs, n, rpcrdma_rpc_busy_possible(l->busy_poll_us));
-		now = rpcrdma_rpc_now_ms();
+			handle(l, evs, n,
+			       rpcrdma_rpc_busy_possible(l->busy_poll_us,
+							 &now_ns));
+		now_ns = rpcrdma_rpc_now_ns();
+		now = now_ns / 1000000u;
 		if (now >= next_tick) {
 			tick(l, now);
 			next_tick = now + LOOP_TICK_MS;
