@@ -725,9 +725,8 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 }
 
 int rpcrdma_engine_completion(struct rpcrdma_engine *e,
-			      const struct rpcrdma_wc *wc, uint64_t now)
+			      const struct rpcrdma_wc *wc)
 {
-	(void)now;
 	uint16_t epoch = (uint16_t)(wc->wr_id >> 48);
 	enum wr_kind kind = (enum wr_kind)((wc->wr_id >> 40) & 0xff);
 	enum wr_op op = (enum wr_op)((wc->wr_id >> 32) & 0xff);

@@ -9,8 +9,8 @@
  * rpcrdma_engine_submit_call() and a Responder for the calls the peer
  * sends, so the reverse direction (RFC 8167) needs no special path.
  *
- * Inputs (all take the current time as an argument; the engine reads no
- * clock, makes no syscalls and starts no threads):
+ * Inputs (all but completion() take the current time as an argument;
+ * the engine reads no clock, makes no syscalls and starts no threads):
  *   rpcrdma_engine_established()  the CM reported ESTABLISHED: peer's
  *                                 private data (RFC 8797) and the ORD
  *   rpcrdma_engine_completion()   one work completion from the CQ(s)
@@ -294,9 +294,11 @@ bool rpcrdma_engine_quiet(const struct rpcrdma_engine *e);
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now);
 
 /* One work completion.  wr_id must be one the engine handed out.
- * Returns 0; RPCRDMA_ERR_NOENT for an unknown wr_id (ignored). */
+ * Returns 0; RPCRDMA_ERR_NOENT for an unknown wr_id (ignored).  It takes
+ * no time: the time-outs run on tick() (rdma_timeout.c), and a poller
+ * need not read the clock for each batch it feeds in. */
 int rpcrdma_engine_completion(struct rpcrdma_engine *e,
-			      const struct rpcrdma_wc *wc, uint64_t now);
+			      const struct rpcrdma_wc *wc);
 
 /* Scripted receive: as if a Send carrying buf[0..len) had landed in the
  * oldest posted receive buffer (with_inv: the Send invalidated inv_rkey).

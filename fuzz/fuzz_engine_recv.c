@@ -688,7 +688,7 @@ static void complete_sends(uint32_t n)
 		}
 		TRACE("  complete %#llx status %d\n",
 		      (unsigned long long)wc.wr_id, (int)wc.status);
-		int rc = rpcrdma_engine_completion(E, &wc, 0);
+		int rc = rpcrdma_engine_completion(E, &wc);
 		if (rc)
 			FAIL("completion of a live work request returned %d", rc);
 	}
@@ -842,7 +842,7 @@ static void deliver_peer(uint8_t *msg, uint16_t len, bool with_inv,
 			wc.invalidated_rkey = inv;
 		}
 	}
-	int rc = rpcrdma_engine_completion(E, &wc, 0);
+	int rc = rpcrdma_engine_completion(E, &wc);
 	if (rc)
 		FAIL("receive completion = %d", rc);
 }
@@ -1035,7 +1035,7 @@ static void run_op(struct in *in)
 		wc.status = (enum rpcrdma_wc_status)(1 + st % 11);
 		qp_err = true;
 		err_injected = true;
-		if (rpcrdma_engine_completion(E, &wc, 0))
+		if (rpcrdma_engine_completion(E, &wc))
 			FAIL("error completion rejected");
 		break;
 	}
@@ -1068,7 +1068,7 @@ static void run_op(struct in *in)
 		wc.wr_id = stale[k % nstale];
 		wc.status = (enum rpcrdma_wc_status)(u8(in) % 12);
 		wc.byte_len = 64;
-		rpcrdma_engine_completion(E, &wc, 0);
+		rpcrdma_engine_completion(E, &wc);
 		break;
 	}
 	case 9:
@@ -1083,7 +1083,7 @@ static void run_op(struct in *in)
 		if (kind >= 1 && kind <= 3)
 			id |= (uint64_t)0xff << 40;
 		wc.wr_id = id;
-		rpcrdma_engine_completion(E, &wc, 0);
+		rpcrdma_engine_completion(E, &wc);
 		break;
 	}
 	case 11: {

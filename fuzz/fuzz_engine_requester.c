@@ -476,7 +476,7 @@ static void complete_sends(uint32_t n)
 			if (r && r->used)
 				r->rvalid = false;
 		}
-		int rc = rpcrdma_engine_completion(E, &wc, now);
+		int rc = rpcrdma_engine_completion(E, &wc);
 		if (rc)
 			FAIL("completion of a live work request returned %d", rc);
 	}
@@ -569,7 +569,7 @@ static void deliver(uint8_t *msg, size_t len, bool with_inv, uint32_t inv)
 		}
 	}
 	TRACE("  deliver %zu bytes inv %d:%#x\n", len, with_inv, inv);
-	int rc = rpcrdma_engine_completion(E, &wc, now);
+	int rc = rpcrdma_engine_completion(E, &wc);
 	if (rc)
 		FAIL("receive completion = %d", rc);
 }
@@ -1011,7 +1011,7 @@ static void run_op(struct in *in)
 			wc.wr_id = p.wr_id;
 			wc.status = (enum rpcrdma_wc_status)(1 + k % 11);
 			qp_error();
-			if (rpcrdma_engine_completion(E, &wc, now))
+			if (rpcrdma_engine_completion(E, &wc))
 				FAIL("error completion rejected");
 		}
 		break;

@@ -569,7 +569,7 @@ static void complete_sends(uint32_t n)
 			wc.opcode = RPCRDMA_WC_SEND;
 			break;
 		}
-		int rc = rpcrdma_engine_completion(E, &wc, now);
+		int rc = rpcrdma_engine_completion(E, &wc);
 		if (rc)
 			FAIL("completion of a live work request returned %d", rc);
 	}
@@ -727,7 +727,7 @@ static void deliver(const uint8_t *msg, size_t len, bool via_cq, bool with_inv,
 			wc.invalidated_rkey = inv;
 		}
 	}
-	if (rpcrdma_engine_completion(E, &wc, now))
+	if (rpcrdma_engine_completion(E, &wc))
 		FAIL("receive completion rejected");
 }
 
@@ -1063,7 +1063,7 @@ static void run_op(struct in *in)
 		wc.wr_id = p.wr_id;
 		wc.status = (enum rpcrdma_wc_status)(1 + st % 11);
 		qp_err = true;
-		if (rpcrdma_engine_completion(E, &wc, now))
+		if (rpcrdma_engine_completion(E, &wc))
 			FAIL("error completion rejected");
 		break;
 	}

@@ -47,12 +47,13 @@ static bool several_cpus(uint64_t now)
 	return several;
 }
 
-bool rpcrdma_rpc_busy_possible(int us)
+bool rpcrdma_rpc_busy_possible(int us, uint64_t *now)
 {
-	return us > 0 && several_cpus(rpcrdma_rpc_now_ns());
+	return us > 0 && several_cpus(rpc_clock(now));
 }
 
-bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b)
+bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b,
+			    uint64_t *now)
 {
 	if (us <= 0)
 		return false;
@@ -61,17 +62,18 @@ bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b)
 		sp->skipped++;
 		return false;
 	}
-	uint64_t now = rpcrdma_rpc_now_ns();
-	if (!several_cpus(now))
+	uint64_t t = rpc_clock(now);
+	if (!several_cpus(t))
 		return false;
-	b->end_ns = now + (uint64_t)us * 1000u;
+	b->end_ns = t + (uint64_t)us * 1000u;
 	return true;
 }
 
-bool rpcrdma_rpc_busy_more(struct rpc_busy *b)
+bool rpcrdma_rpc_busy_more(struct rpc_busy *b, uint64_t *now)
 {
 	sched_yield();
-	return rpcrdma_rpc_now_ns() < b->end_ns;
+	*now = rpcrdma_rpc_now_ns();
+	return *now < b->end_ns;
 }
 
 void rpcrdma_rpc_busy_end(struct rpc_spin *sp, bool found)

@@ -356,12 +356,15 @@ static void *loop_main(void *arg)
 {
 	struct rpc_loop *l = arg;
 	struct epoll_event evs[64];
-	uint64_t next_tick = rpcrdma_rpc_now_ms() + LOOP_TICK_MS;
+	/* The clock is read once a pass, after its work: the next pass's
+	 * time-out, spin and tick start from it. */
+	uint64_t now_ns = rpcrdma_rpc_now_ns();
+	uint64_t next_tick = now_ns / 1000000u + LOOP_TICK_MS;
 	unsigned seen = atomic_load(&l->unquiets);
 
 	bool worked = false;
 	while (!atomic_load(&l->stop)) {
-		uint64_t now = rpcrdma_rpc_now_ms();
+		uint64_t now = now_ns / 1000000u;
 		/* A connection that was quiet may wait on time now: tick at
 		 * the usual pace again. */
 		unsigned uq = atomic_load(&l->unquiets);
@@ -377,11 +380,13 @@ static void *loop_main(void *arg)
 		 * the connections that just had work by their CQs, the rest
 		 * through epoll (busy_poll.c). */
 		if ((worked || l->nhot) &&
-		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy)) {
+		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy,
+					   &now_ns)) {
 			do {
 				found = hot_poll(l);
 				n = epoll_wait(l->epfd, evs, 64, 0);
-			} while (!found && n == 0 && rpcrdma_rpc_busy_more(&busy));
+			} while (!found && n == 0 &&
+				 rpcrdma_rpc_busy_more(&busy, &now_ns));
 			rpcrdma_rpc_busy_end(&l->spin, found || n > 0);
 		}
 		if (!found && n == 0 && !(l->nhot && hot_arm(l))) {
@@ -404,11 +409,15 @@ static void *loop_main(void *arg)
 			n = 0;
 		}
 		/* A wake-up or a CM event: a connection may have ended or
-		 * been asked to close; tick (and reap) soon. */
+		 * been asked to close; tick (and reap) soon.  Whether this
+		 * thread may spin looks at the CPU mask every 100 ms
+		 * (busy_poll.c): the pass's first time does. */
 		bool soon = n > 0 &&
 			    handle(l, evs, n,
-				   rpcrdma_rpc_busy_possible(l->busy_poll_us));
-		now = rpcrdma_rpc_now_ms();
+				   rpcrdma_rpc_busy_possible(l->busy_poll_us,
+							     &now_ns));
+		now_ns = rpcrdma_rpc_now_ns();
+		now = now_ns / 1000000u;
 		if (soon && next_tick > now + LOOP_TICK_MS)
 			next_tick = now + LOOP_TICK_MS;
 		if (now >= next_tick)

@@ -240,14 +240,13 @@ static void feed_locked(struct rpc_xprt *x, const struct rpcrdma_wc *wc, int n,
 		}
 		return;
 	}
-	uint64_t now = rpcrdma_rpc_now_ms();
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status && wc[i].status != RPCRDMA_WC_WR_FLUSH_ERR)
 			rpcrdma_rpc_trace("%s: work completion status %d "
 					  "opcode %d vendor_err %#x", x->name,
 					  wc[i].status, wc[i].opcode,
 					  wc[i].vendor_err);
-		rpcrdma_engine_completion(x->e, &wc[i], now);
+		rpcrdma_engine_completion(x->e, &wc[i]);
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, w);
 }
@@ -430,11 +429,11 @@ static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
 	pthread_cond_timedwait(&w->cv, m, &ts);
 }
 
-/* Sleeps on the CQ fd and the kick fd until deadline; true when the CQ
- * fd was readable.  Called without the lock, by the driver, which made
- * x->kickfd (kick_fd_locked).  Without one (out of descriptors) it
- * looks again every 20 ms instead of being kicked. */
-static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
+/* Sleeps on the CQ fd and the kick fd until deadline (now: the pass's
+ * time); true when the CQ fd was readable.  Called without the lock, by
+ * the driver, which made x->kickfd.  Without one (out of descriptors)
+ * it looks again every 20 ms instead of being kicked. */
+static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline, uint64_t *now)
 {
 	struct pollfd p[2] = {
 		{.fd = x->rd->ops->cq_fd(x->cq), .events = POLLIN},
@@ -442,8 +441,8 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
 	};
 	int timeout = -1;
 	if (deadline) {
-		uint64_t now = rpcrdma_rpc_now_ms();
-		timeout = deadline > now ? (int)(deadline - now) : 0;
+		uint64_t ms = rpc_clock_ms(now);
+		timeout = deadline > ms ? (int)(deadline - ms) : 0;
 	}
 	if (x->kickfd < 0 && (timeout < 0 || timeout > 20))
 		timeout = 20;
@@ -461,15 +460,15 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline)
  * (busy_poll.c).  The lock is dropped between polls, so other threads
  * may start calls meanwhile.  True when the spin found something. */
 static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
-			struct rpc_work *w)
+			struct rpc_work *w, uint64_t *now)
 {
 	struct rpc_busy b;
-	if (!rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &x->spin, &b))
+	if (!rpcrdma_rpc_busy_start(x->opts.busy_poll_us, &x->spin, &b, now))
 		return false;
 	bool found = false, more;
 	do {
 		pthread_mutex_unlock(&x->lock);
-		more = rpcrdma_rpc_busy_more(&b);
+		more = rpcrdma_rpc_busy_more(&b, now);
 		pthread_mutex_lock(&x->lock);
 		found = atomic_load(&s->finished) || x->driver != s ||
 			poll_locked(x, w) > 0 || !rpc_work_empty(w);
@@ -492,6 +491,12 @@ static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
 		x->driver_busy = false;
 }
 
+/* True when s's deadline has passed (now: the pass's time). */
+static bool past_deadline(const struct rpc_wait *s, uint64_t *now)
+{
+	return s->deadline && rpc_clock_ms(now) >= s->deadline;
+}
+
 int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
 	bool woken = false, first = true;
@@ -505,9 +510,15 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 	x->waiters = s;
 	x->inside++;
 	while (!atomic_load(&s->finished)) {
+		/* The clock is read at most once a pass, when the pass needs
+		 * it (the deadline, a spin, a sleep's time-out). */
+		uint64_t now = 0;
+		bool was_woken = woken;
+		woken = false;
 		/* The deadline is seen after a first look at the CQ: an
-		 * outcome already there wins. */
-		if (!first && s->deadline && rpcrdma_rpc_now_ms() >= s->deadline) {
+		 * outcome already there wins.  A pass the CQ fd woke looks
+		 * first and sees the deadline below when it finds nothing. */
+		if (!first && !was_woken && past_deadline(s, &now)) {
 			rc = RPCRDMA_ERR_TIMEOUT;
 			break;
 		}
@@ -523,14 +534,17 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 		}
 		struct rpc_work w;
 		rpc_work_init(&w);
-		if (woken)
+		if (was_woken)
 			x->rd->ops->ack_cq_events(x->cq);
-		if ((!look && !woken) ||
+		if ((!look && !was_woken) ||
 		    (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
 		     !atomic_load(&s->finished))) {
-			woken = false;
+			if (was_woken && past_deadline(s, &now)) {
+				rc = RPCRDMA_ERR_TIMEOUT;
+				break;
+			}
 			look = true;
-			if (!spin_locked(x, s, &w) &&
+			if (!spin_locked(x, s, &w, &now) &&
 			    arm_poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
 			    !atomic_load(&s->finished)) {
 				/* Armed and drained: sleep until the CQ or a
@@ -541,12 +555,11 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 					x->kickfd = eventfd(0, EFD_NONBLOCK |
 								   EFD_CLOEXEC);
 				pthread_mutex_unlock(&x->lock);
-				woken = sleep_on_cq(x, s->deadline);
+				woken = sleep_on_cq(x, s->deadline, &now);
 				pthread_mutex_lock(&x->lock);
 				continue;
 			}
 		}
-		woken = false;
 		if (!rpc_work_empty(&w))
 			run_unlocked(x, s, &w);
 	}

@@ -37,6 +37,19 @@
 /* Milliseconds on CLOCK_MONOTONIC (the engine's "now"), and nanoseconds. */
 uint64_t rpcrdma_rpc_now_ms(void);
 uint64_t rpcrdma_rpc_now_ns(void);
+/* A pass of a poller reads the clock at most once and hands the time
+ * down: *now is nanoseconds, 0 until this pass first needs it.  The same
+ * milliseconds as rpcrdma_rpc_now_ms() (a second holds whole ms). */
+static inline uint64_t rpc_clock(uint64_t *now)
+{
+	if (!*now)
+		*now = rpcrdma_rpc_now_ns();
+	return *now;
+}
+static inline uint64_t rpc_clock_ms(uint64_t *now)
+{
+	return rpc_clock(now) / 1000000u;
+}
 
 /* Busy polling before sleeping for a completion (busy_poll.c).  A
  * poller's record of whether spinning paid (NULL: spin every time). */
@@ -50,11 +63,14 @@ struct rpc_busy {
 };
 /* Whether to poll at all before this sleep (us > 0, more than one CPU,
  * spinning paid lately); then more yields and says whether the time is
- * not over yet, and end says whether the spin found work. */
-bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b);
-bool rpcrdma_rpc_busy_more(struct rpc_busy *b);
+ * not over yet, and end says whether the spin found work.  now: the
+ * pass's time (rpc_clock), read only when needed; more leaves in it the
+ * time it last read. */
+bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b,
+			    uint64_t *now);
+bool rpcrdma_rpc_busy_more(struct rpc_busy *b, uint64_t *now);
 /* us > 0 and this thread may run on more than one CPU. */
-bool rpcrdma_rpc_busy_possible(int us);
+bool rpcrdma_rpc_busy_possible(int us, uint64_t *now);
 void rpcrdma_rpc_busy_end(struct rpc_spin *sp, bool found);
 
 /* "host", "host:port", "[v6]:port" -> sockaddr.  RPCRDMA_ERR_ADDR. */

@@ -185,8 +185,10 @@ struct iw_cq {
 	_Atomic uint32_t count;
 	_Atomic bool armed;
 	_Atomic bool overflow;   /* a completion was lost (no memory) */
-	bool efd_set;            /* efd was written since the last ack
-				    (under lock) */
+	_Atomic bool efd_set;    /* efd was written since the last ack
+				    (written under lock; ack reads it
+				    first without, to skip the lock when
+				    nothing was written) */
 	_Atomic bool sleeping;   /* armed, and no ack or fruitful poll since:
 				    the consumer is (about to be) asleep on
 				    cq_fd */

@@ -121,7 +121,8 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		uint64_t one = 1;
 		ssize_t r = write(cq->efd, &one, sizeof(one));
 		(void)r;
-		cq->efd_set = true;
+		atomic_store_explicit(&cq->efd_set, true,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&cq->lock);
 }
@@ -236,12 +237,19 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	 * stops being readable, as the interface promises; then drain the
 	 * eventfd if a completion wrote it. */
 	inline_progress(cq, true);
+	/* Most wake-ups come from the socket, not the eventfd: look at the
+	 * flag first and take the lock only when it is set.  A push that
+	 * writes the eventfd after the look is one that came after this
+	 * ack, as if it had taken the lock after us. */
+	if (!atomic_load_explicit(&cq->efd_set, memory_order_relaxed))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
-	if (cq->efd_set) {
+	if (atomic_load_explicit(&cq->efd_set, memory_order_relaxed)) {
 		uint64_t v;
 		ssize_t r = read(cq->efd, &v, sizeof(v));
 		(void)r;
-		cq->efd_set = false;
+		atomic_store_explicit(&cq->efd_set, false,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&cq->lock);
 	return 0;

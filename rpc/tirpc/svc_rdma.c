@@ -281,8 +281,10 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	 * Poll for it a while before svc_run() sleeps (busy_poll.c);
 	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
 	struct rpc_busy busy;
+	uint64_t now = 0;
 	if (r && st == XPRT_IDLE &&
-	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy)) {
+	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy,
+				   &now)) {
 		attending = s;
 		do {
 			rpcrdma_rpc_loop_attend_external(s->loop);
@@ -290,7 +292,7 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 			if (s->head)
 				st = XPRT_MOREREQS;
 			pthread_mutex_unlock(&s->lock);
-		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy));
+		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
 		rpcrdma_rpc_busy_end(&run_spin, st != XPRT_IDLE);
 		attending = NULL;
 	}

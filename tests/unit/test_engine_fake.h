@@ -359,7 +359,7 @@ static inline void pump(struct side *a, struct side *b)
 			memcpy(tmp, s->cq, n * sizeof *tmp);
 			s->ncq = 0;
 			for (uint32_t i = 0; i < n; i++) {
-				rpcrdma_engine_completion(s->e, &tmp[i], 0);
+				rpcrdma_engine_completion(s->e, &tmp[i]);
 				check_credit(s);
 			}
 			free(tmp);
@@ -452,7 +452,7 @@ static inline void fake_send_done(struct rpcrdma_engine *e,
 	struct rpcrdma_wc wc = {0};
 	wc.wr_id = sw->wr_id;
 	wc.status = RPCRDMA_WC_SUCCESS;
-	rpcrdma_engine_completion(e, &wc, now);
+	rpcrdma_engine_completion(e, &wc);
 }
 
 /* ONC RPC helpers (RFC 5531 §9): a CALL header with AUTH_NONE, 40 bytes,

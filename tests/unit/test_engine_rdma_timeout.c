@@ -63,7 +63,7 @@ static void complete(enum rpcrdma_wr_opcode op, uint64_t now)
 		wc.wr_id = held[i].send.wr_id;
 		wc.status = RPCRDMA_WC_SUCCESS;
 		held[i--] = held[--nheld];
-		rpcrdma_engine_completion(S.e, &wc, now);
+		rpcrdma_engine_completion(S.e, &wc);
 	}
 	pop_all();
 }

@@ -733,7 +733,7 @@ static void test_recv_byte_len_checked(void)
 	wc.status = RPCRDMA_WC_SUCCESS;
 	wc.opcode = RPCRDMA_WC_RECV;
 	wc.byte_len = cap + 64;
-	CHECK_EQ(rpcrdma_engine_completion(S.e, &wc, 0), 0);
+	CHECK_EQ(rpcrdma_engine_completion(S.e, &wc), 0);
 	struct rpcrdma_engine_event ev;
 	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
 	CHECK_EQ(ev.type, RPCRDMA_EV_CLOSE);
