@@ -76,6 +76,11 @@
 #define IW_ACTIVE_NS 2000000ull /* consumer counts as active for 2 ms */
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
 #define IW_RXBUF 16384          /* RX staging buffer */
+/* Bytes one RX pass of a QP reads before it lets the caller go on to
+ * other QPs and connections (iwarp_qp_rx.c): a bulk transfer is taken in
+ * pieces, so a thread serving many connections interleaves small
+ * messages with it. */
+#define IW_RX_BUDGET (256u << 10)
 #define IW_DIRECT_MIN 2048      /* recv straight into memory from here */
 #define IW_BULK_FPDU 8192       /* an FPDU this long or longer makes RX
 				   careful (iwarp_qp_rx.c) */

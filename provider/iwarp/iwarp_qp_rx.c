@@ -727,7 +727,9 @@ static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 	rx->rd = rx->wr = 0;
 	if (rx->st == IW_RX_PAYLOAD && (wary || rx->left >= IW_DIRECT_MIN)) {
 		struct iovec iov[IW_MAX_SGE + 1];
-		size_t max = rx->left > (1u << 30) ? (1u << 30) : (size_t)rx->left;
+		/* At most a pass's share (IW_RX_BUDGET) in one read. */
+		size_t max = rx->left > IW_RX_BUDGET ? IW_RX_BUDGET
+						     : (size_t)rx->left;
 		int cnt = direct_iov(rx, iov, max);
 		size_t tail = 0;
 		if (max == rx->left) {
@@ -775,9 +777,16 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 	 * the progress thread) readable again.  Every complete message read
 	 * is taken apart in this one pass. */
 	bool drained = false;
+	size_t taken = 0;
 	while (!drained && qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
 	       rx->st != IW_RX_DEAD) {
 		if (rx->rd == rx->wr) {
+			/* Nothing staged: a good place to stop when this pass
+			 * has had its share (IW_RX_BUDGET).  What is left in
+			 * the socket keeps it readable (the CQ's epoll set is
+			 * level-triggered), so the next pass goes on. */
+			if (taken >= IW_RX_BUDGET)
+				break;
 			size_t asked;
 			ssize_t n = rx_read(qp, &asked);
 			if (n == 0)
@@ -789,6 +798,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 				break;
 			}
 			drained = (size_t)n < asked;
+			taken += (size_t)n;
 		}
 		bool ok = consume(qp);
 		if (rx->kick_tx) {
