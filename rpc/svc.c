@@ -64,6 +64,12 @@ struct rpcrdma_svc {
 	uint64_t lim_refused[3];
 };
 
+/* Every connection of every poll group: with list_lock held, or on the
+ * destroying thread once the loops have stopped. */
+#define SVC_FOR_EACH_XPRT(s, x)                                           \
+	for (unsigned g_ = 0; g_ < (s)->nloops; g_++)                      \
+		for (struct rpc_xprt *x = (s)->loops[g_].xprts; x; x = x->next)
+
 enum svc_limit { LIM_CONNECTIONS, LIM_MEMORY, LIM_RESOURCES };
 static const char *const lim_name[] = {
 	"max_connections", "max_memory", "out of resources",
@@ -103,15 +109,13 @@ static void svc_count(struct rpcrdma_svc *s, unsigned *live, uint64_t *bytes)
 	*live = 0;
 	*bytes = 0;
 	pthread_mutex_lock(&s->list_lock);
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next) {
-			pthread_mutex_lock(&x->lock);
-			*live += !x->dead;
-			pthread_mutex_unlock(&x->lock);
-			*bytes += per +
-				  (uint64_t)rpcrdma_rpc_region_registrations(
-					  x->rr) * s->opts.max_msg;
-		}
+	SVC_FOR_EACH_XPRT(s, x) {
+		pthread_mutex_lock(&x->lock);
+		*live += !x->dead;
+		pthread_mutex_unlock(&x->lock);
+		*bytes += per + (uint64_t)rpcrdma_rpc_region_registrations(x->rr) *
+					s->opts.max_msg;
+	}
 	pthread_mutex_unlock(&s->list_lock);
 }
 
@@ -559,12 +563,11 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	/* Disconnect everything, give the peers a moment to see it, then
 	 * unwind every engine so waiting handlers' replies fail fast. */
 	unsigned live = 0;
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
-			if (!x->dead) {
-				ops->disconnect(x->id);
-				live++;
-			}
+	SVC_FOR_EACH_XPRT(s, x)
+		if (!x->dead) {
+			ops->disconnect(x->id);
+			live++;
+		}
 	uint64_t end = rpcrdma_rpc_now_ms() + 1000;
 	while (live && rpcrdma_rpc_now_ms() < end) {
 		struct rpc_cm_ev ev;
@@ -579,9 +582,8 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 		}
 		rpcrdma_rpc_xprt_put(x);
 	}
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
-			rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
+	SVC_FOR_EACH_XPRT(s, x)
+		rpcrdma_rpc_xprt_lost(x, RPCRDMA_ERR_DISCONNECTED);
 	/* Handlers still queued run now; their replies find the
 	 * connection gone. */
 	rpcrdma_rpc_disp_destroy(s->disp);
@@ -610,13 +612,12 @@ static unsigned svc_total(void *obj, struct rpcrdma_stats *all)
 	unsigned live = 0;
 	pthread_mutex_lock(&s->list_lock);
 	*all = s->reaped;
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next) {
-			rpcrdma_rpc_xprt_add_stats(x, all);
-			pthread_mutex_lock(&x->lock);
-			live += x->connected && !x->dead;
-			pthread_mutex_unlock(&x->lock);
-		}
+	SVC_FOR_EACH_XPRT(s, x) {
+		rpcrdma_rpc_xprt_add_stats(x, all);
+		pthread_mutex_lock(&x->lock);
+		live += x->connected && !x->dead;
+		pthread_mutex_unlock(&x->lock);
+	}
 	pthread_mutex_unlock(&s->list_lock);
 	all->credits_granted = 0;
 	return live;
@@ -627,9 +628,8 @@ static void svc_each(void *obj, void (*fn)(void *, struct rpc_xprt *),
 {
 	struct rpcrdma_svc *s = obj;
 	pthread_mutex_lock(&s->list_lock);
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
-			fn(ctx, x);
+	SVC_FOR_EACH_XPRT(s, x)
+		fn(ctx, x);
 	pthread_mutex_unlock(&s->list_lock);
 }
 
@@ -641,14 +641,8 @@ RPCRDMA_EXPORT int rpcrdma_svc_stats_sized(struct rpcrdma_svc *s,
 
 	if (!s)
 		return RPCRDMA_ERR_INVAL;
-	pthread_mutex_lock(&s->list_lock);
-	all = s->reaped;
-	for (unsigned g = 0; g < s->nloops; g++)
-		for (struct rpc_xprt *x = s->loops[g].xprts; x; x = x->next)
-			rpcrdma_rpc_xprt_add_stats(x, &all);
-	pthread_mutex_unlock(&s->list_lock);
+	svc_total(s, &all);
 	rpcrdma_rpc_reg_cache_stats(s->rd.cache, &all.reg_cache_hits,
 				    &all.reg_cache_misses);
-	all.credits_granted = 0;
 	return rpcrdma_rpc_stats_out(&all, st, size);
 }
