@@ -172,8 +172,10 @@ static void tell_done(struct rpc_xprt *x, struct rpc_call *c, int status,
 {
 	c->state = CALL_DONE;
 	c->status = status;
-	if (c->sync)
+	if (c->sync) {
+		c->sync->owns_record = true;
 		rpcrdma_rpc_wait_done_locked(x, c->sync, status);
+	}
 	else
 		rpc_work_add(w, &c->work, run_done);
 }
@@ -635,10 +637,16 @@ int rpcrdma_rpc_call_sync(struct rpc_xprt *x, struct rpc_call *c,
 		pthread_mutex_lock(&x->lock);
 	}
 	uint32_t xid = c->xid;
-	while (rpcrdma_rpc_xprt_wait_locked(x, &s) == RPCRDMA_ERR_TIMEOUT) {
+	while (rpcrdma_rpc_xprt_wait_unlock(x, &s) == RPCRDMA_ERR_TIMEOUT) {
 		/* Its deadline passed with the outcome not in: told now, or
 		 * once the peer cannot reach its memory (the wait goes on
 		 * without a deadline then). */
+		pthread_mutex_lock(&x->lock);
+		if (atomic_load(&s.finished)) {
+			/* The outcome came while the lock was free. */
+			pthread_mutex_unlock(&x->lock);
+			break;
+		}
 		fail_call(x, calls_of(x), c, RPCRDMA_ERR_TIMEOUT, &w);
 		rpcrdma_rpc_xprt_pump_locked(x, &w);
 		if (!rpc_work_empty(&w)) {
@@ -647,10 +655,11 @@ int rpcrdma_rpc_call_sync(struct rpc_xprt *x, struct rpc_call *c,
 			pthread_mutex_lock(&x->lock);
 		}
 	}
-	/* Told: the record is ours when the engine is done with it (DONE);
+	/* Told: the record is ours when the engine is done with it (DONE,
+	 * said with the outcome: once told, this thread may not have the
+	 * lock, and a record the engine still holds may be freed by now);
 	 * otherwise the engine frees it and only the status is ours. */
-	bool own = c->state == CALL_DONE;
-	pthread_mutex_unlock(&x->lock);
+	bool own = s.owns_record;
 	if (!own || s.status) {
 		rep->xid = xid;
 		rep->status = s.status;

@@ -376,11 +376,10 @@ int rpcrdma_rpc_req_reply_sync(struct rpcrdma_svc_req *r,
 		rpcrdma_rpc_work_run(&w);
 		pthread_mutex_lock(&x->lock);
 	}
-	rpcrdma_rpc_xprt_wait_locked(x, &s); /* no deadline */
-	r->sent_wait = NULL;
-	rc = s.status;
-	pthread_mutex_unlock(&x->lock);
-	return rc;
+	/* No deadline: it returns once told, and the teller cleared
+	 * r->sent_wait. */
+	rpcrdma_rpc_xprt_wait_unlock(x, &s);
+	return s.status;
 }
 
 /* What follows a handler's return (or a deferred request's answer). */
@@ -533,9 +532,12 @@ static void reply_sent_locked(struct rpc_xprt *x,
 	if (r && r->early) {
 		/* Its handler is still running and waits for this: the
 		 * request stays until the handler is over (early_over). */
-		if (r->sent_wait)
+		struct rpc_wait *s = r->sent_wait;
+		/* Cleared first: its waiter may return without the lock. */
+		r->sent_wait = NULL;
+		if (s)
 			rpcrdma_rpc_wait_done_locked(
-				x, r->sent_wait,
+				x, s,
 				ev->status == RPCRDMA_ERR_DISCONNECTED
 					? RPCRDMA_ERR_DISCONNECTED : 0);
 		return;

@@ -384,9 +384,14 @@ static void leave_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
 	for (struct rpc_wait *o = x->waiters; o; o = o->next)
 		if (o != s && !atomic_load(&o->finished)) {
 			/* It waits anyway: it drives from here, no other
-			 * wake-up. */
+			 * wake-up.  Asleep, it comes back for the lock. */
 			x->driver = o;
-			pthread_cond_signal(&o->w->cv);
+			pthread_mutex_lock(&o->w->m);
+			if (o->park == PARK_SLEEPING) {
+				o->park = PARK_DRIVE;
+				pthread_cond_signal(&o->w->cv);
+			}
+			pthread_mutex_unlock(&o->w->m);
 			return;
 		}
 	rpcrdma_rpc_xprt_need_attention_locked(x);
@@ -407,26 +412,57 @@ void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 {
 	s->status = status;
 	/* Under the lock: the waiter checks it under the lock before it
-	 * sleeps. */
+	 * parks. */
 	atomic_store(&s->finished, true);
 	if (s->w == rpcrdma_rpc_waiter_self())
 		return; /* it is this thread: it looks when it returns */
+	bool driver = x->driver == s;
+	pthread_mutex_lock(&s->w->m);
+	if (s->park == PARK_SLEEPING) {
+		/* Its thread will not come back to x: what it would do
+		 * under the lock on its way out is done here.  s lives on
+		 * that thread's stack, so nothing touches s once w->m is
+		 * dropped. */
+		waiters_remove(x, s);
+		inside_leave_locked(x);
+		s->park = PARK_TOLD;
+	}
 	pthread_cond_signal(&s->w->cv);
-	if (x->driver == s)
+	pthread_mutex_unlock(&s->w->m);
+	if (driver)
 		rpcrdma_rpc_xprt_kick(x); /* it may sleep on the CQ fd */
 }
 
-/* Sleeps on cv until deadline (ms, 0: none). */
-static void cv_wait_until(struct rpc_waiter *w, pthread_mutex_t *m,
-			  uint64_t deadline)
+/* With x->lock held, by a waiter s that does not drive: parks without
+ * the lock until it is told (true: then it is off x's list, and returns
+ * without the lock), given the driver's role, or its deadline (ms, 0:
+ * none) passes (false: with the lock again). */
+static bool park(struct rpc_xprt *x, struct rpc_wait *s)
 {
-	if (!deadline) {
-		pthread_cond_wait(&w->cv, m);
-		return;
+	struct rpc_waiter *w = s->w;
+	pthread_mutex_lock(&w->m);
+	s->park = PARK_SLEEPING;
+	pthread_mutex_unlock(&x->lock);
+	struct timespec ts = {(time_t)(s->deadline / 1000),
+			      (long)(s->deadline % 1000) * 1000000L};
+	while (s->park == PARK_SLEEPING) {
+		if (!s->deadline) {
+			pthread_cond_wait(&w->cv, &w->m);
+		} else if (pthread_cond_timedwait(&w->cv, &w->m, &ts) ==
+				   ETIMEDOUT &&
+			   s->park == PARK_SLEEPING) {
+			/* From here on the tellers leave s on the list for
+			 * this thread to take off. */
+			s->park = PARK_RETURNING;
+		}
 	}
-	struct timespec ts = {(time_t)(deadline / 1000),
-			      (long)(deadline % 1000) * 1000000L};
-	pthread_cond_timedwait(&w->cv, m, &ts);
+	bool told = s->park == PARK_TOLD;
+	s->park = PARK_NONE;
+	pthread_mutex_unlock(&w->m);
+	if (told)
+		return true;
+	pthread_mutex_lock(&x->lock);
+	return false;
 }
 
 /* Sleeps on the CQ fd and the kick fd until deadline (now: the pass's
@@ -497,7 +533,7 @@ static bool past_deadline(const struct rpc_wait *s, uint64_t *now)
 	return s->deadline && rpc_clock_ms(now) >= s->deadline;
 }
 
-int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
+int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s)
 {
 	bool woken = false, first = true;
 	/* The caller just posted what it waits for: nothing can have come
@@ -528,7 +564,8 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 		if (x->driver != s) {
 			/* Another thread drives: it tells us, or passes the
 			 * role to us. */
-			cv_wait_until(s->w, &x->lock, s->deadline);
+			if (park(x, s))
+				return 0;
 			look = true;
 			continue;
 		}
@@ -566,6 +603,7 @@ int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s)
 	leave_role_locked(x, s);
 	waiters_remove(x, s);
 	inside_leave_locked(x);
+	pthread_mutex_unlock(&x->lock);
 	return rc;
 }
 
@@ -596,6 +634,7 @@ static void waiter_free(void *p)
 	struct rpc_waiter *w = p;
 	if (w) {
 		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->m);
 		free(w);
 	}
 }
@@ -621,6 +660,7 @@ struct rpc_waiter *rpcrdma_rpc_waiter_self(void)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cv, &a);
 	pthread_condattr_destroy(&a);
+	pthread_mutex_init(&w->m, NULL);
 	pthread_setspecific(waiter_key, w);
 	self_waiter = w;
 	return w;

@@ -182,21 +182,40 @@ void rpcrdma_rpc_work_run_nested(struct rpc_work *w);
 /* ---------------------------------------------------------------------
  * Synchronous waits (progress.c): a thread waiting on a connection for
  * an outcome of its own (a synchronous call's, a reply sent) drives the
- * connection or sleeps on its condition variable.  The connection keeps
- * the list of them; whoever sees the outcome (under the lock) tells the
- * waiter with rpcrdma_rpc_wait_done_locked.
+ * connection or sleeps on its own condition variable, parked: it holds
+ * no lock of the connection while it sleeps.  The connection keeps the
+ * list of them; whoever sees the outcome (under the lock) tells the
+ * waiter with rpcrdma_rpc_wait_done_locked, which takes a parked waiter
+ * off the list itself, so that its thread wakes and returns without the
+ * connection's lock (many threads on one connection would otherwise
+ * queue for the lock the poller holds, one wake-up each).
  */
 struct rpc_waiter {
+	pthread_mutex_t m;            /* park and the wake-ups below */
 	pthread_cond_t cv;            /* one per thread, made on first use */
 };
 
 struct rpc_waiter *rpcrdma_rpc_waiter_self(void);
+
+/* Where a waiter is (rpc_wait.park, under its thread's w->m). */
+enum rpc_park {
+	PARK_NONE,      /* in the wait's loop, under or about to take the
+			   connection's lock */
+	PARK_SLEEPING,  /* asleep on w->cv without the connection's lock */
+	PARK_TOLD,      /* told while asleep: off the list, done with x */
+	PARK_DRIVE,     /* given the driver's role while asleep */
+	PARK_RETURNING, /* woke by its deadline; coming back to the lock */
+};
 
 struct rpc_wait {
 	struct rpc_wait *next;        /* x->waiters */
 	struct rpc_waiter *w;         /* the waiting thread */
 	_Atomic bool finished;        /* set under the connection lock */
 	int status;                   /* the outcome, with finished */
+	bool owns_record;             /* set by the role with the outcome:
+					 the record (call.c) is now the
+					 waiter's */
+	enum rpc_park park;           /* under w->m */
 	uint64_t deadline;            /* ms (rpcrdma_rpc_now_ms), 0: none */
 };
 
@@ -555,8 +574,9 @@ void rpcrdma_rpc_xprt_close_locked(struct rpc_xprt *x);
  * by whoever sees the outcome), driving x meanwhile when no other thread
  * does.  0, or RPCRDMA_ERR_TIMEOUT once s->deadline passed first.
  * s->w is the calling thread's (rpcrdma_rpc_waiter_self), set before the
- * outcome can come.  Returns with the lock held. */
-int rpcrdma_rpc_xprt_wait_locked(struct rpc_xprt *x, struct rpc_wait *s);
+ * outcome can come.  Returns WITHOUT the lock: a waiter told while it
+ * slept never takes it again. */
+int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s);
 /* With x->lock held: s's outcome is in (status); wakes its thread. */
 void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 				  int status);

@@ -405,7 +405,7 @@ static int tcall_sync(struct rpc_xprt *x, struct tcall *c, uint32_t proc,
 			rpcrdma_rpc_work_run(&w);
 			pthread_mutex_lock(&x->lock);
 		}
-		rc = rpcrdma_rpc_xprt_wait_locked(x, s);
+		return rpcrdma_rpc_xprt_wait_unlock(x, s);
 	}
 	pthread_mutex_unlock(&x->lock);
 	return rc;
@@ -1113,8 +1113,7 @@ static void test_deadline(void)
 	fake_cq_stats(k.c.x->cq, &st);
 	CHECK(st.queued > 0);
 	pthread_mutex_lock(&k.c.x->lock);
-	int rc = rpcrdma_rpc_xprt_wait_locked(k.c.x, &s);
-	pthread_mutex_unlock(&k.c.x->lock);
+	int rc = rpcrdma_rpc_xprt_wait_unlock(k.c.x, &s);
 	CHECK_EQ(rc, 0);
 	CHECK(atomic_load(&s.finished));
 	CHECK_EQ(s.status, 0);
@@ -1174,8 +1173,7 @@ static void *bare_main(void *arg)
 	b->s.w = rpcrdma_rpc_waiter_self();
 	atomic_store(&b->tid, gettid());
 	pthread_mutex_lock(&b->x->lock);
-	b->rc = rpcrdma_rpc_xprt_wait_locked(b->x, &b->s);
-	pthread_mutex_unlock(&b->x->lock);
+	b->rc = rpcrdma_rpc_xprt_wait_unlock(b->x, &b->s);
 	atomic_store(&b->done, 1);
 	return NULL;
 }
@@ -1187,6 +1185,90 @@ static void bare_start(struct bare *b, struct rpc_xprt *x, uint64_t deadline)
 	b->s.deadline = deadline;
 	atomic_init(&b->s.finished, false);
 	pthread_create(&b->t, NULL, bare_main, b);
+}
+
+/* Is b's wait parked (asleep without the connection's lock)?  b->s.w is
+ * published by b's thread before its tid. */
+static bool parked(struct bare *b)
+{
+	if (!atomic_load(&b->tid))
+		return false;
+	struct rpc_waiter *w = b->s.w;
+	pthread_mutex_lock(&w->m);
+	bool p = b->s.park == PARK_SLEEPING;
+	pthread_mutex_unlock(&w->m);
+	return p;
+}
+
+/* A waiter that does not drive sleeps without the connection's lock, and
+ * once told it returns without taking it again: the teller takes it off
+ * the list.  So many threads on one connection do not queue for the lock
+ * the poller holds (the rdma-tirpc 32-thread case). */
+static void test_parked_waiters(void)
+{
+	struct conn k;
+	struct rpcrdma_opts o;
+	opts_for_test(&o);
+	CHECK(conn_open(&k, test_roles, test_roles, &o) == 0);
+	struct rpc_xprt *x = k.c.x;
+	struct bare d, p;
+	bool ok;
+	bare_start(&d, x, now_ms() + 4 * LIMIT_MS);
+	WAIT_FOR(ok, driver_of(x) == &d.s, LIMIT_MS);
+	CHECK(ok);
+
+	/* Told while parked: it returns while this thread holds the lock. */
+	bare_start(&p, x, now_ms() + 4 * LIMIT_MS);
+	WAIT_FOR(ok, parked(&p), LIMIT_MS);
+	CHECK(ok);
+	pthread_mutex_lock(&x->lock);
+	CHECK_EQ(x->inside, 2);
+	rpcrdma_rpc_wait_done_locked(x, &p.s, 7);
+	WAIT_FOR(ok, atomic_load(&p.done) == 1, LIMIT_MS);
+	CHECK(ok);
+	CHECK(x->waiters == &d.s && !d.s.next);
+	CHECK(x->driver == &d.s);
+	CHECK_EQ(x->inside, 1);
+	pthread_mutex_unlock(&x->lock);
+	pthread_join(p.t, NULL);
+	CHECK_EQ(p.rc, 0);
+	CHECK_EQ(p.s.status, 7);
+
+	/* Its deadline passes while parked: it comes back for the lock,
+	 * returns TIMEOUT and leaves the list. */
+	bare_start(&p, x, now_ms() + 300);
+	WAIT_FOR(ok, parked(&p), LIMIT_MS);
+	CHECK(ok);
+	pthread_join(p.t, NULL);
+	CHECK_EQ(p.rc, RPCRDMA_ERR_TIMEOUT);
+	pthread_mutex_lock(&x->lock);
+	CHECK(x->waiters == &d.s && !d.s.next);
+	CHECK_EQ(x->inside, 1);
+	pthread_mutex_unlock(&x->lock);
+
+	/* The driver is told and leaves: a parked waiter gets the role and
+	 * drives, with the lock again. */
+	bare_start(&p, x, now_ms() + 4 * LIMIT_MS);
+	WAIT_FOR(ok, parked(&p), LIMIT_MS);
+	CHECK(ok);
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_wait_done_locked(x, &d.s, 0);
+	pthread_mutex_unlock(&x->lock);
+	pthread_join(d.t, NULL);
+	CHECK_EQ(d.rc, 0);
+	WAIT_FOR(ok, driver_of(x) == &p.s, LIMIT_MS);
+	CHECK(ok);
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_wait_done_locked(x, &p.s, 0);
+	pthread_mutex_unlock(&x->lock);
+	pthread_join(p.t, NULL);
+	CHECK_EQ(p.rc, 0);
+	pthread_mutex_lock(&x->lock);
+	CHECK(x->waiters == NULL);
+	CHECK(x->driver == NULL);
+	CHECK_EQ(x->inside, 0);
+	pthread_mutex_unlock(&x->lock);
+	conn_close(&k);
 }
 
 static void test_kick_attend(void)
@@ -1682,6 +1764,7 @@ int main(void)
 		{"sync_timeout_real", test_sync_timeout_real},
 		{"kick_attend", test_kick_attend},
 		{"arm_contract", test_arm_contract},
+		{"parked_waiters", test_parked_waiters},
 		{"tick_timeout", test_tick_timeout},
 		{"quiet", test_quiet},
 		{"lost", test_lost},
