@@ -174,7 +174,7 @@ static void tell_done(struct rpc_xprt *x, struct rpc_call *c, int status,
 	c->status = status;
 	if (c->sync) {
 		c->sync->owns_record = true;
-		rpcrdma_rpc_wait_done_locked(x, c->sync, status);
+		rpcrdma_rpc_wait_done_locked(x, c->sync, status, w);
 	}
 	else
 		rpc_work_add(w, &c->work, run_done);
@@ -189,7 +189,7 @@ static void tell_held(struct rpc_xprt *x, struct rpc_call *c, int status,
 	c->status = status;
 	if (c->sync) {
 		c->state = CALL_TOLD;
-		rpcrdma_rpc_wait_done_locked(x, c->sync, status);
+		rpcrdma_rpc_wait_done_locked(x, c->sync, status, w);
 	} else {
 		c->state = CALL_TELLING;
 		rpc_work_add(w, &c->work, run_telling);

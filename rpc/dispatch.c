@@ -526,7 +526,8 @@ static void incoming_locked(struct rpc_responder *q, struct rpc_xprt *x,
 
 /* RPCRDMA_EV_REPLY_SENT. */
 static void reply_sent_locked(struct rpc_xprt *x,
-			      const struct rpcrdma_engine_event *ev)
+			      const struct rpcrdma_engine_event *ev,
+			      struct rpc_work *w)
 {
 	struct rpcrdma_svc_req *r = ev->user;
 	if (r && r->early) {
@@ -539,7 +540,8 @@ static void reply_sent_locked(struct rpc_xprt *x,
 			rpcrdma_rpc_wait_done_locked(
 				x, s,
 				ev->status == RPCRDMA_ERR_DISCONNECTED
-					? RPCRDMA_ERR_DISCONNECTED : 0);
+					? RPCRDMA_ERR_DISCONNECTED : 0,
+				w);
 		return;
 	}
 	if (r && r->x)
@@ -652,7 +654,7 @@ static void responder_event(void *state, struct rpc_xprt *x,
 	if (ev->type == RPCRDMA_EV_INCOMING_CALL)
 		incoming_locked(state, x, ev, w);
 	else if (ev->type == RPCRDMA_EV_REPLY_SENT)
-		reply_sent_locked(x, ev);
+		reply_sent_locked(x, ev, w);
 }
 
 static bool responder_busy(const void *state, const struct rpc_xprt *x)

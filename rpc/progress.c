@@ -19,8 +19,11 @@
  *  - its driver: one of the threads waiting synchronously on it (their
  *    list is the connection's) polls the CQ itself, arms it and sleeps on
  *    its fd (with the connection's kick eventfd beside it) until its own
- *    outcome is in.  The other waiters sleep on their condition
- *    variables; when the driver is done, the role passes to one of them.
+ *    outcome is in.  The other waiters park on their own condition
+ *    variables without the connection's lock (told, they are taken off
+ *    the list for them and never take the lock again; their wake-up
+ *    runs after the teller drops it); when the driver is done, the role
+ *    passes to one of them.
  *    While a driver attends it, the loop's registration of the CQ fd is
  *    disarmed, so an arrival wakes exactly one thread;
  *  - the event loop (loop.c), for everything nobody else waits for:
@@ -407,8 +410,19 @@ static void waiters_remove(struct rpc_xprt *x, struct rpc_wait *s)
 	s->next = NULL;
 }
 
+void rpcrdma_rpc_wait_tell(struct rpc_work_item *it)
+{
+	struct rpc_wait *s = (struct rpc_wait *)((char *)it -
+						 offsetof(struct rpc_wait, tell));
+	struct rpc_waiter *w = s->w;
+	pthread_mutex_lock(&w->m);
+	s->park = PARK_TOLD;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m); /* s may be gone from here on */
+}
+
 void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
-				  int status)
+				  int status, struct rpc_work *work)
 {
 	s->status = status;
 	/* Under the lock: the waiter checks it under the lock before it
@@ -425,6 +439,13 @@ void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 		 * dropped. */
 		waiters_remove(x, s);
 		inside_leave_locked(x);
+		if (work) {
+			s->park = PARK_TELLING;
+			rpc_work_add_first(work, &s->tell,
+					   rpcrdma_rpc_wait_tell);
+			pthread_mutex_unlock(&s->w->m);
+			return; /* not the driver: it parked */
+		}
 		s->park = PARK_TOLD;
 	}
 	pthread_cond_signal(&s->w->cv);
@@ -445,8 +466,8 @@ static bool park(struct rpc_xprt *x, struct rpc_wait *s)
 	pthread_mutex_unlock(&x->lock);
 	struct timespec ts = {(time_t)(s->deadline / 1000),
 			      (long)(s->deadline % 1000) * 1000000L};
-	while (s->park == PARK_SLEEPING) {
-		if (!s->deadline) {
+	while (s->park == PARK_SLEEPING || s->park == PARK_TELLING) {
+		if (!s->deadline || s->park == PARK_TELLING) {
 			pthread_cond_wait(&w->cv, &w->m);
 		} else if (pthread_cond_timedwait(&w->cv, &w->m, &ts) ==
 				   ETIMEDOUT &&

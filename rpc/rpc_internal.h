@@ -172,6 +172,18 @@ static inline void rpc_work_add(struct rpc_work *w, struct rpc_work_item *it,
 	w->tail = &it->next;
 }
 
+/* Before everything else in w (a wake-up). */
+static inline void rpc_work_add_first(struct rpc_work *w,
+				      struct rpc_work_item *it,
+				      void (*run)(struct rpc_work_item *))
+{
+	it->run = run;
+	it->next = w->head;
+	if (!w->head)
+		w->tail = &it->next;
+	w->head = it;
+}
+
 /* Runs w's items in order; called from inside running work, appends
  * them to the queue this thread runs instead (after the current item). */
 void rpcrdma_rpc_work_run(struct rpc_work *w);
@@ -202,6 +214,8 @@ enum rpc_park {
 	PARK_NONE,      /* in the wait's loop, under or about to take the
 			   connection's lock */
 	PARK_SLEEPING,  /* asleep on w->cv without the connection's lock */
+	PARK_TELLING,   /* off the list, told once the teller's lock is
+			   dropped (its work runs rpcrdma_rpc_wait_tell) */
 	PARK_TOLD,      /* told while asleep: off the list, done with x */
 	PARK_DRIVE,     /* given the driver's role while asleep */
 	PARK_RETURNING, /* woke by its deadline; coming back to the lock */
@@ -216,6 +230,7 @@ struct rpc_wait {
 					 the record (call.c) is now the
 					 waiter's */
 	enum rpc_park park;           /* under w->m */
+	struct rpc_work_item tell;    /* PARK_TELLING: the wake-up */
 	uint64_t deadline;            /* ms (rpcrdma_rpc_now_ms), 0: none */
 };
 
@@ -577,9 +592,14 @@ void rpcrdma_rpc_xprt_close_locked(struct rpc_xprt *x);
  * outcome can come.  Returns WITHOUT the lock: a waiter told while it
  * slept never takes it again. */
 int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s);
-/* With x->lock held: s's outcome is in (status); wakes its thread. */
+/* With x->lock held: s's outcome is in (status); wakes its thread.  With
+ * w, a parked thread is woken by w's work, once the lock is dropped, so
+ * the poller makes no wake-up system call while it holds the lock (w
+ * runs it first, even inside running work). */
 void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
-				  int status);
+				  int status, struct rpc_work *w);
+/* The work item of a deferred wake-up (rpcrdma_rpc_wait_done_locked). */
+void rpcrdma_rpc_wait_tell(struct rpc_work_item *it);
 /* With x->lock held: the loop should (or need not) watch x's CQ fd. */
 void rpcrdma_rpc_xprt_watch_locked(struct rpc_xprt *x, bool on);
 /* With x->lock held: after a change that may need the loop's attention

@@ -35,8 +35,24 @@ static void drain(struct rpc_work *w)
 	}
 }
 
+/* Wake-ups of parked waiters come first in a queue
+ * (rpcrdma_rpc_wait_done_locked) and run at once, even inside running
+ * work: a waiter does not wait behind a handler. */
+static void wake_first(struct rpc_work *w)
+{
+	struct rpc_work_item *it;
+	while ((it = w->head) && it->run == rpcrdma_rpc_wait_tell) {
+		w->head = it->next;
+		if (!w->head)
+			w->tail = &w->head;
+		it->next = NULL;
+		it->run(it);
+	}
+}
+
 void rpcrdma_rpc_work_run(struct rpc_work *w)
 {
+	wake_first(w);
 	if (!w->head)
 		return;
 	if (running && running != w) {

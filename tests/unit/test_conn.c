@@ -238,7 +238,7 @@ static void t_event(void *state, struct rpc_xprt *x,
 		c->reply_len = ev->reply_len;
 		atomic_fetch_add(&c->done, 1);
 		if (c->sync)
-			rpcrdma_rpc_wait_done_locked(x, c->sync, ev->status);
+			rpcrdma_rpc_wait_done_locked(x, c->sync, ev->status, NULL);
 		else
 			rpc_work_add(w, &c->work, tcall_work);
 	} else if (ev->type == RPCRDMA_EV_INCOMING_CALL) {
@@ -1223,7 +1223,7 @@ static void test_parked_waiters(void)
 	CHECK(ok);
 	pthread_mutex_lock(&x->lock);
 	CHECK_EQ(x->inside, 2);
-	rpcrdma_rpc_wait_done_locked(x, &p.s, 7);
+	rpcrdma_rpc_wait_done_locked(x, &p.s, 7, NULL);
 	WAIT_FOR(ok, atomic_load(&p.done) == 1, LIMIT_MS);
 	CHECK(ok);
 	CHECK(x->waiters == &d.s && !d.s.next);
@@ -1233,6 +1233,27 @@ static void test_parked_waiters(void)
 	pthread_join(p.t, NULL);
 	CHECK_EQ(p.rc, 0);
 	CHECK_EQ(p.s.status, 7);
+
+	/* Told with a work queue (as a poller tells): off the list at once,
+	 * woken by the queue's first item once the lock is dropped. */
+	bare_start(&p, x, now_ms() + 4 * LIMIT_MS);
+	WAIT_FOR(ok, parked(&p), LIMIT_MS);
+	CHECK(ok);
+	struct rpc_work wk;
+	rpc_work_init(&wk);
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_wait_done_locked(x, &p.s, 5, &wk);
+	CHECK(wk.head == &p.s.tell);
+	CHECK(x->waiters == &d.s && !d.s.next);
+	CHECK_EQ(x->inside, 1);
+	pthread_mutex_unlock(&x->lock);
+	usleep(20000);
+	CHECK_EQ(atomic_load(&p.done), 0);
+	rpcrdma_rpc_work_run(&wk);
+	CHECK(rpc_work_empty(&wk));
+	pthread_join(p.t, NULL);
+	CHECK_EQ(p.rc, 0);
+	CHECK_EQ(p.s.status, 5);
 
 	/* Its deadline passes while parked: it comes back for the lock,
 	 * returns TIMEOUT and leaves the list. */
@@ -1252,14 +1273,14 @@ static void test_parked_waiters(void)
 	WAIT_FOR(ok, parked(&p), LIMIT_MS);
 	CHECK(ok);
 	pthread_mutex_lock(&x->lock);
-	rpcrdma_rpc_wait_done_locked(x, &d.s, 0);
+	rpcrdma_rpc_wait_done_locked(x, &d.s, 0, NULL);
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(d.t, NULL);
 	CHECK_EQ(d.rc, 0);
 	WAIT_FOR(ok, driver_of(x) == &p.s, LIMIT_MS);
 	CHECK(ok);
 	pthread_mutex_lock(&x->lock);
-	rpcrdma_rpc_wait_done_locked(x, &p.s, 0);
+	rpcrdma_rpc_wait_done_locked(x, &p.s, 0, NULL);
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(p.t, NULL);
 	CHECK_EQ(p.rc, 0);
@@ -1304,7 +1325,7 @@ static void test_kick_attend(void)
 	/* Its outcome, told from this thread: the kick wakes it (no
 	 * completion came: its CQ fd stays quiet). */
 	pthread_mutex_lock(&x->lock);
-	rpcrdma_rpc_wait_done_locked(x, &b.s, 7);
+	rpcrdma_rpc_wait_done_locked(x, &b.s, 7, NULL);
 	pthread_mutex_unlock(&x->lock);
 	WAIT_FOR(ok, atomic_load(&b.done) == 1, LIMIT_MS);
 	CHECK(ok);
@@ -1345,7 +1366,7 @@ static long wait_polls_before_sleep(struct rpc_xprt *x, bool always)
 	CHECK_EQ(asleep.notifies - before.notifies, 1);
 	CHECK(asleep.armed);
 	pthread_mutex_lock(&x->lock);
-	rpcrdma_rpc_wait_done_locked(x, &b.s, 0);
+	rpcrdma_rpc_wait_done_locked(x, &b.s, 0, NULL);
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(b.t, NULL);
 	CHECK_EQ(b.rc, 0);
@@ -1429,7 +1450,7 @@ static void test_arm_contract(void)
 	CHECK_EQ(atomic_load(&c1.ran), 1);
 	CHECK_EQ(reply_word(&c1), 109);
 	pthread_mutex_lock(&x->lock);
-	rpcrdma_rpc_wait_done_locked(x, &w.s, 0);
+	rpcrdma_rpc_wait_done_locked(x, &w.s, 0, NULL);
 	pthread_mutex_unlock(&x->lock);
 	pthread_join(w.t, NULL);
 	CHECK_EQ(w.rc, 0);
