@@ -493,6 +493,11 @@ struct iw_channel {
 struct iw_ep {
 	struct rpcrdma_cm_id base;
 	struct iw_dev *dev;
+	/* CM events that name it (as id or listen_id), queued or delivered
+	 * and not yet acknowledged: a destroyed ep waits in the graveyard
+	 * until none is left, as rdma_destroy_id(3) waits for them (the
+	 * event's reader may be another thread, another poll group). */
+	atomic_uint events_held;
 	pthread_mutex_t lock;    /* state, handshake buffers */
 	int state;               /* enum iw_ep_state */
 	int fd;

@@ -50,6 +50,22 @@ int rpcrdma_iwarp_create_channel(struct rpcrdma_dev *dev,
 	return 0;
 }
 
+/* e is acknowledged or dropped: the eps it names may be freed.  The
+ * device is read first: an ep whose count reaches 0 may be freed at once
+ * by the progress thread, which the wake-up sends to its graveyard. */
+static void event_release(struct iw_event *e)
+{
+	struct iw_ep *ids[2] = {(struct iw_ep *)e->base.id,
+				(struct iw_ep *)e->base.listen_id};
+	for (int i = 0; i < 2; i++) {
+		if (!ids[i])
+			continue;
+		struct iw_dev *dev = ids[i]->dev;
+		if (atomic_fetch_sub(&ids[i]->events_held, 1) == 1)
+			rpcrdma_iwarp_wake(dev);
+	}
+}
+
 int rpcrdma_iwarp_destroy_channel(struct rpcrdma_cm_channel *c)
 {
 	if (!c)
@@ -58,6 +74,7 @@ int rpcrdma_iwarp_destroy_channel(struct rpcrdma_cm_channel *c)
 	struct iw_event *e = ch->head;
 	while (e) {
 		struct iw_event *n = e->next;
+		event_release(e);
 		if (e->slot < 0)
 			free(e);
 		e = n;
@@ -106,6 +123,9 @@ void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 	e->base.private_data_len = (uint16_t)pd_len;
 	e->base.responder_resources = ird;
 	e->base.initiator_depth = ord;
+	atomic_fetch_add(&ep->events_held, 1);
+	if (listener)
+		atomic_fetch_add(&listener->events_held, 1);
 	pthread_mutex_lock(&ch->lock);
 	if (ch->tail)
 		ch->tail->next = e;
@@ -150,6 +170,7 @@ int rpcrdma_iwarp_ack_cm_event(struct rpcrdma_cm_event *ev)
 	if (!ev)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_event *e = (struct iw_event *)ev;
+	event_release(e);
 	if (e->slot < 0) {
 		free(e);
 		return 0;

@@ -92,17 +92,34 @@ static void run_deferred(struct iw_dev *dev, uint64_t now, uint64_t *next)
 	}
 }
 
-static void free_grave(struct iw_dev *dev)
+/* Frees the buried eps no unacknowledged CM event names (all of them
+ * when the device closes: force); the others stay for a later pass, which
+ * the last acknowledgement wakes. */
+static void free_grave(struct iw_dev *dev, bool force)
 {
 	pthread_mutex_lock(&dev->lock);
-	struct iw_ep *g = dev->grave;
+	struct iw_ep *g = dev->grave, *keep = NULL;
 	dev->grave = NULL;
 	pthread_mutex_unlock(&dev->lock);
 	while (g) {
 		struct iw_ep *next = g->next_grave;
-		rpcrdma_iwarp_ep_free(g);
+		if (!force && atomic_load(&g->events_held)) {
+			g->next_grave = keep;
+			keep = g;
+		} else {
+			rpcrdma_iwarp_ep_free(g);
+		}
 		g = next;
 	}
+	if (!keep)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	struct iw_ep *t = keep;
+	while (t->next_grave)
+		t = t->next_grave;
+	t->next_grave = dev->grave;
+	dev->grave = keep;
+	pthread_mutex_unlock(&dev->lock);
 }
 
 static void *progress_main(void *arg)
@@ -111,7 +128,7 @@ static void *progress_main(void *arg)
 	struct epoll_event evs[64];
 	uint64_t next = UINT64_MAX;
 	while (!atomic_load(&dev->stop)) {
-		free_grave(dev);
+		free_grave(dev, false);
 		int timeout = -1;
 		uint64_t now = rpcrdma_iwarp_now_ns();
 		if (next != UINT64_MAX)
@@ -131,7 +148,7 @@ static void *progress_main(void *arg)
 		next = UINT64_MAX;
 		run_deferred(dev, rpcrdma_iwarp_now_ns(), &next);
 	}
-	free_grave(dev);
+	free_grave(dev, true);
 	return NULL;
 }
 
