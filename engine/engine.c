@@ -52,12 +52,6 @@ uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
 	       (uint64_t)op << 32 | idx;
 }
 
-uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p)
-{
-	(void)e;
-	return (uint64_t)(uintptr_t)p;
-}
-
 /* Capacity: sends are bounded by the send queue reservation, receives by
  * the buffer count, so the ring never overflows; a failure here is an
  * engine bug, answered by asking to close rather than writing past. */
@@ -191,17 +185,6 @@ bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
 	return false;
 }
 
-bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
-{
-	uint32_t i = e->xid_map[xid & e->xid_mask];
-	if (i < e->nrq && e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
-		return true;
-	for (i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
-			return true;
-	return false;
-}
-
 /* ---------------------------------------------------------------------
  * Receive buffers: recv_target are kept posted (RFC 8166 §3.3.1: the
  * Responder keeps at least as many as it grants; RFC 8167 §4.3: plus one
@@ -224,7 +207,7 @@ static void refill_recvs(struct rpcrdma_engine *e)
 		w->is_recv = true;
 		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
 		w->recv.num_sge = 1;
-		w->sge[0].addr = rpcrdma_arena_addr(e, rpcrdma_rbuf_ptr(e, idx));
+		w->sge[0].addr = rpcrdma_addr(rpcrdma_rbuf_ptr(e, idx));
 		w->sge[0].length = e->rsize;
 		w->sge[0].lkey = e->arena_mr.lkey;
 		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
@@ -910,15 +893,12 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			}
 		}
 		ev->write_chunks = s->cl.nwrites;
-		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
-			size_t t = 0;
-			for (uint32_t j = 0; j < s->cl.writes[i].nsegs; j++)
-				t += s->cl.writes[i].segs[j].length;
-			ev->write_chunk_len[i] = t;
-		}
+		for (uint32_t i = 0; i < s->cl.nwrites; i++)
+			ev->write_chunk_len[i] =
+				(size_t)rpcrdma_write_chunk_len(&s->cl.writes[i]);
 		if (s->cl.has_reply)
-			for (uint32_t j = 0; j < s->cl.reply.nsegs; j++)
-				ev->reply_chunk_len += s->cl.reply.segs[j].length;
+			ev->reply_chunk_len =
+				(size_t)rpcrdma_write_chunk_len(&s->cl.reply);
 		return 1;
 	}
 	}

@@ -367,6 +367,13 @@ struct rpcrdma_engine {
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };
 
+/* The address a work request's SGE gives for p: the engine's buffers are
+ * registered at their virtual addresses (rpcrdma_engine_mem_ops). */
+static inline uint64_t rpcrdma_addr(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
 static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 					uint32_t idx)
 {
@@ -382,10 +389,8 @@ void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason);
 void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s);
-uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p);
 void rpcrdma_progress(struct rpcrdma_engine *e);
 void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx);
-bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid);
 uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e);
 size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
 			const struct rpcrdma_v1_hdr *h);
@@ -456,7 +461,9 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 		   const struct rpcrdma_wc *wc);
 void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
-struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+/* The call sent on this connection with XID xid (RQ_SENT, this epoch), or
+ * NULL: what a reply, or an undecodable message, is matched against. */
+struct rq *rpcrdma_rq_find(const struct rpcrdma_engine *e, uint32_t xid);
 /* The slot is free again (its state set to RQ_FREE here). */
 void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
 

@@ -11,18 +11,13 @@
 #include "engine/engine_internal.h"
 #include "wire/xdr.h"
 
-static size_t pad4(size_t n)
-{
-	return (4 - (n & 3)) & 3;
-}
-
 static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
 		    uint32_t xid)
 {
 	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
 }
 
-struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
+struct rq *rpcrdma_rq_find(const struct rpcrdma_engine *e, uint32_t xid)
 {
 	uint32_t i = e->xid_map[xid & e->xid_mask];
 	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
@@ -86,7 +81,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 		if ((!v->base && v->len) || (!v->ddp && (v->len & 3)) ||
 		    v->len > UINT32_MAX)
 			return RPCRDMA_ERR_INVAL;
-		total += v->len + pad4(v->len);
+		total += v->len + rpcrdma_xdr_pad(v->len);
 	}
 	for (unsigned i = 0; i < req->nresults; i++)
 		if ((!req->results[i].base && req->results[i].len) ||
@@ -154,8 +149,6 @@ static void wait_on(struct rpcrdma_engine *e, struct rq *q,
 			e->ctr.credit_stalls++;
 		else if (w == WAIT_MR)
 			e->ctr.mr_stalls++;
-		else if (w == WAIT_SQ)
-			e->ctr.sq_stalls++;
 	}
 	q->wait = w;
 	rpcrdma_rq_enqueue(e, q);
@@ -191,11 +184,11 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	int rc;
 
 	for (unsigned i = 0; i < r->nmsg; i++) {
-		unreduced += r->msg[i].len + pad4(r->msg[i].len);
+		unreduced += r->msg[i].len + rpcrdma_xdr_pad(r->msg[i].len);
 		if (r->msg[i].ddp && r->msg[i].len)
 			nddp++;
 		else
-			reduced += r->msg[i].len + pad4(r->msg[i].len);
+			reduced += r->msg[i].len + rpcrdma_xdr_pad(r->msg[i].len);
 	}
 	rpcrdma_v1_hdr_init(h);
 	q->reply_offered = false;
@@ -284,7 +277,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 						goto fail;
 					h->chunks.nreads = n;
 				}
-				pos += v->len + pad4(v->len);
+				pos += v->len + rpcrdma_xdr_pad(v->len);
 			}
 			*shape = SHAPE_CHUNKED;
 			*inline_len = (size_t)reduced;
@@ -318,7 +311,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		if (rc)
 			goto fail;
 		h->chunks.nreads = n;
-		if (pad4(v->len)) {
+		if (rpcrdma_xdr_pad(v->len)) {
 			if (!padseg.length) {
 				rc = reg_remote(e, q, q->pad, sizeof q->pad,
 						RPCRDMA_ACCESS_REMOTE_READ,
@@ -329,7 +322,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			rs = &h->chunks.reads[n++];
 			rs->position = 0;
 			rs->target = padseg;
-			rs->target.length = (uint32_t)pad4(v->len);
+			rs->target.length = (uint32_t)rpcrdma_xdr_pad(v->len);
 			h->chunks.nreads = n;
 		}
 	}
@@ -381,7 +374,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	if (q->want_bounce && !q->bounce) {
 		size_t total = 0;
 		for (unsigned i = 0; i < q->req.nmsg; i++)
-			total += q->req.msg[i].len + pad4(q->req.msg[i].len);
+			total += q->req.msg[i].len + rpcrdma_xdr_pad(q->req.msg[i].len);
 		q->bounce = calloc(1, total ? total : 1);
 		if (!q->bounce) {
 			complete_call(e, q, RPCRDMA_ERR_NOMEM);
@@ -413,7 +406,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 			const struct rpcrdma_iov *v = &q->req.msg[i];
 			if (v->len)
 				memcpy(b, v->base, v->len);
-			b += v->len + pad4(v->len); /* calloc'd: pads are 0 */
+			b += v->len + rpcrdma_xdr_pad(v->len); /* calloc'd: pads are 0 */
 		}
 	}
 	int rc = marshal(e, q, &shape, &inl);
@@ -465,8 +458,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 			if (v->ddp)
 				e->ctr.ddp_inline_tx += v->len;
 			p += v->len;
-			memset(p, 0, pad4(v->len));
-			p += pad4(v->len);
+			memset(p, 0, rpcrdma_xdr_pad(v->len));
+			p += rpcrdma_xdr_pad(v->len);
 		}
 	}
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_SEND, q->idx);
@@ -474,7 +467,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	/* Unsignalled: the reply says the Responder has it (send_queue.c). */
 	w->send.send_flags = 0;
 	w->send.num_sge = 1;
-	w->sge[0].addr = rpcrdma_arena_addr(e, q->sbuf);
+	w->sge[0].addr = rpcrdma_addr(q->sbuf);
 	w->sge[0].length = (uint32_t)(p - q->sbuf);
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
@@ -531,14 +524,6 @@ static void finish(struct rpcrdma_engine *e, struct rq *q)
 		q->held_rbuf = RPCRDMA_NIL;
 	}
 	complete_call(e, q, q->status);
-}
-
-static uint64_t chunk_len(const struct rpcrdma_write_chunk *c)
-{
-	uint64_t t = 0;
-	for (uint32_t i = 0; i < c->nsegs; i++)
-		t += c->segs[i].length;
-	return t;
 }
 
 /* A returned chunk against the noff segments offered for it: "The
@@ -746,7 +731,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
 		if (cl->nreads || !check_chunks(q, cl) ||
-		    (cl->has_reply && chunk_len(&cl->reply))) {
+		    (cl->has_reply && rpcrdma_write_chunk_len(&cl->reply))) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
 		}
@@ -766,11 +751,11 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		 * chunk; its returned length is the reply's. */
 		if (!cl->has_reply || !offered_reply || cl->nreads ||
 		    !check_chunks(q, cl) ||
-		    chunk_len(&cl->reply) > q->req.reply_max) {
+		    rpcrdma_write_chunk_len(&cl->reply) > q->req.reply_max) {
 			e->ctr.bad_replies++;
 			return false;
 		}
-		reply_len = (size_t)chunk_len(&cl->reply);
+		reply_len = (size_t)rpcrdma_write_chunk_len(&cl->reply);
 		e->ctr.replies_long++;
 		break;
 	default:
@@ -800,7 +785,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	memset(q->result_len, 0, sizeof q->result_len);
 	if (!is_err)
 		for (uint32_t i = 0; i < cl->nwrites; i++)
-			q->result_len[i] = (size_t)chunk_len(&cl->writes[i]);
+			q->result_len[i] = (size_t)rpcrdma_write_chunk_len(&cl->writes[i]);
 	if (is_err && v->err.code == RPCRDMA_V1_ERR_VERS) {
 		q->vers_low = v->err.vers_low;
 		q->vers_high = v->err.vers_high;

@@ -12,17 +12,7 @@
 #include "common/usdt.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
-
-static size_t pad4(size_t n)
-{
-	return (4 - (n & 3)) & 3;
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
+#include "wire/xdr.h"
 
 static struct rs *rs_alloc(struct rpcrdma_engine *e)
 {
@@ -228,8 +218,8 @@ static uint64_t layout(const struct rpcrdma_engine *e,
 				return 0;
 		}
 		if (dst)
-			memset(dst + pos + c, 0, pad4((size_t)c));
-		u = pos + c + pad4((size_t)c);
+			memset(dst + pos + c, 0, rpcrdma_xdr_pad((size_t)c));
+		u = pos + c + rpcrdma_xdr_pad((size_t)c);
 		if (u > e->cfg.max_call_size)
 			return 0;
 	}
@@ -245,8 +235,8 @@ static void deliver(struct rpcrdma_engine *e, struct rs *s)
 {
 	/* RFC 8166 §4.5.2: the RPC XID must match rdma_xid; RFC 8167 §5.1:
 	 * a call's msg_type is CALL. */
-	if (s->call_len < 8 || be32(s->callbuf) != s->xid ||
-	    be32(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
+	if (s->call_len < 8 || rpcrdma_be32_get(s->callbuf) != s->xid ||
+	    rpcrdma_be32_get(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
 		send_error(e, s, s->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
@@ -432,8 +422,6 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		if (e->reads_inflight >= e->ord || !e->sq_avail) {
 			if (e->reads_inflight >= e->ord)
 				e->ctr.ord_stalls++;
-			else
-				e->ctr.sq_stalls++;
 			rpcrdma_rs_enqueue(e, s);
 			return;
 		}
@@ -448,7 +436,7 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		w->send.num_sge = 1;
 		w->send.rdma.remote_addr = rd->target.offset;
 		w->send.rdma.rkey = rd->target.handle;
-		w->sge[0].addr = rpcrdma_arena_addr(e, s->callbuf +
+		w->sge[0].addr = rpcrdma_addr(s->callbuf +
 							s->read_dst[s->next_read]);
 		w->sge[0].length = rd->target.length;
 		w->sge[0].lkey = s->callmr.lkey;
@@ -460,14 +448,6 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 	}
 	if (!s->reads_inflight)
 		reads_done(e, s);
-}
-
-static uint64_t chunk_cap(const struct rpcrdma_write_chunk *c)
-{
-	uint64_t t = 0;
-	for (uint32_t i = 0; i < c->nsegs; i++)
-		t += c->segs[i].length;
-	return t;
 }
 
 /* Emit RDMA Writes of src[0..len) filling chunk c in order (§3.4.6);
@@ -499,7 +479,7 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 			w->send.num_sge = 1;
 			w->send.rdma.remote_addr = c->segs[j].offset;
 			w->send.rdma.rkey = c->segs[j].handle;
-			w->sge[0].addr = rpcrdma_arena_addr(e, src + done);
+			w->sge[0].addr = rpcrdma_addr(src + done);
 			w->sge[0].length = (uint32_t)k;
 			w->sge[0].lkey = lkey;
 			e->ctr.rdma_write_bytes += k;
@@ -542,7 +522,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
 	s->send_waited = need;
 	w->send.num_sge = 1;
-	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
+	w->sge[0].addr = rpcrdma_addr(s->sbuf);
 	w->sge[0].length = (uint32_t)len;
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail--;
@@ -558,7 +538,6 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 static void run_error(struct rpcrdma_engine *e, struct rs *s)
 {
 	if (!e->sq_avail) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -608,7 +587,6 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 {
 	if (!e->sq_avail) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -662,7 +640,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (v->ddp && w < cl->nwrites) {
 			const struct rpcrdma_write_chunk *c = &cl->writes[w];
 			if (c->nsegs) {
-				if (chunk_cap(c) < v->len) {
+				if (rpcrdma_write_chunk_len(c) < v->len) {
 					/* Draft §5.3.3 RDMA2_ERR_WRITE_RESOURCE:
 					 * which chunk (1-based), how much. */
 					er.code = RPCRDMA_V2_ERR_WRITE_RESOURCE;
@@ -679,7 +657,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 			w++;
 		}
 		if (!reduce[i])
-			reduced += v->len + pad4(v->len);
+			reduced += v->len + rpcrdma_xdr_pad(v->len);
 	}
 	/* §4.3.2.2: unconsumed chunks go back unused (same count, empty
 	 * segments). */
@@ -699,7 +677,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
 		 * when there is none or it is too small (§4.5.3); v2 says
 		 * how large it must be (RDMA2_ERR_REPLY_RESOURCE). */
-		if (!cl->has_reply || chunk_cap(&cl->reply) < reduced) {
+		if (!cl->has_reply || rpcrdma_write_chunk_len(&cl->reply) < reduced) {
 			er.code = RPCRDMA_V2_ERR_REPLY_RESOURCE;
 			er.length_needed = reduced > UINT32_MAX ? UINT32_MAX
 								 : (uint32_t)reduced;
@@ -718,7 +696,6 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	if (nwr + 1 > e->cfg.sq_depth)
 		goto err_system;
 	if (e->sq_avail < nwr + 1) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -792,8 +769,8 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (v->ddp)
 			e->ctr.ddp_inline_tx += v->len;
 		p += v->len;
-		memset(p, 0, pad4(v->len));
-		p += pad4(v->len);
+		memset(p, 0, rpcrdma_xdr_pad(v->len));
+		p += rpcrdma_xdr_pad(v->len);
 	}
 	if (lng)
 		write_chunk(e, s, s->staging, (size_t)reduced,
@@ -869,7 +846,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	}
 	if (!rep || !rep->msg || !rep->nmsg || rep->nmsg > RPCRDMA_ENGINE_MAX_IOV ||
 	    rep->msg[0].ddp || rep->msg[0].len < 4 || !rep->msg[0].base ||
-	    be32(rep->msg[0].base) != s->xid)
+	    rpcrdma_be32_get(rep->msg[0].base) != s->xid)
 		return RPCRDMA_ERR_INVAL;
 	for (unsigned i = 0; i < rep->nmsg; i++)
 		if ((!rep->msg[i].base && rep->msg[i].len) ||
