@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * The connection engine: buffers, output queues, connection inputs and
- * the dispatch of received messages by direction (see engine.h).  The
- * Requester role is in requester.c, the Responder role in responder.c.
+ * The connection engine (see engine.h): its configuration and memory,
+ * the connection inputs, the event queue, the pending queues and the
+ * progress loop over them, and the dispatch of completions.  Each other
+ * concept has its own file: the Requester role (requester.c), the
+ * Responder role (responder.c), received messages (receive.c), receive
+ * buffers (recv_buffers.c), invalidation (invalidation.c), the
+ * work-request queue and its wr_id (work_queue.c), the send queue
+ * (send_queue.c), credits, negotiation and the RDMA time-out; the v1/v2
+ * header bridge is wire/rpcrdma_hdr.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,31 +48,8 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 }
 
 /* ---------------------------------------------------------------------
- * Small helpers shared by the roles
+ * The event queue, close requests and the pending queues
  */
-
-uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
-		       enum wr_op op, uint32_t idx)
-{
-	return (uint64_t)e->epoch << 48 | (uint64_t)k << 40 |
-	       (uint64_t)op << 32 | idx;
-}
-
-/* Capacity: sends are bounded by the send queue reservation, receives by
- * the buffer count, so the ring never overflows; a failure here is an
- * engine bug, answered by asking to close rather than writing past. */
-struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
-{
-	if (e->wrq_count == e->wrq_cap)
-		return NULL;
-	struct rpcrdma_engine_wr *w =
-		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
-	/* The roles set what they use: the SGEs up to num_sge, the recv
-	 * fields whole; only the send part needs zeroing. */
-	w->is_recv = false;
-	memset(&w->send, 0, sizeof w->send);
-	return w;
-}
 
 static bool ev_grow(struct rpcrdma_engine *e)
 {
@@ -132,108 +115,6 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
 	e->rs_pending.n++;
 }
 
-uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e)
-{
-	return e->cfg.credits;
-}
-
-/* A v2 MSG/NOMSG header is v1's plus rdma_flags and rdma_inv_handle. */
-size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
-			const struct rpcrdma_v1_hdr *h)
-{
-	return rpcrdma_v1_size(h) + (e->vers == RPCRDMA_VERSION_2 ? 8 : 0);
-}
-
-/* Encode a MSG/NOMSG header built in v1 terms in the connection's
- * version.  response: v2 RPCRDMA2_F_RESPONSE (§3.2: it equals the RPC
- * msg_type, so it is set exactly on replies). */
-int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
-		       const struct rpcrdma_v1_hdr *h, bool response,
-		       uint32_t inv_handle)
-{
-	if (e->vers != RPCRDMA_VERSION_2)
-		return rpcrdma_v1_encode(buf, cap, h);
-	struct rpcrdma_v2_hdr *p = &e->tx_hdr2;
-	p->xid = h->xid;
-	p->vers = RPCRDMA_VERSION_2;
-	p->credit = h->credit;
-	p->htype = h->proc; /* MSG 0 and NOMSG 1 in both versions */
-	p->flags = response ? RPCRDMA_V2_F_RESPONSE : 0;
-	p->inv_handle = inv_handle;
-	return rpcrdma_v2_encode_lists(buf, cap, p, &h->chunks);
-}
-
-/* The one handle a reply may invalidate: the first Write chunk's, else
- * the Reply chunk's, else the first Read segment's (the registration the
- * Requester is most likely still to hold when the reply lands). */
-bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
-			     uint32_t *rkey)
-{
-	for (uint32_t i = 0; i < cl->nwrites; i++)
-		if (cl->writes[i].nsegs) {
-			*rkey = cl->writes[i].segs[0].handle;
-			return true;
-		}
-	if (cl->has_reply && cl->reply.nsegs) {
-		*rkey = cl->reply.segs[0].handle;
-		return true;
-	}
-	if (cl->nreads) {
-		*rkey = cl->reads[0].target.handle;
-		return true;
-	}
-	return false;
-}
-
-/* ---------------------------------------------------------------------
- * Receive buffers: recv_target are kept posted (RFC 8166 §3.3.1: the
- * Responder keeps at least as many as it grants; RFC 8167 §4.3: plus one
- * per outstanding forward call); a Requester slot may hold one buffer
- * while it invalidates, so there are max_calls spares.
- */
-
-void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx)
-{
-	e->rfree[e->nrfree++] = idx;
-}
-
-static void refill_recvs(struct rpcrdma_engine *e)
-{
-	while (e->connected && e->rp_count < e->recv_target && e->nrfree) {
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w)
-			return;
-		uint32_t idx = e->rfree[--e->nrfree];
-		w->is_recv = true;
-		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
-		w->recv.num_sge = 1;
-		w->sge[0].addr = rpcrdma_addr(rpcrdma_rbuf_ptr(e, idx));
-		w->sge[0].length = e->rsize;
-		w->sge[0].lkey = e->arena_mr.lkey;
-		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
-	}
-}
-
-/* Take idx off the posted ring (receives complete in posting order on a
- * reliable connection; tolerate any order anyway). */
-static bool unpost(struct rpcrdma_engine *e, uint32_t idx)
-{
-	for (uint32_t i = 0; i < e->rp_count; i++) {
-		uint32_t at = (e->rp_head + i) % e->nrbuf;
-		if (e->rposted[at] != idx)
-			continue;
-		for (uint32_t j = i; j > 0; j--) {
-			uint32_t to = (e->rp_head + j) % e->nrbuf;
-			uint32_t from = (e->rp_head + j - 1) % e->nrbuf;
-			e->rposted[to] = e->rposted[from];
-		}
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
-		return true;
-	}
-	return false;
-}
-
 /* ---------------------------------------------------------------------
  * Create / destroy
  */
@@ -246,7 +127,7 @@ static void engine_init(struct rpcrdma_engine *e)
 	e->peer_v1_only = e->cfg.peer_v1_only;
 	rpcrdma_credits_reset(e);
 	e->ord = 1;
-	e->rbufs = e->arena;
+	rpcrdma_recv_init(e);
 	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
 	for (uint32_t i = 0; i < e->nrq; i++, p += e->ssize) {
 		e->rq[i].idx = i;
@@ -264,8 +145,6 @@ static void engine_init(struct rpcrdma_engine *e)
 		e->rq_free[e->nrq_free++] = e->nrq - 1 - i;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		e->rs_free[e->nrs_free++] = e->nrs - 1 - i;
-	for (uint32_t i = 0; i < e->nrbuf; i++)
-		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
 	e->rq_pending.n = e->rs_pending.n = 0;
@@ -566,7 +445,7 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 		if (e->rs_pending.n + e->rq_pending.n >= before)
 			break;
 	}
-	refill_recvs(e);
+	rpcrdma_recv_refill(e);
 }
 
 /* ---------------------------------------------------------------------
@@ -592,7 +471,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	rpcrdma_sq_reset(e);
 	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
 	e->ctr.connections++;
-	refill_recvs(e);
+	rpcrdma_recv_refill(e);
 	rpcrdma_neg_start(e, now);
 	/* A server learns the version from the client's first message. */
 	rpcrdma_progress(e);
@@ -635,8 +514,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->connected = false;
 	e->close_asked = false;
 	e->epoch++;
-	e->wrq_count = 0;  /* never posted: forget */
-	e->wrq_head = 0;
+	rpcrdma_wr_forget(e); /* never posted */
 	/* A CLOSE not yet polled named this connection: drop it, or the
 	 * driver would take it for the next connection (and a CLOSE per
 	 * lost connection could overflow the event ring, which holds one
@@ -648,12 +526,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 			e->evq[(e->evq_head + kept++) % e->evq_cap] = v;
 	}
 	e->evq_count = kept;
-	while (e->rp_count) {
-		rpcrdma_rbuf_release(e, e->rposted[e->rp_head]);
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
-	}
-	e->rp_head = 0;
+	rpcrdma_recv_conn_lost(e);
 	rpcrdma_credits_reset(e);
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
@@ -683,7 +556,7 @@ static void received(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		     bool with_inv, uint32_t inv_rkey)
 {
 	if (!rpcrdma_rx_message(e, idx, len, with_inv, inv_rkey))
-		rpcrdma_rbuf_release(e, idx);
+		rpcrdma_recv_put(e, idx);
 	rpcrdma_progress(e);
 }
 
@@ -701,7 +574,7 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 		rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
 		return RPCRDMA_ERR_NOSPACE;
 	}
-	unpost(e, idx);
+	rpcrdma_recv_unpost(e, idx);
 	memcpy(rpcrdma_rbuf_ptr(e, idx), buf, len);
 	received(e, idx, len, with_inv, inv_rkey);
 	return 0;
@@ -710,21 +583,21 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 			      const struct rpcrdma_wc *wc)
 {
-	uint16_t epoch = (uint16_t)(wc->wr_id >> 48);
-	enum wr_kind kind = (enum wr_kind)((wc->wr_id >> 40) & 0xff);
-	enum wr_op op = (enum wr_op)((wc->wr_id >> 32) & 0xff);
-	uint32_t idx = (uint32_t)wc->wr_id;
+	const struct wr_tag t = rpcrdma_wr_tag(wc->wr_id);
+	const enum wr_kind kind = t.kind;
+	const enum wr_op op = t.op;
+	const uint32_t idx = t.idx;
 
-	if (epoch != e->epoch || !e->connected)
+	if (t.epoch != e->epoch || !e->connected)
 		return 0; /* flushed from a connection already unwound */
 	switch (kind) {
 	case WRK_RECV:
-		if (idx >= e->nrbuf || !unpost(e, idx))
+		if (idx >= e->nrbuf || !rpcrdma_recv_unpost(e, idx))
 			return RPCRDMA_ERR_NOENT;
 		/* A byte_len past the buffer cannot come from a working
 		 * provider; never parse beyond the receive buffer on it. */
 		if (wc->status != RPCRDMA_WC_SUCCESS || wc->byte_len > e->rsize) {
-			rpcrdma_rbuf_release(e, idx);
+			rpcrdma_recv_put(e, idx);
 			rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
 						     ? RPCRDMA_ERR_FLUSHED
 						     : RPCRDMA_ERR_PROTOCOL);
@@ -765,40 +638,8 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 }
 
 /* ---------------------------------------------------------------------
- * Outputs
+ * Outputs (the work requests: work_queue.c)
  */
-struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
-{
-	if (!e->wrq_count)
-		return NULL;
-	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
-	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
-	e->wrq_count--;
-	wr->send.next = NULL;
-	wr->recv.next = NULL;
-	if (wr->is_recv) {
-		wr->recv.sg_list = wr->sge;
-	} else {
-		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
-		rpcrdma_sq_post(e, &wr->send);
-	}
-	return wr;
-}
-
-int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
-			  struct rpcrdma_engine_wr *wr)
-{
-	const struct rpcrdma_engine_wr *p = rpcrdma_engine_next_wr(e);
-	if (!p)
-		return 0;
-	*wr = *p;
-	if (wr->is_recv)
-		wr->recv.sg_list = wr->sge;
-	else
-		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
-	return 1;
-}
-
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev)
 {

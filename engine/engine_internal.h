@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Engine internals shared by engine.c (connection, buffers, queues,
- * dispatch), requester.c and responder.c.  Not installed.
+ * Engine internals shared by engine.c (configuration, connection inputs,
+ * event and pending queues, dispatch of completions), its concepts'
+ * files (receive buffers, invalidation, the work-request queue, the
+ * send queue, credits, negotiation), requester.c and responder.c.  Not
+ * installed.
  *
  * Habits (docs/ARCHITECTURE.md, engine/): an explicit per-RPC state enum, every state saying
  * how it unwinds when the connection dies; starvation is a state with a
@@ -113,7 +116,8 @@ enum rpcrdma_rs_state {
 	RS_DONE,
 };
 
-/* wr_id layout: epoch (16) | kind (8) | op (8) | index (32). */
+/* What a work request is for, named by its wr_id (rpcrdma_wr_id): the
+ * kind of slot (or a receive buffer) and the operation. */
 enum wr_kind { WRK_RECV = 1, WRK_RQ = 2, WRK_RS = 3 };
 enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE };
 
@@ -367,6 +371,36 @@ struct rpcrdma_engine {
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };
 
+/* The one definition of a wr_id: epoch (16) | kind (8) | op (8) |
+ * index (32).  The epoch is the connection's (a completion flushed from
+ * a connection already unwound names an old one); the index is a slot's
+ * or a receive buffer's. */
+static inline uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e,
+				     enum wr_kind k, enum wr_op op,
+				     uint32_t idx)
+{
+	return (uint64_t)e->epoch << 48 | (uint64_t)k << 40 |
+	       (uint64_t)op << 32 | idx;
+}
+
+/* A wr_id taken apart again (completions: engine.c, send_queue.c). */
+struct wr_tag {
+	uint16_t epoch;
+	enum wr_kind kind;
+	enum wr_op op;
+	uint32_t idx;
+};
+
+static inline struct wr_tag rpcrdma_wr_tag(uint64_t wr_id)
+{
+	struct wr_tag t;
+	t.epoch = (uint16_t)(wr_id >> 48);
+	t.kind = (enum wr_kind)((wr_id >> 40) & 0xff);
+	t.op = (enum wr_op)((wr_id >> 32) & 0xff);
+	t.idx = (uint32_t)wr_id;
+	return t;
+}
+
 /* The address a work request's SGE gives for p: the engine's buffers are
  * registered at their virtual addresses (rpcrdma_engine_mem_ops). */
 static inline uint64_t rpcrdma_addr(const void *p)
@@ -380,27 +414,56 @@ static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 	return e->rbufs + (size_t)idx * e->rsize;
 }
 
-/* engine.c */
-uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
-		       enum wr_op op, uint32_t idx);
+/* work_queue.c */
+/* A new work request at the tail, its send part zeroed; NULL when the
+ * queue is full (an engine bug: the caller asks to close). */
 struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e);
+/* Take back the one just pushed (its message could not be built). */
+void rpcrdma_wr_unpush(struct rpcrdma_engine *e);
+/* The connection is lost: what was never handed out is forgotten. */
+void rpcrdma_wr_forget(struct rpcrdma_engine *e);
+
+/* engine.c */
 void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 		     int reason);
 void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason);
 void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q);
 void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s);
 void rpcrdma_progress(struct rpcrdma_engine *e);
-void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx);
-uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e);
-size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
-			const struct rpcrdma_v1_hdr *h);
-int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
-		       const struct rpcrdma_v1_hdr *h, bool response,
-		       uint32_t inv_handle);
 void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 			uint32_t *hi);
-bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
-			     uint32_t *rkey);
+
+/* recv_buffers.c */
+/* Every buffer free, lowest first (create, reset). */
+void rpcrdma_recv_init(struct rpcrdma_engine *e);
+/* Buffer idx is free again (its message handled, or copied out). */
+void rpcrdma_recv_put(struct rpcrdma_engine *e, uint32_t idx);
+/* Post receives up to recv_target (the end of every input). */
+void rpcrdma_recv_refill(struct rpcrdma_engine *e);
+/* Buffer idx completed: off the posted ring; false if it was not on it. */
+bool rpcrdma_recv_unpost(struct rpcrdma_engine *e, uint32_t idx);
+/* The connection is lost: every posted buffer is free again. */
+void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e);
+/* The credits a Responder grants (rdma_credit, RFC 8166 §3.3.1). */
+uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e);
+
+/* invalidation.c */
+/* The rdma_inv_handle a call names (draft §3.3): 0 for none, always in
+ * version 1. */
+uint32_t rpcrdma_inv_for_call(const struct rpcrdma_engine *e,
+			      const struct rpcrdma_chunk_lists *cl);
+/* Draft §3.3: is h one of the handles of cl? */
+bool rpcrdma_inv_named(const struct rpcrdma_chunk_lists *cl, uint32_t h);
+/* May the reply of s go as a Send With Invalidate, and of which handle? */
+bool rpcrdma_inv_for_reply(const struct rpcrdma_engine *e,
+			   const struct rs *s, uint32_t *rkey);
+/* q's reply came with Send With Invalidate of inv_rkey. */
+void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct rq *q,
+			uint32_t inv_rkey);
+/* A LOCAL_INV for every handle q exposed that is still alive. */
+void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct rq *q);
+/* Every LOCAL_INV of q completed: its handles are dead. */
+void rpcrdma_inv_local_done(struct rq *q);
 
 /* receive.c */
 /* A message landed in receive buffer idx: classify and dispatch.  True

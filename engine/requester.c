@@ -9,6 +9,7 @@
 
 #include "common/usdt.h"
 #include "engine/engine_internal.h"
+#include "wire/rpcrdma_hdr.h"
 #include "wire/xdr.h"
 
 static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
@@ -230,7 +231,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	 * reply header echoes our Write list, plus an absent Read list and
 	 * Reply chunk.  A recovery may ask for one regardless. */
 	h->chunks.has_reply = false;
-	size_t reply_hdr = rpcrdma_hdr_size(e, h);
+	size_t reply_hdr = rpcrdma_hdr_size(e->vers, h);
 	if (r->reply_max && !inline_only &&
 	    (q->force_reply ||
 	     (!r->reply_inline && reply_hdr + r->reply_max > e->thr.recv))) {
@@ -246,7 +247,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		q->off_reply = h->chunks.reply.segs[0];
 	}
 
-	if (!q->force_long && rpcrdma_hdr_size(e, h) + unreduced <= e->thr.send) {
+	if (!q->force_long && rpcrdma_hdr_size(e->vers, h) + unreduced <= e->thr.send) {
 		*shape = SHAPE_SHORT;
 		*inline_len = (size_t)unreduced;
 		return 0;
@@ -259,7 +260,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	/* Chunked: each DDP-eligible argument into a Read chunk at its
 	 * unreduced XDR position (§4.3.1.1), without roundup (§3.4.5.2). */
 	if (nddp && !q->force_long) {
-		size_t hsz = rpcrdma_hdr_size(e, h) +
+		size_t hsz = rpcrdma_hdr_size(e->vers, h) +
 			     nddp * (4 + 4 + 16); /* discriminator + P + HLOO */
 		if (hsz + reduced <= e->thr.send) {
 			uint64_t pos = 0;
@@ -326,7 +327,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			h->chunks.nreads = n;
 		}
 	}
-	if (rpcrdma_hdr_size(e, h) > e->thr.send) {
+	if (rpcrdma_hdr_size(e->vers, h) > e->thr.send) {
 		rc = RPCRDMA_ERR_NOSPACE;
 		goto fail;
 	}
@@ -433,16 +434,14 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		return;
 	}
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-	/* Draft §3.3: name the one handle the Responder may invalidate. */
-	if (e->vers == RPCRDMA_VERSION_2 && e->cfg.remote_inv &&
-	    !rpcrdma_pick_inv_handle(&e->tx_hdr.chunks, &q->inv_handle))
-		q->inv_handle = 0;
-	int hlen = w ? rpcrdma_hdr_encode(e, q->sbuf, e->ssize, &e->tx_hdr,
+	/* Draft §3.3: the one handle the Responder may invalidate. */
+	q->inv_handle = rpcrdma_inv_for_call(e, &e->tx_hdr.chunks);
+	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers, &e->tx_hdr,
 					  false, q->inv_handle)
 		     : RPCRDMA_ERR_NOSPACE;
 	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {
 		if (w)
-			e->wrq_count--;
+			rpcrdma_wr_unpush(e);
 		rpcrdma_rq_release_mrs(e, q);
 		complete_call(e, q, hlen < 0 ? hlen : RPCRDMA_ERR_NOSPACE);
 		return;
@@ -516,11 +515,11 @@ static void finish(struct rpcrdma_engine *e, struct rq *q)
 		return;
 	}
 	if (q->held_rbuf != RPCRDMA_NIL) {
-		const uint8_t *src = e->rbufs + (size_t)q->held_rbuf * e->rsize +
+		const uint8_t *src = rpcrdma_rbuf_ptr(e, q->held_rbuf) +
 				     q->held_off;
 		if (q->reply_len)
 			memcpy(q->req.reply_buf, src, q->reply_len);
-		rpcrdma_rbuf_release(e, q->held_rbuf);
+		rpcrdma_recv_put(e, q->held_rbuf);
 		q->held_rbuf = RPCRDMA_NIL;
 	}
 	complete_call(e, q, q->status);
@@ -640,47 +639,6 @@ static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
 	return 0;
 }
 
-/* §4.4.1: every handle q exposed that is not dead yet (the peer's
- * Send With Invalidate killed one) is invalidated: a LOCAL_INV each,
- * in the send queue entries reserved with the call's Send, or, without
- * LOCAL_INV, by the deregistration in release_mrs.  Handles covered by
- * LOCAL_INVs already out (a cancelled call's, inv_pending) are not
- * invalidated twice. */
-static void invalidate_exposed(struct rpcrdma_engine *e, struct rq *q)
-{
-	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
-	uint32_t nposted = 0;
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
-			continue;
-		bool dup = false; /* the pad may back several segments */
-		for (uint32_t j = 0; j < nposted; j++)
-			if (posted_rkeys[j] == q->mr[i].rkey)
-				dup = true;
-		q->mr_linv[i] = e->cfg.local_inv;
-		if (dup)
-			continue;
-		posted_rkeys[nposted++] = q->mr[i].rkey;
-		e->ctr.local_invs++;
-		if (!e->cfg.local_inv)
-			continue; /* deregistered when released */
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w) {
-			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
-			break;
-		}
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
-		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
-		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
-		w->send.invalidate_rkey = q->mr[i].rkey;
-		q->inv_pending++;
-		if (q->sq_held)
-			q->sq_held--; /* reserved at the Send, posted now */
-		else if (e->sq_avail)
-			e->sq_avail--;
-	}
-}
-
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
@@ -690,17 +648,10 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		e->ctr.bad_replies++;
 		return false;
 	}
-	/* RFC 8797 §4.1 / RFC 5040 §5.3: a Send With Invalidate killed the
-	 * handle before its receive completed, whatever the message says:
-	 * it must never be invalidated again (a LOCAL_INV on it would fail
-	 * and take the connection down), even if the reply is discarded. */
-	for (uint32_t i = 0; with_inv && i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] ||
-		    q->mr[i].rkey != inv_rkey)
-			continue;
-		q->mr_dead[i] = true;
-		e->ctr.remote_invs++;
-	}
+	/* Before anything else: the handle is dead even if the reply is
+	 * discarded (invalidation.c). */
+	if (with_inv)
+		rpcrdma_inv_remote(e, q, inv_rkey);
 	int status = 0;
 	size_t reply_len = 0;
 	bool offered_reply = q->reply_offered;
@@ -793,14 +744,14 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 
 	/* Every exposed handle the peer did not invalidate is invalidated
 	 * here before the call completes (§4.4.1). */
-	invalidate_exposed(e, q);
+	rpcrdma_inv_exposed(e, q);
 	/* Give back the entries reserved for invalidations not needed. */
 	e->sq_avail += q->sq_held;
 	q->sq_held = 0;
 	bool hold = false;
 	if (v->proc == RPCRDMA_V1_MSG && reply_len) {
 		q->held_rbuf = rbuf_idx;
-		q->held_off = (size_t)(msg - (e->rbufs + (size_t)rbuf_idx * e->rsize));
+		q->held_off = (size_t)(msg - rpcrdma_rbuf_ptr(e, rbuf_idx));
 		hold = true;
 	}
 	if (q->inv_pending) {
@@ -819,11 +770,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	case WRO_LINV:
 		if (!q->inv_pending || --q->inv_pending)
 			break;
-		/* Every LOCAL_INV of the call completed (in order: the last
-		 * one's completion is the last to come). */
-		for (uint32_t i = 0; i < q->nmr; i++)
-			if (q->mr_linv[i])
-				q->mr_dead[i] = true;
+		rpcrdma_inv_local_done(q);
 		if (q->state == RQ_INVALIDATING)
 			finish(e, q);
 		else if (q->state == RQ_SENT && q->cancelled)
@@ -902,7 +849,7 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 	}
 	if (q->state == RQ_INVALIDATING)
 		return RPCRDMA_ERR_AGAIN; /* CALL_DONE follows */
-	invalidate_exposed(e, q);
+	rpcrdma_inv_exposed(e, q);
 	if (!e->cfg.local_inv) {
 		/* Deregistration is the invalidation: done right here. */
 		rpcrdma_rq_release_mrs(e, q);

@@ -12,6 +12,7 @@
 #include "common/usdt.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
+#include "wire/rpcrdma_hdr.h"
 #include "wire/xdr.h"
 
 static struct rs *rs_alloc(struct rpcrdma_engine *e)
@@ -256,22 +257,6 @@ static uint32_t read_chunks(const struct rpcrdma_chunk_lists *cl)
 	return n;
 }
 
-static bool names_handle(const struct rpcrdma_chunk_lists *cl, uint32_t h)
-{
-	for (uint32_t i = 0; i < cl->nreads; i++)
-		if (cl->reads[i].target.handle == h)
-			return true;
-	for (uint32_t i = 0; i < cl->nwrites; i++)
-		for (uint32_t j = 0; j < cl->writes[i].nsegs; j++)
-			if (cl->writes[i].segs[j].handle == h)
-				return true;
-	if (cl->has_reply)
-		for (uint32_t j = 0; j < cl->reply.nsegs; j++)
-			if (cl->reply.segs[j].handle == h)
-				return true;
-	return false;
-}
-
 /* The call cannot be taken for want of memory or a registration (its
  * chunk lists are copied into s).  Version 2 says so in the transport
  * (RDMA2_ERR_SYSTEM, draft §5.3.3).  Version 1 has no such error:
@@ -325,7 +310,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	/* Draft §3.3: the handle must be one of this header's; anything
 	 * else would let the Requester make us invalidate a handle it
 	 * never exposed for this call. */
-	if (s->inv_handle && !names_handle(cl, s->inv_handle)) {
+	if (s->inv_handle && !rpcrdma_inv_named(cl, s->inv_handle)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
@@ -503,18 +488,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	uint32_t rkey;
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_SEND, s->idx);
 	w->send.opcode = RPCRDMA_WR_SEND;
-	bool inv;
-	if (s->vers == RPCRDMA_VERSION_2) {
-		/* Draft §3.3, §8.4: exactly the handle the call named. */
-		rkey = s->inv_handle;
-		inv = rkey && e->cfg.remote_inv;
-	} else {
-		/* RFC 8797 §4.1: the peer said it takes remote
-		 * invalidation; pick one of the call's handles. */
-		inv = e->thr.send_with_inv &&
-		      rpcrdma_pick_inv_handle(&s->cl, &rkey);
-	}
-	if (may_inv && inv) {
+	if (may_inv && rpcrdma_inv_for_reply(e, s, &rkey)) {
 		w->send.opcode = RPCRDMA_WR_SEND_WITH_INV;
 		w->send.invalidate_rkey = rkey;
 		e->ctr.send_with_inv++;
@@ -549,7 +523,7 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
 		h->xid = s->xid;
 		h->vers = s->err_vers;
-		h->credit = rpcrdma_grant_value(e);
+		h->credit = rpcrdma_recv_grant(e);
 		h->htype = RPCRDMA_V2_ERROR;
 		h->flags = RPCRDMA_V2_F_RESPONSE;
 		h->error = s->ebody;
@@ -562,7 +536,7 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		rpcrdma_v1_hdr_init(h);
 		h->xid = s->xid;
 		h->vers = s->err_vers; /* §4.5: echo the failing request's */
-		h->credit = rpcrdma_grant_value(e);
+		h->credit = rpcrdma_recv_grant(e);
 		h->proc = RPCRDMA_V1_ERROR;
 		h->err = code;
 		h->vers_low = s->ebody.vers_low;   /* §4.5.1 */
@@ -595,7 +569,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 	h->vers = RPCRDMA_VERSION_2;
 	/* Open point (docs/v2.md): an answer carries our grant, an opener
 	 * our request, as F_RESPONSE says (§3.2). */
-	h->credit = s->connprop_resp ? rpcrdma_grant_value(e) : e->cfg.max_calls;
+	h->credit = s->connprop_resp ? rpcrdma_recv_grant(e) : e->cfg.max_calls;
 	h->htype = RPCRDMA_V2_CONNPROP;
 	h->flags = s->connprop_resp ? RPCRDMA_V2_F_RESPONSE : 0;
 	h->nprops = 2;
@@ -630,7 +604,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	rpcrdma_v1_hdr_init(h);
 	h->xid = s->xid;
 	h->vers = RPCRDMA_VERSION_1;
-	h->credit = rpcrdma_grant_value(e);
+	h->credit = rpcrdma_recv_grant(e);
 	h->proc = RPCRDMA_V1_MSG;
 	/* Plan: each DDP-eligible result takes the next Write chunk
 	 * (§4.3.2.1); an empty chunk forces it inline (§4.3.2.3). */
@@ -672,7 +646,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		h->chunks.has_reply = true;
 		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply, false);
 	}
-	bool lng = rpcrdma_hdr_size(e, h) + reduced > e->thr.send;
+	bool lng = rpcrdma_hdr_size(e->vers, h) + reduced > e->thr.send;
 	if (lng) {
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
 		 * when there is none or it is too small (§4.5.3); v2 says
@@ -687,7 +661,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		h->chunks.has_reply = true;
 		nwr += write_chunk(e, s, NULL, (size_t)reduced, 0, &cl->reply,
 				   &h->chunks.reply, false);
-		if (rpcrdma_hdr_size(e, h) > e->thr.send)
+		if (rpcrdma_hdr_size(e->vers, h) > e->thr.send)
 			goto err_system;
 	}
 	/* A reply needing more work requests than the whole send queue
@@ -757,7 +731,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		dst = s->staging;
 	} else {
 		/* Fits: size(h) + reduced <= thr.send <= ssize. */
-		dst = s->sbuf + rpcrdma_hdr_size(e, h);
+		dst = s->sbuf + rpcrdma_hdr_size(e->vers, h);
 	}
 	uint8_t *p = dst;
 	for (unsigned i = 0; i < s->nmsg; i++) {
@@ -776,7 +750,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		write_chunk(e, s, s->staging, (size_t)reduced,
 			    s->mr[s->nmr - 1].lkey, &cl->reply, &h->chunks.reply,
 			    true);
-	hlen = rpcrdma_hdr_encode(e, s->sbuf, e->ssize, h, true, 0);
+	hlen = rpcrdma_hdr_encode(s->sbuf, e->ssize, e->vers, h, true, 0);
 	if (hlen < 0) {
 		rpcrdma_ask_close(e, hlen);
 		return;
