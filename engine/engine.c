@@ -93,7 +93,7 @@ void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason)
 	rpcrdma_ev_push(e, EVK_CLOSE, 0, reason);
 }
 
-void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->next = RPCRDMA_NIL;
 	if (e->rq_pending.tail == RPCRDMA_NIL)
@@ -104,7 +104,7 @@ void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
 	e->rq_pending.n++;
 }
 
-void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	s->next = RPCRDMA_NIL;
 	if (e->rs_pending.tail == RPCRDMA_NIL)
@@ -237,8 +237,8 @@ static void parts_len(const struct rpcrdma_engine_sizes *z, uint32_t evq,
 	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
 	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
 	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
-	len[6] = (size_t)z->nrbuf * sizeof *e->rfree;
-	len[7] = (size_t)z->nrbuf * sizeof *e->rposted;
+	len[6] = (size_t)z->nrbuf * sizeof *e->recv_free;
+	len[7] = (size_t)z->nrbuf * sizeof *e->recv_posted;
 	len[8] = (size_t)z->nrq * sizeof *e->rq;
 	len[9] = (size_t)z->nrs * sizeof *e->rs;
 	len[10] = (size_t)z->wrq * sizeof *e->wrq;
@@ -277,8 +277,8 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->rq_free = p[3];
 	e->rs_free = p[4];
 	e->xid_map = p[5];
-	e->rfree = p[6];
-	e->rposted = p[7];
+	e->recv_free = p[6];
+	e->recv_posted = p[7];
 	e->rq = p[8];
 	e->rs = p[9];
 	e->wrq = p[10];
@@ -323,7 +323,7 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	size_t len[ENGINE_PARTS];
 	void *const p[ENGINE_PARTS] = {
 		e->arena, e->evq0, e->sqe, e->rq_free, e->rs_free,
-		e->xid_map, e->rfree, e->rposted, e->rq, e->rs, e->wrq,
+		e->xid_map, e->recv_free, e->recv_posted, e->rq, e->rs, e->wrq,
 	};
 	parts_len(&e->cap, e->evq0_cap, len);
 	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS);
@@ -355,12 +355,12 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	struct rpcrdma_engine_mem_ops mem = e->mem;
 	struct rpcrdma_engine_sizes cap = e->cap;
 	struct rpcrdma_engine_mr arena_mr = e->arena_mr;
-	struct rq *rq = e->rq;
-	struct rs *rs = e->rs;
+	struct requester_slot *rq = e->rq;
+	struct responder_slot *rs = e->rs;
 	uint32_t rq_used = e->rq_used, rs_used = e->rs_used;
 	uint32_t *rq_free = e->rq_free, *rs_free = e->rs_free;
-	uint32_t *xid_map = e->xid_map, *rfree = e->rfree;
-	uint32_t *rposted = e->rposted;
+	uint32_t *xid_map = e->xid_map, *recv_free = e->recv_free;
+	uint32_t *recv_posted = e->recv_posted;
 	struct rpcrdma_engine_wr *wrq = e->wrq;
 	struct evq_ent *evq = e->evq, *evq0 = e->evq0;
 	uint32_t evq0_cap = e->evq0_cap;
@@ -378,8 +378,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	e->rq_free = rq_free;
 	e->rs_free = rs_free;
 	e->xid_map = xid_map;
-	e->rfree = rfree;
-	e->rposted = rposted;
+	e->recv_free = recv_free;
+	e->recv_posted = recv_posted;
 	e->wrq = wrq;
 	e->evq = evq;
 	e->evq0 = evq0;
@@ -392,8 +392,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	memset(rq_free, 0, cap.nrq * sizeof *rq_free);
 	memset(rs_free, 0, cap.nrs * sizeof *rs_free);
 	memset(xid_map, 0, cap.xid_map * sizeof *xid_map);
-	memset(rfree, 0, cap.nrbuf * sizeof *rfree);
-	memset(rposted, 0, cap.nrbuf * sizeof *rposted);
+	memset(recv_free, 0, cap.nrbuf * sizeof *recv_free);
+	memset(recv_posted, 0, cap.nrbuf * sizeof *recv_posted);
 	memset(wrq, 0, cap.wrq * sizeof *wrq);
 	memset(evq, 0, cap.evq * sizeof *evq);
 	memset(sqe, 0, cap.sqe * sizeof *sqe);
@@ -414,7 +414,7 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
 }
 
 /* ---------------------------------------------------------------------
- * Pending FIFOs ("starvation is a state with a queue")
+ * Pending queues ("starvation is a state with a queue")
  */
 void rpcrdma_progress(struct rpcrdma_engine *e)
 {
@@ -428,16 +428,16 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 		uint32_t before = e->rs_pending.n + e->rq_pending.n;
 		if (!before)
 			break;
-		uint32_t i = fifo_take(&e->rs_pending);
+		uint32_t i = pending_take(&e->rs_pending);
 		while (i != RPCRDMA_NIL) {
-			struct rs *s = &e->rs[i];
+			struct responder_slot *s = &e->rs[i];
 			i = s->next;
 			s->next = RPCRDMA_NIL;
 			rpcrdma_rs_run(e, s);
 		}
-		i = fifo_take(&e->rq_pending);
+		i = pending_take(&e->rq_pending);
 		while (i != RPCRDMA_NIL) {
-			struct rq *q = &e->rq[i];
+			struct requester_slot *q = &e->rq[i];
 			i = q->next;
 			q->next = RPCRDMA_NIL;
 			rpcrdma_rq_run(e, q);
@@ -537,9 +537,9 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->rs_pending.n = 0;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		rpcrdma_rs_conn_lost(e, &e->rs[i]);
-	uint32_t keep = fifo_take(&e->rq_pending);
+	uint32_t keep = pending_take(&e->rq_pending);
 	while (keep != RPCRDMA_NIL) {
-		struct rq *q = &e->rq[keep];
+		struct requester_slot *q = &e->rq[keep];
 		keep = q->next;
 		q->wait = WAIT_CONN;
 		rpcrdma_rq_enqueue(e, q);
@@ -565,11 +565,11 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 			uint64_t now)
 {
 	(void)now;
-	if (!e->connected || !e->rp_count) {
+	if (!e->connected || !e->nrecv_posted) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_NO_RECV);
 		return RPCRDMA_ERR_NO_RECV;
 	}
-	uint32_t idx = e->rposted[e->rp_head];
+	uint32_t idx = e->recv_posted[e->recv_posted_head];
 	if (len > e->rsize) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
 		return RPCRDMA_ERR_NOSPACE;
@@ -598,7 +598,8 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 		 * provider; never parse beyond the receive buffer on it. */
 		if (wc->status != RPCRDMA_WC_SUCCESS || wc->byte_len > e->rsize) {
 			rpcrdma_recv_put(e, idx);
-			rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
+			rpcrdma_ask_close(e,
+					  wc->status == RPCRDMA_WC_WR_FLUSH_ERR
 						     ? RPCRDMA_ERR_FLUSHED
 						     : RPCRDMA_ERR_PROTOCOL);
 			return 0;
@@ -683,14 +684,14 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	case EVK_RQ_RELEASED: {
 		/* Queued before the call's CALL_DONE, so the slot is still
 		 * the call's. */
-		struct rq *q = &e->rq[v.idx];
+		struct requester_slot *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_RELEASED;
 		ev->xid = q->xid;
 		ev->user = q->req.user;
 		return 1;
 	}
 	case EVK_RQ: {
-		struct rq *q = &e->rq[v.idx];
+		struct requester_slot *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_DONE;
 		ev->xid = q->xid;
 		ev->user = q->req.user;
@@ -706,7 +707,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		return 1;
 	}
 	default: {
-		struct rs *s = &e->rs[v.idx];
+		struct responder_slot *s = &e->rs[v.idx];
 		ev->xid = s->xid;
 		ev->call_id = s->idx;
 		if (s->state == RS_DONE) {
@@ -761,7 +762,7 @@ void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
 	info->send_with_inv = e->thr.send_with_inv;
 	info->credits_granted = e->granted;
 	info->calls_in_flight = e->in_flight;
-	info->recvs_posted = e->rp_count;
+	info->recvs_posted = e->nrecv_posted;
 	info->ord = e->ord;
 	info->version = e->vers;
 	info->negotiating = e->negotiating;

@@ -82,7 +82,10 @@ struct rx_view {
 	struct rpcrdma_engine_msgp msgp; /* RFC 5666 RDMA_MSGP */
 };
 
-enum shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
+/* How a call went (RFC 8166 §3.5): a Short message (all inline), a
+ * Chunked message (DDP-eligible arguments in Read chunks) or a Long
+ * message (the whole Payload stream in a Position-Zero Read chunk). */
+enum message_shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
 
 /*
  * Responder per-RPC state.  A slot owns its send buffer, a small call
@@ -121,7 +124,8 @@ enum rpcrdma_rs_state {
 enum wr_kind { WRK_RECV = 1, WRK_RQ = 2, WRK_RS = 3 };
 enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE };
 
-struct rq {
+/* A Requester's call slot: one RPC call from submission to completion. */
+struct requester_slot {
 	enum rpcrdma_rq_state state;
 	enum rpcrdma_rq_wait wait;
 	uint32_t idx;
@@ -156,7 +160,7 @@ struct rq {
 	struct rpcrdma_engine_msgp msgp; /* padded reply */
 	/* Version 2. */
 	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
-	enum shape shape;    /* shape of the last attempt */
+	enum message_shape shape;    /* shape of the last attempt */
 	uint32_t offered_writes; /* Write chunks in the last attempt */
 	/* What the last attempt offered, segment by segment (each of our
 	 * chunks has at most one): a reply is checked against these, not
@@ -179,7 +183,8 @@ struct rq {
 	uint8_t *bounce;     /* the whole Payload stream, contiguous */
 };
 
-struct rs {
+/* A Responder's slot: one received RPC call until its reply is sent. */
+struct responder_slot {
 	enum rpcrdma_rs_state state;
 	uint32_t idx;
 	uint32_t xid;
@@ -240,7 +245,9 @@ struct rs {
 	bool send_waited;
 };
 
-struct fifo {
+/* Slots waiting for a resource (the pending queues: a slot's `next` is
+ * its link), in arrival order. */
+struct pending_queue {
 	uint32_t head, tail;
 	uint32_t n;    /* entries */
 };
@@ -254,7 +261,7 @@ struct sq_ent {
 
 /* Take the whole list (its head; RPCRDMA_NIL when empty), leaving it
  * empty: a slot run from the taken list may queue itself again. */
-static inline uint32_t fifo_take(struct fifo *f)
+static inline uint32_t pending_take(struct pending_queue *f)
 {
 	uint32_t h = f->head;
 	f->head = f->tail = RPCRDMA_NIL;
@@ -313,10 +320,10 @@ struct rpcrdma_engine {
 	uint32_t in_flight;
 	uint32_t next_xid;
 	uint32_t nrq;
-	struct rq *rq;
+	struct requester_slot *rq;
 	uint32_t rq_used;      /* slots below this were taken since create
 				  or reset (rs_used likewise) */
-	struct fifo rq_pending;
+	struct pending_queue rq_pending;
 	uint32_t *rq_free;     /* stack of free slots */
 	uint32_t nrq_free;
 	/* XID -> slot of a call sent, direct-mapped (XIDs are sequential, so
@@ -327,9 +334,9 @@ struct rpcrdma_engine {
 
 	/* Responder role. */
 	uint32_t nrs;
-	struct rs *rs;
+	struct responder_slot *rs;
 	uint32_t rs_used;
-	struct fifo rs_pending;
+	struct pending_queue rs_pending;
 	uint32_t *rs_free;     /* stack of free slots */
 	uint32_t nrs_free;
 
@@ -341,10 +348,10 @@ struct rpcrdma_engine {
 	uint32_t rsize, ssize;     /* receive / send buffer bytes */
 	uint32_t nrbuf;
 	uint8_t *rbufs;
-	uint32_t *rfree;           /* stack of free receive buffers */
-	uint32_t nrfree;
-	uint32_t *rposted;         /* ring: posted, oldest first */
-	uint32_t rp_head, rp_count;
+	uint32_t *recv_free;           /* stack of free receive buffers */
+	uint32_t nrecv_free;
+	uint32_t *recv_posted;         /* ring: posted, oldest first */
+	uint32_t recv_posted_head, nrecv_posted;
 	uint32_t recv_target;
 
 	/* Output queues. */
@@ -427,8 +434,8 @@ void rpcrdma_wr_forget(struct rpcrdma_engine *e);
 void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 		     int reason);
 void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason);
-void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q);
-void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct requester_slot *q);
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s);
 void rpcrdma_progress(struct rpcrdma_engine *e);
 void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 			uint32_t *hi);
@@ -456,14 +463,14 @@ uint32_t rpcrdma_inv_for_call(const struct rpcrdma_engine *e,
 bool rpcrdma_inv_named(const struct rpcrdma_chunk_lists *cl, uint32_t h);
 /* May the reply of s go as a Send With Invalidate, and of which handle? */
 bool rpcrdma_inv_for_reply(const struct rpcrdma_engine *e,
-			   const struct rs *s, uint32_t *rkey);
+			   const struct responder_slot *s, uint32_t *rkey);
 /* q's reply came with Send With Invalidate of inv_rkey. */
-void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct rq *q,
+void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct requester_slot *q,
 			uint32_t inv_rkey);
 /* A LOCAL_INV for every handle q exposed that is still alive. */
-void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct requester_slot *q);
 /* Every LOCAL_INV of q completed: its handles are dead. */
-void rpcrdma_inv_local_done(struct rq *q);
+void rpcrdma_inv_local_done(struct requester_slot *q);
 
 /* receive.c */
 /* A message landed in receive buffer idx: classify and dispatch.  True
@@ -500,9 +507,9 @@ void rpcrdma_credits_grant(struct rpcrdma_engine *e, uint32_t credit);
 /* May one more call be sent (§3.3.1)? */
 bool rpcrdma_credits_free(const struct rpcrdma_engine *e);
 /* q, being sent, holds a credit until its reply. */
-void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_credits_take(struct rpcrdma_engine *e, struct requester_slot *q);
 /* q's credit comes back (its reply arrived, or it completed). */
-void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_credits_put(struct rpcrdma_engine *e, struct requester_slot *q);
 
 /* send_queue.c */
 void rpcrdma_sq_config(struct rpcrdma_engine *e);
@@ -515,20 +522,22 @@ void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);
 bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id);
 
 /* requester.c */
-void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q);
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey);
 void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status);
-void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
+void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc);
-void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
-void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct requester_slot *q);
+void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q);
 /* The call sent on this connection with XID xid (RQ_SENT, this epoch), or
  * NULL: what a reply, or an undecodable message, is matched against. */
-struct rq *rpcrdma_rq_find(const struct rpcrdma_engine *e, uint32_t xid);
+struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
+				       uint32_t xid);
 /* The slot is free again (its state set to RQ_FREE here). */
-void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q);
 
 /* responder.c */
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
@@ -543,18 +552,20 @@ void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
 /* Send our RDMA2_CONNPROP: as the answer to the peer's (resp, with its
  * xid) or on our own (a fresh xid). */
 void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp);
-void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s);
-void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct responder_slot *s);
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc);
-void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct responder_slot *s);
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s);
 /* Memory for a rebuilt call or a staged Long Reply (mem.buf_alloc, or
  * malloc), and back. */
 void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie);
 void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie);
 /* An RS_DONE slot is free once its REPLY_SENT was polled, its Send
  * completed and the upper layer no longer holds it. */
-void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
+				struct responder_slot *s);
 
 /* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the

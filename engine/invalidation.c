@@ -45,7 +45,8 @@ uint32_t rpcrdma_inv_for_call(const struct rpcrdma_engine *e,
 {
 	uint32_t rkey;
 	/* Draft §3.3: name the one handle the Responder may invalidate. */
-	if (e->vers == RPCRDMA_VERSION_2 && e->cfg.remote_inv && pick(cl, &rkey))
+	if (e->vers == RPCRDMA_VERSION_2 && e->cfg.remote_inv && pick(cl,
+	    &rkey))
 		return rkey;
 	return 0;
 }
@@ -67,7 +68,7 @@ bool rpcrdma_inv_named(const struct rpcrdma_chunk_lists *cl, uint32_t h)
 }
 
 bool rpcrdma_inv_for_reply(const struct rpcrdma_engine *e,
-			   const struct rs *s, uint32_t *rkey)
+			   const struct responder_slot *s, uint32_t *rkey)
 {
 	if (s->vers == RPCRDMA_VERSION_2) {
 		/* Draft §3.3, §8.4: exactly the handle the call named. */
@@ -79,7 +80,7 @@ bool rpcrdma_inv_for_reply(const struct rpcrdma_engine *e,
 	return e->thr.send_with_inv && pick(&s->cl, rkey);
 }
 
-void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct rq *q,
+void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct requester_slot *q,
 			uint32_t inv_rkey)
 {
 	/* RFC 8797 §4.1 / RFC 5040 §5.3: a Send With Invalidate killed the
@@ -101,7 +102,7 @@ void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct rq *q,
  * LOCAL_INV, by the deregistration in rpcrdma_rq_release_mrs.  Handles
  * covered by LOCAL_INVs already out (a cancelled call's, inv_pending)
  * are not invalidated twice. */
-void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
 	uint32_t nposted = 0;
@@ -136,7 +137,7 @@ void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct rq *q)
 	}
 }
 
-void rpcrdma_inv_local_done(struct rq *q)
+void rpcrdma_inv_local_done(struct requester_slot *q)
 {
 	/* Every LOCAL_INV of the call completed (in order: the last one's
 	 * completion is the last to come). */

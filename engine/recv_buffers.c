@@ -11,8 +11,9 @@
  * slot may hold the buffer of an inline reply while its call's
  * LOCAL_INVs complete, so there are max_calls more buffers for those
  * (rpcrdma_engine_create sizes them, in the front of the arena).  Every
- * buffer is always exactly one of: free (rfree), posted (rposted, a ring
- * in posting order) or held by a call (rq.held_rbuf).
+ * buffer is always exactly one of: free (recv_free, a stack), posted
+ * (recv_posted, a ring in posting order) or held by a call
+ * (requester_slot.held_rbuf).
  */
 #include "engine/engine_internal.h"
 
@@ -21,28 +22,31 @@ void rpcrdma_recv_init(struct rpcrdma_engine *e)
 	e->rbufs = e->arena;
 	/* Lowest buffers first, as a scan would have given them. */
 	for (uint32_t i = 0; i < e->nrbuf; i++)
-		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
+		e->recv_free[e->nrecv_free++] = e->nrbuf - 1 - i;
 }
 
 void rpcrdma_recv_put(struct rpcrdma_engine *e, uint32_t idx)
 {
-	e->rfree[e->nrfree++] = idx;
+	e->recv_free[e->nrecv_free++] = idx;
 }
 
 void rpcrdma_recv_refill(struct rpcrdma_engine *e)
 {
-	while (e->connected && e->rp_count < e->recv_target && e->nrfree) {
+	while (e->connected && e->nrecv_posted < e->recv_target &&
+	       e->nrecv_free) {
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 		if (!w)
 			return;
-		uint32_t idx = e->rfree[--e->nrfree];
+		uint32_t idx = e->recv_free[--e->nrecv_free];
 		w->is_recv = true;
 		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
 		w->recv.num_sge = 1;
 		w->sge[0].addr = rpcrdma_addr(rpcrdma_rbuf_ptr(e, idx));
 		w->sge[0].length = e->rsize;
 		w->sge[0].lkey = e->arena_mr.lkey;
-		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
+		uint32_t at = (e->recv_posted_head + e->nrecv_posted++) %
+			      e->nrbuf;
+		e->recv_posted[at] = idx;
 	}
 }
 
@@ -50,17 +54,17 @@ void rpcrdma_recv_refill(struct rpcrdma_engine *e)
  * is tolerated anyway. */
 bool rpcrdma_recv_unpost(struct rpcrdma_engine *e, uint32_t idx)
 {
-	for (uint32_t i = 0; i < e->rp_count; i++) {
-		uint32_t at = (e->rp_head + i) % e->nrbuf;
-		if (e->rposted[at] != idx)
+	for (uint32_t i = 0; i < e->nrecv_posted; i++) {
+		uint32_t at = (e->recv_posted_head + i) % e->nrbuf;
+		if (e->recv_posted[at] != idx)
 			continue;
 		for (uint32_t j = i; j > 0; j--) {
-			uint32_t to = (e->rp_head + j) % e->nrbuf;
-			uint32_t from = (e->rp_head + j - 1) % e->nrbuf;
-			e->rposted[to] = e->rposted[from];
+			uint32_t to = (e->recv_posted_head + j) % e->nrbuf;
+			uint32_t from = (e->recv_posted_head + j - 1) % e->nrbuf;
+			e->recv_posted[to] = e->recv_posted[from];
 		}
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
+		e->recv_posted_head = (e->recv_posted_head + 1) % e->nrbuf;
+		e->nrecv_posted--;
 		return true;
 	}
 	return false;
@@ -68,12 +72,12 @@ bool rpcrdma_recv_unpost(struct rpcrdma_engine *e, uint32_t idx)
 
 void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e)
 {
-	while (e->rp_count) {
-		rpcrdma_recv_put(e, e->rposted[e->rp_head]);
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
+	while (e->nrecv_posted) {
+		rpcrdma_recv_put(e, e->recv_posted[e->recv_posted_head]);
+		e->recv_posted_head = (e->recv_posted_head + 1) % e->nrbuf;
+		e->nrecv_posted--;
 	}
-	e->rp_head = 0;
+	e->recv_posted_head = 0;
 }
 
 uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e)

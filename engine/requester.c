@@ -12,13 +12,15 @@
 #include "wire/rpcrdma_hdr.h"
 #include "wire/xdr.h"
 
-static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
+static bool sent_as(const struct rpcrdma_engine *e,
+		    const struct requester_slot *q,
 		    uint32_t xid)
 {
 	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
 }
 
-struct rq *rpcrdma_rq_find(const struct rpcrdma_engine *e, uint32_t xid)
+struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
+				       uint32_t xid)
 {
 	uint32_t i = e->xid_map[xid & e->xid_mask];
 	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
@@ -30,13 +32,13 @@ struct rq *rpcrdma_rq_find(const struct rpcrdma_engine *e, uint32_t xid)
 	return NULL;
 }
 
-void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->state = RQ_FREE;
 	e->rq_free[e->nrq_free++] = q->idx;
 }
 
-void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	for (uint32_t i = 0; i < q->nmr; i++) {
 		q->mr[i].invalidated = q->mr_remote[i] && q->mr_dead[i];
@@ -46,7 +48,8 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 }
 
 /* The one way a call completes; reachable once per submission. */
-static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
+static void complete_call(struct rpcrdma_engine *e, struct requester_slot *q,
+			  int status)
 {
 	if (q->state != RQ_QUEUED && q->state != RQ_SENT &&
 	    q->state != RQ_INVALIDATING)
@@ -92,7 +95,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 		return RPCRDMA_ERR_INVAL;
 	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
-	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
+	struct requester_slot *q = &e->rq[e->rq_free[--e->nrq_free]];
 	if (q->idx >= e->rq_used)
 		e->rq_used = q->idx + 1; /* what a reset must clear */
 	q->req = *req;
@@ -142,7 +145,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	return 0;
 }
 
-static void wait_on(struct rpcrdma_engine *e, struct rq *q,
+static void wait_on(struct rpcrdma_engine *e, struct requester_slot *q,
 		    enum rpcrdma_rq_wait w)
 {
 	if (q->wait != w) {
@@ -156,7 +159,8 @@ static void wait_on(struct rpcrdma_engine *e, struct rq *q,
 }
 
 /* Register one range for remote access and describe it as a segment. */
-static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
+static int reg_remote(struct rpcrdma_engine *e, struct requester_slot *q,
+		      void *addr,
 		      size_t len, unsigned access, struct rpcrdma_segment *seg)
 {
 	struct rpcrdma_engine_mr *mr = &q->mr[q->nmr];
@@ -175,7 +179,8 @@ static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
 
 /* Build the header (registering chunks) for the chosen shape.  Returns 0,
  * AGAIN, or another registration error; on error nothing stays held. */
-static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
+static int marshal(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum message_shape *shape,
 		   size_t *inline_len)
 {
 	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
@@ -214,7 +219,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		struct rpcrdma_write_chunk *wc = &h->chunks.writes[i];
 		wc->nsegs = 0;
 		if (r->results[i].len && !(q->empty_mask & (1u << i))) {
-			rc = reg_remote(e, q, r->results[i].base, r->results[i].len,
+			rc = reg_remote(e, q, r->results[i].base,
+					r->results[i].len,
 					RPCRDMA_ACCESS_REMOTE_WRITE |
 						RPCRDMA_ACCESS_LOCAL_WRITE,
 					&wc->segs[0]);
@@ -247,7 +253,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		q->off_reply = h->chunks.reply.segs[0];
 	}
 
-	if (!q->force_long && rpcrdma_hdr_size(e->vers, h) + unreduced <= e->thr.send) {
+	if (!q->force_long && rpcrdma_hdr_size(e->vers,
+	    h) + unreduced <= e->thr.send) {
 		*shape = SHAPE_SHORT;
 		*inline_len = (size_t)unreduced;
 		return 0;
@@ -307,7 +314,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			continue;
 		struct rpcrdma_read_segment *rs = &h->chunks.reads[n++];
 		rs->position = 0;
-		rc = reg_remote(e, q, v->base, v->len, RPCRDMA_ACCESS_REMOTE_READ,
+		rc = reg_remote(e, q, v->base, v->len,
+				RPCRDMA_ACCESS_REMOTE_READ,
 				&rs->target);
 		if (rc)
 			goto fail;
@@ -341,12 +349,12 @@ fail:
 
 /* Upper bound of the send queue entries a call needs: its Send and one
  * LOCAL_INV per registration it may expose. */
-static uint32_t sq_need(const struct rq *q)
+static uint32_t sq_need(const struct requester_slot *q)
 {
 	return 1 + q->req.nmsg * 2 + q->req.nresults + 1;
 }
 
-void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
@@ -396,7 +404,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		wait_on(e, q, WAIT_SQ);
 		return;
 	}
-	enum shape shape;
+	enum message_shape shape;
 	size_t inl;
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID (written again
 	 * on every attempt: a resend keeps it, §4.5.5). */
@@ -436,7 +444,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 	/* Draft §3.3: the one handle the Responder may invalidate. */
 	q->inv_handle = rpcrdma_inv_for_call(e, &e->tx_hdr.chunks);
-	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers, &e->tx_hdr,
+	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers,
+					  &e->tx_hdr,
 					  false, q->inv_handle)
 		     : RPCRDMA_ERR_NOSPACE;
 	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {
@@ -495,7 +504,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 
 /* Send the call again, same XID, reshaped by the recovery flags (draft
  * §5.3.3); its registrations are dead (invalidated) by now. */
-static void requeue(struct rpcrdma_engine *e, struct rq *q)
+static void requeue(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	rpcrdma_rq_release_mrs(e, q);
 	e->sq_avail += q->sq_held;
@@ -508,7 +517,7 @@ static void requeue(struct rpcrdma_engine *e, struct rq *q)
 }
 
 /* Copy an inline reply out and complete. */
-static void finish(struct rpcrdma_engine *e, struct rq *q)
+static void finish(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (q->resend && !q->cancelled) {
 		requeue(e, q);
@@ -554,7 +563,7 @@ static bool same_segments(const struct rpcrdma_write_chunk *got,
  * a segment not offered, or one longer than offered is a header error
  * the Requester MUST silently discard (§4.5; draft §5.3.3); accepting it
  * would complete the call with result bytes nobody wrote. */
-static bool check_chunks(const struct rq *q,
+static bool check_chunks(const struct requester_slot *q,
 			 const struct rpcrdma_chunk_lists *cl)
 {
 	if (cl->nwrites > q->offered_writes)
@@ -564,12 +573,14 @@ static bool check_chunks(const struct rq *q,
 				   q->off_w_nsegs[i]))
 			return false;
 	return !cl->has_reply ||
-	       same_segments(&cl->reply, &q->off_reply, q->reply_offered ? 1 : 0);
+	       same_segments(&cl->reply, &q->off_reply,
+			     q->reply_offered ? 1 : 0);
 }
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
  * a status to complete with, or 0 with q reshaped and *resend set. */
-static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
+static int error_outcome(const struct rpcrdma_engine *e,
+			 struct requester_slot *q,
 			 const struct rpcrdma_v2_error *er, bool *resend)
 {
 	*resend = false;
@@ -643,7 +654,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
 {
-	struct rq *q = rpcrdma_rq_find(e, v->xid);
+	struct requester_slot *q = rpcrdma_rq_find(e, v->xid);
 	if (!q) {
 		e->ctr.bad_replies++;
 		return false;
@@ -762,7 +773,8 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	return hold;
 }
 
-void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
+void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
 	(void)wc;
@@ -781,7 +793,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	}
 }
 
-void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->sq_held = 0;
 	q->in_flight = false;
@@ -816,9 +828,9 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 {
 	/* Empty the FIFO first: a completed slot may be reused and queued
 	 * again before the old links would be walked. */
-	uint32_t i = fifo_take(&e->rq_pending);
+	uint32_t i = pending_take(&e->rq_pending);
 	while (i != RPCRDMA_NIL) {
-		struct rq *q = &e->rq[i];
+		struct requester_slot *q = &e->rq[i];
 		i = q->next;
 		q->next = RPCRDMA_NIL;
 		complete_call(e, q, status);
@@ -832,7 +844,7 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 			       uint64_t now)
 {
 	(void)now;
-	struct rq *q = NULL;
+	struct requester_slot *q = NULL;
 	for (uint32_t i = 0; i < e->nrq && !q; i++)
 		if (e->rq[i].xid == xid &&
 		    (e->rq[i].state == RQ_QUEUED || e->rq[i].state == RQ_SENT ||

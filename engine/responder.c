@@ -15,10 +15,10 @@
 #include "wire/rpcrdma_hdr.h"
 #include "wire/xdr.h"
 
-static struct rs *rs_alloc(struct rpcrdma_engine *e)
+static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 {
 	if (e->nrs_free) {
-		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		struct responder_slot *s = &e->rs[e->rs_free[--e->nrs_free]];
 		if (s->idx >= e->rs_used)
 			e->rs_used = s->idx + 1; /* what a reset must clear */
 		/* Taken: the caller sets its real state next. */
@@ -71,7 +71,7 @@ void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie)
 		free(p);
 }
 
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
@@ -94,7 +94,7 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 
 /* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh
  * slot); v2: the v2 layout. */
-static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
+static void send_error_body(struct rpcrdma_engine *e, struct responder_slot *s,
 			    uint32_t xid, uint32_t vers, bool v2,
 			    const struct rpcrdma_v2_error *body)
 {
@@ -111,7 +111,8 @@ static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
 }
 
 /* The same with a bare code (its body fields 0, ERR_VERS our range). */
-static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
+static void send_error(struct rpcrdma_engine *e, struct responder_slot *s,
+		       uint32_t xid,
 		       uint32_t code)
 {
 	struct rpcrdma_v2_error er = {0};
@@ -123,7 +124,7 @@ static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
 void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
 		      bool v2, const struct rpcrdma_v2_error *body)
 {
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		/* More calls than we granted: the peer broke §3.3.1. */
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
@@ -142,7 +143,7 @@ void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
 
 void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp)
 {
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
@@ -232,7 +233,7 @@ static uint64_t layout(const struct rpcrdma_engine *e,
 	return u;
 }
 
-static void deliver(struct rpcrdma_engine *e, struct rs *s)
+static void deliver(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	/* RFC 8166 §4.5.2: the RPC XID must match rdma_xid; RFC 8167 §5.1:
 	 * a call's msg_type is CALL. */
@@ -265,7 +266,7 @@ static uint32_t read_chunks(const struct rpcrdma_chunk_lists *cl)
  * with SYSTEM_ERR (RFC 5531 §9: "errors like memory allocation
  * failure"), sent inline by the engine alone: the Requester's call
  * completes with a clear error, and its Write chunks come back empty. */
-static void no_resources(struct rpcrdma_engine *e, struct rs *s)
+static void no_resources(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (s->vers == RPCRDMA_VERSION_2) {
 		send_error(e, s, s->xid, RPCRDMA_V2_ERR_SYSTEM);
@@ -296,7 +297,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		     const uint8_t *msg, size_t len)
 {
 	e->ctr.calls_received++;
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
@@ -339,7 +340,8 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		if (base_len > e->cfg.max_call_size)
 			ok = false;
 	}
-	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL, 0) : 0;
+	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL,
+				     0) : 0;
 	if (!ok || (!total && cl->nreads)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
@@ -386,7 +388,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	rpcrdma_rs_run(e, s);
 }
 
-static void reads_done(struct rpcrdma_engine *e, struct rs *s)
+static void reads_done(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	/* A Long Call with further chunks: spread the PZRC (the reduced
 	 * stream) around them.  Otherwise everything is in place. */
@@ -396,7 +398,7 @@ static void reads_done(struct rpcrdma_engine *e, struct rs *s)
 	deliver(e, s);
 }
 
-static void run_reads(struct rpcrdma_engine *e, struct rs *s)
+static void run_reads(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	while (s->next_read < s->cl.nreads) {
 		const struct rpcrdma_read_segment *rd = &s->cl.reads[s->next_read];
@@ -437,7 +439,7 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 
 /* Emit RDMA Writes of src[0..len) filling chunk c in order (§3.4.6);
  * records the bytes written per segment in out.  Returns WRs emitted. */
-static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
+static uint32_t write_chunk(struct rpcrdma_engine *e, struct responder_slot *s,
 			    const uint8_t *src, size_t len, uint32_t lkey,
 			    const struct rpcrdma_write_chunk *c,
 			    struct rpcrdma_write_chunk *out, bool emit)
@@ -457,7 +459,8 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 			struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 			if (!w)
 				return n;
-			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE, s->idx);
+			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE,
+						      s->idx);
 			w->send.opcode = RPCRDMA_WR_RDMA_WRITE;
 			/* The Send after it says when it is done. */
 			w->send.send_flags = 0;
@@ -477,7 +480,8 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 /* need: the upper layer's memory is read by the Writes before it, so
  * REPLY_SENT waits for the Send's completion; otherwise the reply is
  * sent as far as the upper layer is concerned (send_queue.c). */
-static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
+static void emit_send(struct rpcrdma_engine *e, struct responder_slot *s,
+		      size_t len,
 		      bool may_inv, bool need)
 {
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
@@ -509,7 +513,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	}
 }
 
-static void run_error(struct rpcrdma_engine *e, struct rs *s)
+static void run_error(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->sq_avail) {
 		rpcrdma_rs_enqueue(e, s);
@@ -527,7 +531,8 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		h->htype = RPCRDMA_V2_ERROR;
 		h->flags = RPCRDMA_V2_F_RESPONSE;
 		h->error = s->ebody;
-		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
+					    &e->tx_hdr.chunks);
 	} else {
 		/* RFC 8166 §4.5: v1 knows ERR_VERS and ERR_CHUNK only. */
 		if (code != RPCRDMA_V1_ERR_VERS)
@@ -558,7 +563,7 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 
 /* Our RDMA2_CONNPROP (draft §5.3.4): Receive Buffer Size and Reverse
  * Request Support.  About 48 bytes: it fits a 1024-byte receiver. */
-static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
+static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->sq_avail) {
 		rpcrdma_rs_enqueue(e, s);
@@ -580,7 +585,8 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 	h->props[1].propid = RPCRDMA_V2_PROPID_BRS;
 	h->props[1].has_value = true;
 	h->props[1].value = e->cfg.v2_brs;
-	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
+					&e->tx_hdr.chunks);
 	if (n < 0) {
 		rpcrdma_ask_close(e, n);
 		return;
@@ -591,7 +597,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 
 /* Build and emit a ULP reply.  Falls back to ERR_CHUNK when the reply
  * cannot be delivered with the chunks the Requester offered. */
-static void run_reply(struct rpcrdma_engine *e, struct rs *s)
+static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
 	const struct rpcrdma_chunk_lists *cl = &s->cl;
@@ -644,10 +650,11 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		 * Transport header of the RPC Reply message", its lengths
 		 * the bytes returned in it: zero for a Short reply. */
 		h->chunks.has_reply = true;
-		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply, false);
+		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply,
+			    false);
 	}
-	bool lng = rpcrdma_hdr_size(e->vers, h) + reduced > e->thr.send;
-	if (lng) {
+	bool long_reply = rpcrdma_hdr_size(e->vers, h) + reduced > e->thr.send;
+	if (long_reply) {
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
 		 * when there is none or it is too small (§4.5.3); v2 says
 		 * how large it must be (RDMA2_ERR_REPLY_RESOURCE). */
@@ -677,7 +684,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	 * is a queued state like the send queue's (DESIGN: starvation is
 	 * a state with a queue), and nothing may be emitted before. */
 	uint32_t lkey[RPCRDMA_ENGINE_MAX_IOV] = {0};
-	if (lng && !s->staging) {
+	if (long_reply && !s->staging) {
 		s->staging = rpcrdma_buf_get(e, reduced ? (size_t)reduced : 1,
 					     &s->staging_cookie);
 		if (!s->staging)
@@ -685,11 +692,12 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	}
 	for (unsigned i = 0; i <= s->nmsg; i++) {
 		bool stage = i == s->nmsg;
-		if (stage ? !lng : !reduce[i] || !s->msg[i].len)
+		if (stage ? !long_reply : !reduce[i] || !s->msg[i].len)
 			continue;
 		struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
 		int rc = stage ? e->mem.reg(e->mem.ctx, s->staging,
-					    reduced ? (size_t)reduced : 1, 0, mr)
+					    reduced ? (size_t)reduced : 1, 0,
+						       mr)
 			       : e->mem.reg(e->mem.ctx, s->msg[i].base,
 					    s->msg[i].len, 0, mr);
 		if (rc == RPCRDMA_ERR_AGAIN) {
@@ -727,7 +735,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	}
 	uint8_t *dst;
 	int hlen;
-	if (lng) {
+	if (long_reply) {
 		dst = s->staging;
 	} else {
 		/* Fits: size(h) + reduced <= thr.send <= ssize. */
@@ -746,7 +754,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		memset(p, 0, rpcrdma_xdr_pad(v->len));
 		p += rpcrdma_xdr_pad(v->len);
 	}
-	if (lng)
+	if (long_reply)
 		write_chunk(e, s, s->staging, (size_t)reduced,
 			    s->mr[s->nmr - 1].lkey, &cl->reply, &h->chunks.reply,
 			    true);
@@ -755,7 +763,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		rpcrdma_ask_close(e, hlen);
 		return;
 	}
-	if (lng)
+	if (long_reply)
 		e->ctr.long_replies++;
 	else if (h->chunks.nwrites)
 		e->ctr.chunked_replies++;
@@ -763,9 +771,12 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		e->ctr.short_replies++;
 	/* svcrdma_send_reply: XID, shape (0 Short, 1 Write chunks, 2 Reply
 	 * chunk), the credits granted with it. */
-	RPCRDMA_PROBE3(svc_reply, s->xid, lng ? 2 : h->chunks.nwrites ? 1 : 0,
+	RPCRDMA_PROBE3(svc_reply, s->xid,
+		       long_reply ? 2 : h->chunks.nwrites ? 1 : 0,
 		       h->credit);
-	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true,
+	emit_send(e, s,
+		  long_reply ? (size_t)hlen : (size_t)hlen + (size_t)reduced,
+				true,
 		  ulp_writes || s->own_reply);
 	return;
 
@@ -785,7 +796,7 @@ err_chunk:
 	run_error(e, s);
 }
 
-void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->connected || s->epoch != e->epoch)
 		return;
@@ -813,7 +824,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	(void)now;
 	if (call_id >= e->nrs || e->rs[call_id].state != RS_IN_ULP)
 		return RPCRDMA_ERR_NOENT;
-	struct rs *s = &e->rs[call_id];
+	struct responder_slot *s = &e->rs[call_id];
 	if (s->epoch != e->epoch) {
 		rpcrdma_rs_free(e, s);
 		return RPCRDMA_ERR_DISCONNECTED;
@@ -843,7 +854,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 /* The reply is over (sent, or its connection is gone).  One the ULP
  * answered keeps its slot until the REPLY_SENT event, its registrations
  * given back; one the engine answered alone (an error reply) is freed. */
-static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
+static void rs_finish(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!s->ulp) {
 		rpcrdma_rs_free(e, s);
@@ -860,7 +871,8 @@ static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
 /* The Send of a reply that had its REPLY_SENT at once is over: the
  * slot's own memory (a Long Reply's staging) was in use until now; the
  * slot is free once the event is polled too. */
-static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
+static void send_done_after_reply_sent(struct rpcrdma_engine *e,
+				       struct responder_slot *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
@@ -868,7 +880,8 @@ static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
 	rpcrdma_rs_done_maybe_free(e, s);
 }
 
-void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
+				struct responder_slot *s)
 {
 	if (s->state == RS_DONE && !s->event_pending && !s->send_pending &&
 	    !s->hold)
@@ -883,7 +896,8 @@ void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id)
 	rpcrdma_rs_done_maybe_free(e, &e->rs[call_id]);
 }
 
-void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
 	(void)wc;
@@ -901,7 +915,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		if (s->state == RS_SENDING) {
 			rs_finish(e, s);
 		} else if (s->state == RS_DONE) {
-			early_sent_over(e, s);
+			send_done_after_reply_sent(e, s);
 		}
 		break;
 	default:
@@ -909,7 +923,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 	}
 }
 
-void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	bool sending = s->send_pending;
 	s->reads_inflight = 0;
@@ -930,7 +944,7 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 		/* REPLY_SENT went at once and the Send will never complete
 		 * now. */
 		if (sending)
-			early_sent_over(e, s);
+			send_done_after_reply_sent(e, s);
 		break;
 	default:
 		break;
