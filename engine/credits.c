@@ -28,7 +28,7 @@ bool rpcrdma_credits_free(const struct rpcrdma_engine *e)
 	return e->in_flight < e->granted;
 }
 
-void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_credits_take(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (q->in_flight)
 		return;
@@ -36,7 +36,7 @@ void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q)
 	e->in_flight++;
 }
 
-void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_credits_put(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (!q->in_flight)
 		return;

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * The connection engine: buffers, output queues, connection inputs and
- * the dispatch of received messages by direction (see engine.h).  The
- * Requester role is in requester.c, the Responder role in responder.c.
+ * The connection engine (see engine.h): its configuration and memory,
+ * the connection inputs, the event queue, the pending queues and the
+ * progress loop over them, and the dispatch of completions.  Each other
+ * concept has its own file: the Requester role (requester.c), the
+ * Responder role (responder.c), received messages (receive.c), receive
+ * buffers (recv_buffers.c), invalidation (invalidation.c), the
+ * work-request queue and its wr_id (work_queue.c), the send queue
+ * (send_queue.c), credits, negotiation and the RDMA time-out; the v1/v2
+ * header bridge is wire/rpcrdma_hdr.c.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,37 +48,8 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 }
 
 /* ---------------------------------------------------------------------
- * Small helpers shared by the roles
+ * The event queue, close requests and the pending queues
  */
-
-uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
-		       enum wr_op op, uint32_t idx)
-{
-	return (uint64_t)e->epoch << 48 | (uint64_t)k << 40 |
-	       (uint64_t)op << 32 | idx;
-}
-
-uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p)
-{
-	(void)e;
-	return (uint64_t)(uintptr_t)p;
-}
-
-/* Capacity: sends are bounded by the send queue reservation, receives by
- * the buffer count, so the ring never overflows; a failure here is an
- * engine bug, answered by asking to close rather than writing past. */
-struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
-{
-	if (e->wrq_count == e->wrq_cap)
-		return NULL;
-	struct rpcrdma_engine_wr *w =
-		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
-	/* The roles set what they use: the SGEs up to num_sge, the recv
-	 * fields whole; only the send part needs zeroing. */
-	w->is_recv = false;
-	memset(&w->send, 0, sizeof w->send);
-	return w;
-}
 
 static bool ev_grow(struct rpcrdma_engine *e)
 {
@@ -116,7 +93,7 @@ void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason)
 	rpcrdma_ev_push(e, EVK_CLOSE, 0, reason);
 }
 
-void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->next = RPCRDMA_NIL;
 	if (e->rq_pending.tail == RPCRDMA_NIL)
@@ -127,7 +104,7 @@ void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q)
 	e->rq_pending.n++;
 }
 
-void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	s->next = RPCRDMA_NIL;
 	if (e->rs_pending.tail == RPCRDMA_NIL)
@@ -136,119 +113,6 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s)
 		e->rs[e->rs_pending.tail].next = s->idx;
 	e->rs_pending.tail = s->idx;
 	e->rs_pending.n++;
-}
-
-uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e)
-{
-	return e->cfg.credits;
-}
-
-/* A v2 MSG/NOMSG header is v1's plus rdma_flags and rdma_inv_handle. */
-size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
-			const struct rpcrdma_v1_hdr *h)
-{
-	return rpcrdma_v1_size(h) + (e->vers == RPCRDMA_VERSION_2 ? 8 : 0);
-}
-
-/* Encode a MSG/NOMSG header built in v1 terms in the connection's
- * version.  response: v2 RPCRDMA2_F_RESPONSE (§3.2: it equals the RPC
- * msg_type, so it is set exactly on replies). */
-int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
-		       const struct rpcrdma_v1_hdr *h, bool response,
-		       uint32_t inv_handle)
-{
-	if (e->vers != RPCRDMA_VERSION_2)
-		return rpcrdma_v1_encode(buf, cap, h);
-	struct rpcrdma_v2_hdr *p = &e->tx_hdr2;
-	p->xid = h->xid;
-	p->vers = RPCRDMA_VERSION_2;
-	p->credit = h->credit;
-	p->htype = h->proc; /* MSG 0 and NOMSG 1 in both versions */
-	p->flags = response ? RPCRDMA_V2_F_RESPONSE : 0;
-	p->inv_handle = inv_handle;
-	return rpcrdma_v2_encode_lists(buf, cap, p, &h->chunks);
-}
-
-/* The one handle a reply may invalidate: the first Write chunk's, else
- * the Reply chunk's, else the first Read segment's (the registration the
- * Requester is most likely still to hold when the reply lands). */
-bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
-			     uint32_t *rkey)
-{
-	for (uint32_t i = 0; i < cl->nwrites; i++)
-		if (cl->writes[i].nsegs) {
-			*rkey = cl->writes[i].segs[0].handle;
-			return true;
-		}
-	if (cl->has_reply && cl->reply.nsegs) {
-		*rkey = cl->reply.segs[0].handle;
-		return true;
-	}
-	if (cl->nreads) {
-		*rkey = cl->reads[0].target.handle;
-		return true;
-	}
-	return false;
-}
-
-bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid)
-{
-	uint32_t i = e->xid_map[xid & e->xid_mask];
-	if (i < e->nrq && e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
-		return true;
-	for (i = 0; i < e->nrq; i++)
-		if (e->rq[i].state == RQ_SENT && e->rq[i].xid == xid)
-			return true;
-	return false;
-}
-
-/* ---------------------------------------------------------------------
- * Receive buffers: recv_target are kept posted (RFC 8166 §3.3.1: the
- * Responder keeps at least as many as it grants; RFC 8167 §4.3: plus one
- * per outstanding forward call); a Requester slot may hold one buffer
- * while it invalidates, so there are max_calls spares.
- */
-
-void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx)
-{
-	e->rfree[e->nrfree++] = idx;
-}
-
-static void refill_recvs(struct rpcrdma_engine *e)
-{
-	while (e->connected && e->rp_count < e->recv_target && e->nrfree) {
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w)
-			return;
-		uint32_t idx = e->rfree[--e->nrfree];
-		w->is_recv = true;
-		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
-		w->recv.num_sge = 1;
-		w->sge[0].addr = rpcrdma_arena_addr(e, rpcrdma_rbuf_ptr(e, idx));
-		w->sge[0].length = e->rsize;
-		w->sge[0].lkey = e->arena_mr.lkey;
-		e->rposted[(e->rp_head + e->rp_count++) % e->nrbuf] = idx;
-	}
-}
-
-/* Take idx off the posted ring (receives complete in posting order on a
- * reliable connection; tolerate any order anyway). */
-static bool unpost(struct rpcrdma_engine *e, uint32_t idx)
-{
-	for (uint32_t i = 0; i < e->rp_count; i++) {
-		uint32_t at = (e->rp_head + i) % e->nrbuf;
-		if (e->rposted[at] != idx)
-			continue;
-		for (uint32_t j = i; j > 0; j--) {
-			uint32_t to = (e->rp_head + j) % e->nrbuf;
-			uint32_t from = (e->rp_head + j - 1) % e->nrbuf;
-			e->rposted[to] = e->rposted[from];
-		}
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
-		return true;
-	}
-	return false;
 }
 
 /* ---------------------------------------------------------------------
@@ -263,7 +127,7 @@ static void engine_init(struct rpcrdma_engine *e)
 	e->peer_v1_only = e->cfg.peer_v1_only;
 	rpcrdma_credits_reset(e);
 	e->ord = 1;
-	e->rbufs = e->arena;
+	rpcrdma_recv_init(e);
 	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
 	for (uint32_t i = 0; i < e->nrq; i++, p += e->ssize) {
 		e->rq[i].idx = i;
@@ -281,8 +145,6 @@ static void engine_init(struct rpcrdma_engine *e)
 		e->rq_free[e->nrq_free++] = e->nrq - 1 - i;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		e->rs_free[e->nrs_free++] = e->nrs - 1 - i;
-	for (uint32_t i = 0; i < e->nrbuf; i++)
-		e->rfree[e->nrfree++] = e->nrbuf - 1 - i;
 	e->rq_pending.head = e->rq_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
 	e->rq_pending.n = e->rs_pending.n = 0;
@@ -375,8 +237,8 @@ static void parts_len(const struct rpcrdma_engine_sizes *z, uint32_t evq,
 	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
 	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
 	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
-	len[6] = (size_t)z->nrbuf * sizeof *e->rfree;
-	len[7] = (size_t)z->nrbuf * sizeof *e->rposted;
+	len[6] = (size_t)z->nrbuf * sizeof *e->recv_free;
+	len[7] = (size_t)z->nrbuf * sizeof *e->recv_posted;
 	len[8] = (size_t)z->nrq * sizeof *e->rq;
 	len[9] = (size_t)z->nrs * sizeof *e->rs;
 	len[10] = (size_t)z->wrq * sizeof *e->wrq;
@@ -415,8 +277,8 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->rq_free = p[3];
 	e->rs_free = p[4];
 	e->xid_map = p[5];
-	e->rfree = p[6];
-	e->rposted = p[7];
+	e->recv_free = p[6];
+	e->recv_posted = p[7];
 	e->rq = p[8];
 	e->rs = p[9];
 	e->wrq = p[10];
@@ -461,7 +323,7 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	size_t len[ENGINE_PARTS];
 	void *const p[ENGINE_PARTS] = {
 		e->arena, e->evq0, e->sqe, e->rq_free, e->rs_free,
-		e->xid_map, e->rfree, e->rposted, e->rq, e->rs, e->wrq,
+		e->xid_map, e->recv_free, e->recv_posted, e->rq, e->rs, e->wrq,
 	};
 	parts_len(&e->cap, e->evq0_cap, len);
 	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS);
@@ -493,12 +355,12 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	struct rpcrdma_engine_mem_ops mem = e->mem;
 	struct rpcrdma_engine_sizes cap = e->cap;
 	struct rpcrdma_engine_mr arena_mr = e->arena_mr;
-	struct rq *rq = e->rq;
-	struct rs *rs = e->rs;
+	struct requester_slot *rq = e->rq;
+	struct responder_slot *rs = e->rs;
 	uint32_t rq_used = e->rq_used, rs_used = e->rs_used;
 	uint32_t *rq_free = e->rq_free, *rs_free = e->rs_free;
-	uint32_t *xid_map = e->xid_map, *rfree = e->rfree;
-	uint32_t *rposted = e->rposted;
+	uint32_t *xid_map = e->xid_map, *recv_free = e->recv_free;
+	uint32_t *recv_posted = e->recv_posted;
 	struct rpcrdma_engine_wr *wrq = e->wrq;
 	struct evq_ent *evq = e->evq, *evq0 = e->evq0;
 	uint32_t evq0_cap = e->evq0_cap;
@@ -516,8 +378,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	e->rq_free = rq_free;
 	e->rs_free = rs_free;
 	e->xid_map = xid_map;
-	e->rfree = rfree;
-	e->rposted = rposted;
+	e->recv_free = recv_free;
+	e->recv_posted = recv_posted;
 	e->wrq = wrq;
 	e->evq = evq;
 	e->evq0 = evq0;
@@ -530,8 +392,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	memset(rq_free, 0, cap.nrq * sizeof *rq_free);
 	memset(rs_free, 0, cap.nrs * sizeof *rs_free);
 	memset(xid_map, 0, cap.xid_map * sizeof *xid_map);
-	memset(rfree, 0, cap.nrbuf * sizeof *rfree);
-	memset(rposted, 0, cap.nrbuf * sizeof *rposted);
+	memset(recv_free, 0, cap.nrbuf * sizeof *recv_free);
+	memset(recv_posted, 0, cap.nrbuf * sizeof *recv_posted);
 	memset(wrq, 0, cap.wrq * sizeof *wrq);
 	memset(evq, 0, cap.evq * sizeof *evq);
 	memset(sqe, 0, cap.sqe * sizeof *sqe);
@@ -552,7 +414,7 @@ int rpcrdma_engine_private_data(const struct rpcrdma_engine *e, void *buf,
 }
 
 /* ---------------------------------------------------------------------
- * Pending FIFOs ("starvation is a state with a queue")
+ * Pending queues ("starvation is a state with a queue")
  */
 void rpcrdma_progress(struct rpcrdma_engine *e)
 {
@@ -566,16 +428,16 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 		uint32_t before = e->rs_pending.n + e->rq_pending.n;
 		if (!before)
 			break;
-		uint32_t i = fifo_take(&e->rs_pending);
+		uint32_t i = pending_take(&e->rs_pending);
 		while (i != RPCRDMA_NIL) {
-			struct rs *s = &e->rs[i];
+			struct responder_slot *s = &e->rs[i];
 			i = s->next;
 			s->next = RPCRDMA_NIL;
 			rpcrdma_rs_run(e, s);
 		}
-		i = fifo_take(&e->rq_pending);
+		i = pending_take(&e->rq_pending);
 		while (i != RPCRDMA_NIL) {
-			struct rq *q = &e->rq[i];
+			struct requester_slot *q = &e->rq[i];
 			i = q->next;
 			q->next = RPCRDMA_NIL;
 			rpcrdma_rq_run(e, q);
@@ -583,7 +445,7 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 		if (e->rs_pending.n + e->rq_pending.n >= before)
 			break;
 	}
-	refill_recvs(e);
+	rpcrdma_recv_refill(e);
 }
 
 /* ---------------------------------------------------------------------
@@ -609,7 +471,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	rpcrdma_sq_reset(e);
 	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
 	e->ctr.connections++;
-	refill_recvs(e);
+	rpcrdma_recv_refill(e);
 	rpcrdma_neg_start(e, now);
 	/* A server learns the version from the client's first message. */
 	rpcrdma_progress(e);
@@ -652,8 +514,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->connected = false;
 	e->close_asked = false;
 	e->epoch++;
-	e->wrq_count = 0;  /* never posted: forget */
-	e->wrq_head = 0;
+	rpcrdma_wr_forget(e); /* never posted */
 	/* A CLOSE not yet polled named this connection: drop it, or the
 	 * driver would take it for the next connection (and a CLOSE per
 	 * lost connection could overflow the event ring, which holds one
@@ -665,12 +526,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 			e->evq[(e->evq_head + kept++) % e->evq_cap] = v;
 	}
 	e->evq_count = kept;
-	while (e->rp_count) {
-		rpcrdma_rbuf_release(e, e->rposted[e->rp_head]);
-		e->rp_head = (e->rp_head + 1) % e->nrbuf;
-		e->rp_count--;
-	}
-	e->rp_head = 0;
+	rpcrdma_recv_conn_lost(e);
 	rpcrdma_credits_reset(e);
 	e->reads_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
@@ -681,9 +537,9 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	e->rs_pending.n = 0;
 	for (uint32_t i = 0; i < e->nrs; i++)
 		rpcrdma_rs_conn_lost(e, &e->rs[i]);
-	uint32_t keep = fifo_take(&e->rq_pending);
+	uint32_t keep = pending_take(&e->rq_pending);
 	while (keep != RPCRDMA_NIL) {
-		struct rq *q = &e->rq[keep];
+		struct requester_slot *q = &e->rq[keep];
 		keep = q->next;
 		q->wait = WAIT_CONN;
 		rpcrdma_rq_enqueue(e, q);
@@ -700,7 +556,7 @@ static void received(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		     bool with_inv, uint32_t inv_rkey)
 {
 	if (!rpcrdma_rx_message(e, idx, len, with_inv, inv_rkey))
-		rpcrdma_rbuf_release(e, idx);
+		rpcrdma_recv_put(e, idx);
 	rpcrdma_progress(e);
 }
 
@@ -709,16 +565,16 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 			uint64_t now)
 {
 	(void)now;
-	if (!e->connected || !e->rp_count) {
+	if (!e->connected || !e->nrecv_posted) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_NO_RECV);
 		return RPCRDMA_ERR_NO_RECV;
 	}
-	uint32_t idx = e->rposted[e->rp_head];
+	uint32_t idx = e->recv_posted[e->recv_posted_head];
 	if (len > e->rsize) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
 		return RPCRDMA_ERR_NOSPACE;
 	}
-	unpost(e, idx);
+	rpcrdma_recv_unpost(e, idx);
 	memcpy(rpcrdma_rbuf_ptr(e, idx), buf, len);
 	received(e, idx, len, with_inv, inv_rkey);
 	return 0;
@@ -727,22 +583,23 @@ int rpcrdma_engine_recv(struct rpcrdma_engine *e, const void *buf,
 int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 			      const struct rpcrdma_wc *wc)
 {
-	uint16_t epoch = (uint16_t)(wc->wr_id >> 48);
-	enum wr_kind kind = (enum wr_kind)((wc->wr_id >> 40) & 0xff);
-	enum wr_op op = (enum wr_op)((wc->wr_id >> 32) & 0xff);
-	uint32_t idx = (uint32_t)wc->wr_id;
+	const struct wr_tag t = rpcrdma_wr_tag(wc->wr_id);
+	const enum wr_kind kind = t.kind;
+	const enum wr_op op = t.op;
+	const uint32_t idx = t.idx;
 
-	if (epoch != e->epoch || !e->connected)
+	if (t.epoch != e->epoch || !e->connected)
 		return 0; /* flushed from a connection already unwound */
 	switch (kind) {
 	case WRK_RECV:
-		if (idx >= e->nrbuf || !unpost(e, idx))
+		if (idx >= e->nrbuf || !rpcrdma_recv_unpost(e, idx))
 			return RPCRDMA_ERR_NOENT;
 		/* A byte_len past the buffer cannot come from a working
 		 * provider; never parse beyond the receive buffer on it. */
 		if (wc->status != RPCRDMA_WC_SUCCESS || wc->byte_len > e->rsize) {
-			rpcrdma_rbuf_release(e, idx);
-			rpcrdma_ask_close(e, wc->status == RPCRDMA_WC_WR_FLUSH_ERR
+			rpcrdma_recv_put(e, idx);
+			rpcrdma_ask_close(e,
+					  wc->status == RPCRDMA_WC_WR_FLUSH_ERR
 						     ? RPCRDMA_ERR_FLUSHED
 						     : RPCRDMA_ERR_PROTOCOL);
 			return 0;
@@ -782,40 +639,8 @@ int rpcrdma_engine_completion(struct rpcrdma_engine *e,
 }
 
 /* ---------------------------------------------------------------------
- * Outputs
+ * Outputs (the work requests: work_queue.c)
  */
-struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
-{
-	if (!e->wrq_count)
-		return NULL;
-	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
-	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
-	e->wrq_count--;
-	wr->send.next = NULL;
-	wr->recv.next = NULL;
-	if (wr->is_recv) {
-		wr->recv.sg_list = wr->sge;
-	} else {
-		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
-		rpcrdma_sq_post(e, &wr->send);
-	}
-	return wr;
-}
-
-int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
-			  struct rpcrdma_engine_wr *wr)
-{
-	const struct rpcrdma_engine_wr *p = rpcrdma_engine_next_wr(e);
-	if (!p)
-		return 0;
-	*wr = *p;
-	if (wr->is_recv)
-		wr->recv.sg_list = wr->sge;
-	else
-		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
-	return 1;
-}
-
 int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			      struct rpcrdma_engine_event *ev)
 {
@@ -859,14 +684,14 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 	case EVK_RQ_RELEASED: {
 		/* Queued before the call's CALL_DONE, so the slot is still
 		 * the call's. */
-		struct rq *q = &e->rq[v.idx];
+		struct requester_slot *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_RELEASED;
 		ev->xid = q->xid;
 		ev->user = q->req.user;
 		return 1;
 	}
 	case EVK_RQ: {
-		struct rq *q = &e->rq[v.idx];
+		struct requester_slot *q = &e->rq[v.idx];
 		ev->type = RPCRDMA_EV_CALL_DONE;
 		ev->xid = q->xid;
 		ev->user = q->req.user;
@@ -882,7 +707,7 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 		return 1;
 	}
 	default: {
-		struct rs *s = &e->rs[v.idx];
+		struct responder_slot *s = &e->rs[v.idx];
 		ev->xid = s->xid;
 		ev->call_id = s->idx;
 		if (s->state == RS_DONE) {
@@ -910,15 +735,12 @@ int rpcrdma_engine_poll_event(struct rpcrdma_engine *e,
 			}
 		}
 		ev->write_chunks = s->cl.nwrites;
-		for (uint32_t i = 0; i < s->cl.nwrites; i++) {
-			size_t t = 0;
-			for (uint32_t j = 0; j < s->cl.writes[i].nsegs; j++)
-				t += s->cl.writes[i].segs[j].length;
-			ev->write_chunk_len[i] = t;
-		}
+		for (uint32_t i = 0; i < s->cl.nwrites; i++)
+			ev->write_chunk_len[i] =
+				(size_t)rpcrdma_write_chunk_len(&s->cl.writes[i]);
 		if (s->cl.has_reply)
-			for (uint32_t j = 0; j < s->cl.reply.nsegs; j++)
-				ev->reply_chunk_len += s->cl.reply.segs[j].length;
+			ev->reply_chunk_len =
+				(size_t)rpcrdma_write_chunk_len(&s->cl.reply);
 		return 1;
 	}
 	}
@@ -940,7 +762,7 @@ void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
 	info->send_with_inv = e->thr.send_with_inv;
 	info->credits_granted = e->granted;
 	info->calls_in_flight = e->in_flight;
-	info->recvs_posted = e->rp_count;
+	info->recvs_posted = e->nrecv_posted;
 	info->ord = e->ord;
 	info->version = e->vers;
 	info->negotiating = e->negotiating;

@@ -518,7 +518,6 @@ struct rpcrdma_engine_counters {
 	uint64_t replies_inline, replies_long;           /* received */
 	uint64_t credit_stalls;    /* a call waited for a credit */
 	uint64_t mr_stalls;        /* a call waited for a registration */
-	uint64_t sq_stalls;        /* work waited for send queue space */
 	uint64_t local_invs;       /* handles we invalidated: LOCAL_INV
 				      posted, or deregistration
 				      (cfg.local_inv false) */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Engine internals shared by engine.c (connection, buffers, queues,
- * dispatch), requester.c and responder.c.  Not installed.
+ * Engine internals shared by engine.c (configuration, connection inputs,
+ * event and pending queues, dispatch of completions), its concepts'
+ * files (receive buffers, invalidation, the work-request queue, the
+ * send queue, credits, negotiation), requester.c and responder.c.  Not
+ * installed.
  *
  * Habits (docs/ARCHITECTURE.md, engine/): an explicit per-RPC state enum, every state saying
  * how it unwinds when the connection dies; starvation is a state with a
@@ -79,7 +82,10 @@ struct rx_view {
 	struct rpcrdma_engine_msgp msgp; /* RFC 5666 RDMA_MSGP */
 };
 
-enum shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
+/* How a call went (RFC 8166 §3.5): a Short message (all inline), a
+ * Chunked message (DDP-eligible arguments in Read chunks) or a Long
+ * message (the whole Payload stream in a Position-Zero Read chunk). */
+enum message_shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
 
 /*
  * Responder per-RPC state.  A slot owns its send buffer, a small call
@@ -113,11 +119,13 @@ enum rpcrdma_rs_state {
 	RS_DONE,
 };
 
-/* wr_id layout: epoch (16) | kind (8) | op (8) | index (32). */
+/* What a work request is for, named by its wr_id (rpcrdma_wr_id): the
+ * kind of slot (or a receive buffer) and the operation. */
 enum wr_kind { WRK_RECV = 1, WRK_RQ = 2, WRK_RS = 3 };
 enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE };
 
-struct rq {
+/* A Requester's call slot: one RPC call from submission to completion. */
+struct requester_slot {
 	enum rpcrdma_rq_state state;
 	enum rpcrdma_rq_wait wait;
 	uint32_t idx;
@@ -152,7 +160,7 @@ struct rq {
 	struct rpcrdma_engine_msgp msgp; /* padded reply */
 	/* Version 2. */
 	uint32_t inv_handle; /* rdma_inv_handle named in the call (§3.3) */
-	enum shape shape;    /* shape of the last attempt */
+	enum message_shape shape;    /* shape of the last attempt */
 	uint32_t offered_writes; /* Write chunks in the last attempt */
 	/* What the last attempt offered, segment by segment (each of our
 	 * chunks has at most one): a reply is checked against these, not
@@ -175,7 +183,8 @@ struct rq {
 	uint8_t *bounce;     /* the whole Payload stream, contiguous */
 };
 
-struct rs {
+/* A Responder's slot: one received RPC call until its reply is sent. */
+struct responder_slot {
 	enum rpcrdma_rs_state state;
 	uint32_t idx;
 	uint32_t xid;
@@ -236,7 +245,9 @@ struct rs {
 	bool send_waited;
 };
 
-struct fifo {
+/* Slots waiting for a resource (the pending queues: a slot's `next` is
+ * its link), in arrival order. */
+struct pending_queue {
 	uint32_t head, tail;
 	uint32_t n;    /* entries */
 };
@@ -250,7 +261,7 @@ struct sq_ent {
 
 /* Take the whole list (its head; RPCRDMA_NIL when empty), leaving it
  * empty: a slot run from the taken list may queue itself again. */
-static inline uint32_t fifo_take(struct fifo *f)
+static inline uint32_t pending_take(struct pending_queue *f)
 {
 	uint32_t h = f->head;
 	f->head = f->tail = RPCRDMA_NIL;
@@ -309,10 +320,10 @@ struct rpcrdma_engine {
 	uint32_t in_flight;
 	uint32_t next_xid;
 	uint32_t nrq;
-	struct rq *rq;
+	struct requester_slot *rq;
 	uint32_t rq_used;      /* slots below this were taken since create
 				  or reset (rs_used likewise) */
-	struct fifo rq_pending;
+	struct pending_queue rq_pending;
 	uint32_t *rq_free;     /* stack of free slots */
 	uint32_t nrq_free;
 	/* XID -> slot of a call sent, direct-mapped (XIDs are sequential, so
@@ -323,9 +334,9 @@ struct rpcrdma_engine {
 
 	/* Responder role. */
 	uint32_t nrs;
-	struct rs *rs;
+	struct responder_slot *rs;
 	uint32_t rs_used;
-	struct fifo rs_pending;
+	struct pending_queue rs_pending;
 	uint32_t *rs_free;     /* stack of free slots */
 	uint32_t nrs_free;
 
@@ -337,10 +348,10 @@ struct rpcrdma_engine {
 	uint32_t rsize, ssize;     /* receive / send buffer bytes */
 	uint32_t nrbuf;
 	uint8_t *rbufs;
-	uint32_t *rfree;           /* stack of free receive buffers */
-	uint32_t nrfree;
-	uint32_t *rposted;         /* ring: posted, oldest first */
-	uint32_t rp_head, rp_count;
+	uint32_t *recv_free;           /* stack of free receive buffers */
+	uint32_t nrecv_free;
+	uint32_t *recv_posted;         /* ring: posted, oldest first */
+	uint32_t recv_posted_head, nrecv_posted;
 	uint32_t recv_target;
 
 	/* Output queues. */
@@ -367,35 +378,99 @@ struct rpcrdma_engine {
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };
 
+/* The one definition of a wr_id: epoch (16) | kind (8) | op (8) |
+ * index (32).  The epoch is the connection's (a completion flushed from
+ * a connection already unwound names an old one); the index is a slot's
+ * or a receive buffer's. */
+static inline uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e,
+				     enum wr_kind k, enum wr_op op,
+				     uint32_t idx)
+{
+	return (uint64_t)e->epoch << 48 | (uint64_t)k << 40 |
+	       (uint64_t)op << 32 | idx;
+}
+
+/* A wr_id taken apart again (completions: engine.c, send_queue.c). */
+struct wr_tag {
+	uint16_t epoch;
+	enum wr_kind kind;
+	enum wr_op op;
+	uint32_t idx;
+};
+
+static inline struct wr_tag rpcrdma_wr_tag(uint64_t wr_id)
+{
+	struct wr_tag t;
+	t.epoch = (uint16_t)(wr_id >> 48);
+	t.kind = (enum wr_kind)((wr_id >> 40) & 0xff);
+	t.op = (enum wr_op)((wr_id >> 32) & 0xff);
+	t.idx = (uint32_t)wr_id;
+	return t;
+}
+
+/* The address a work request's SGE gives for p: the engine's buffers are
+ * registered at their virtual addresses (rpcrdma_engine_mem_ops). */
+static inline uint64_t rpcrdma_addr(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
 static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 					uint32_t idx)
 {
 	return e->rbufs + (size_t)idx * e->rsize;
 }
 
-/* engine.c */
-uint64_t rpcrdma_wr_id(const struct rpcrdma_engine *e, enum wr_kind k,
-		       enum wr_op op, uint32_t idx);
+/* work_queue.c */
+/* A new work request at the tail, its send part zeroed; NULL when the
+ * queue is full (an engine bug: the caller asks to close). */
 struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e);
+/* Take back the one just pushed (its message could not be built). */
+void rpcrdma_wr_unpush(struct rpcrdma_engine *e);
+/* The connection is lost: what was never handed out is forgotten. */
+void rpcrdma_wr_forget(struct rpcrdma_engine *e);
+
+/* engine.c */
 void rpcrdma_ev_push(struct rpcrdma_engine *e, uint8_t kind, uint32_t idx,
 		     int reason);
 void rpcrdma_ask_close(struct rpcrdma_engine *e, int reason);
-void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct rq *q);
-void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct rs *s);
-uint64_t rpcrdma_arena_addr(const struct rpcrdma_engine *e, const void *p);
+void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct requester_slot *q);
+void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s);
 void rpcrdma_progress(struct rpcrdma_engine *e);
-void rpcrdma_rbuf_release(struct rpcrdma_engine *e, uint32_t idx);
-bool rpcrdma_is_our_call(const struct rpcrdma_engine *e, uint32_t xid);
-uint32_t rpcrdma_grant_value(const struct rpcrdma_engine *e);
-size_t rpcrdma_hdr_size(const struct rpcrdma_engine *e,
-			const struct rpcrdma_v1_hdr *h);
-int rpcrdma_hdr_encode(struct rpcrdma_engine *e, void *buf, size_t cap,
-		       const struct rpcrdma_v1_hdr *h, bool response,
-		       uint32_t inv_handle);
 void rpcrdma_vers_range(const struct rpcrdma_engine *e, uint32_t *lo,
 			uint32_t *hi);
-bool rpcrdma_pick_inv_handle(const struct rpcrdma_chunk_lists *cl,
-			     uint32_t *rkey);
+
+/* recv_buffers.c */
+/* Every buffer free, lowest first (create, reset). */
+void rpcrdma_recv_init(struct rpcrdma_engine *e);
+/* Buffer idx is free again (its message handled, or copied out). */
+void rpcrdma_recv_put(struct rpcrdma_engine *e, uint32_t idx);
+/* Post receives up to recv_target (the end of every input). */
+void rpcrdma_recv_refill(struct rpcrdma_engine *e);
+/* Buffer idx completed: off the posted ring; false if it was not on it. */
+bool rpcrdma_recv_unpost(struct rpcrdma_engine *e, uint32_t idx);
+/* The connection is lost: every posted buffer is free again. */
+void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e);
+/* The credits a Responder grants (rdma_credit, RFC 8166 §3.3.1). */
+uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e);
+
+/* invalidation.c */
+/* The rdma_inv_handle a call names (draft §3.3): 0 for none, always in
+ * version 1. */
+uint32_t rpcrdma_inv_for_call(const struct rpcrdma_engine *e,
+			      const struct rpcrdma_chunk_lists *cl);
+/* Draft §3.3: is h one of the handles of cl? */
+bool rpcrdma_inv_named(const struct rpcrdma_chunk_lists *cl, uint32_t h);
+/* May the reply of s go as a Send With Invalidate, and of which handle? */
+bool rpcrdma_inv_for_reply(const struct rpcrdma_engine *e,
+			   const struct responder_slot *s, uint32_t *rkey);
+/* q's reply came with Send With Invalidate of inv_rkey. */
+void rpcrdma_inv_remote(struct rpcrdma_engine *e, struct requester_slot *q,
+			uint32_t inv_rkey);
+/* A LOCAL_INV for every handle q exposed that is still alive. */
+void rpcrdma_inv_exposed(struct rpcrdma_engine *e, struct requester_slot *q);
+/* Every LOCAL_INV of q completed: its handles are dead. */
+void rpcrdma_inv_local_done(struct requester_slot *q);
 
 /* receive.c */
 /* A message landed in receive buffer idx: classify and dispatch.  True
@@ -432,9 +507,9 @@ void rpcrdma_credits_grant(struct rpcrdma_engine *e, uint32_t credit);
 /* May one more call be sent (§3.3.1)? */
 bool rpcrdma_credits_free(const struct rpcrdma_engine *e);
 /* q, being sent, holds a credit until its reply. */
-void rpcrdma_credits_take(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_credits_take(struct rpcrdma_engine *e, struct requester_slot *q);
 /* q's credit comes back (its reply arrived, or it completed). */
-void rpcrdma_credits_put(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_credits_put(struct rpcrdma_engine *e, struct requester_slot *q);
 
 /* send_queue.c */
 void rpcrdma_sq_config(struct rpcrdma_engine *e);
@@ -447,18 +522,22 @@ void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w);
 bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id);
 
 /* requester.c */
-void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q);
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey);
 void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status);
-void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
+void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc);
-void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q);
-void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q);
-struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid);
+void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct requester_slot *q);
+void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q);
+/* The call sent on this connection with XID xid (RQ_SENT, this epoch), or
+ * NULL: what a reply, or an undecodable message, is matched against. */
+struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
+				       uint32_t xid);
 /* The slot is free again (its state set to RQ_FREE here). */
-void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q);
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q);
 
 /* responder.c */
 void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
@@ -473,18 +552,20 @@ void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
 /* Send our RDMA2_CONNPROP: as the answer to the peer's (resp, with its
  * xid) or on our own (a fresh xid). */
 void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp);
-void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s);
-void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct responder_slot *s);
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc);
-void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s);
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct responder_slot *s);
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s);
 /* Memory for a rebuilt call or a staged Long Reply (mem.buf_alloc, or
  * malloc), and back. */
 void *rpcrdma_buf_get(struct rpcrdma_engine *e, size_t len, void **cookie);
 void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie);
 /* An RS_DONE slot is free once its REPLY_SENT was polled, its Send
  * completed and the upper layer no longer holds it. */
-void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s);
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
+				struct responder_slot *s);
 
 /* rdma_timeout.c: true when a Responder slot's RDMA Reads, or its reply's
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the

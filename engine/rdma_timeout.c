@@ -21,7 +21,7 @@
  * Send behind them (send_queue.c): operations the peer's end must take
  * part in.  A Send left unsignalled completes only with a later request,
  * so its slot waiting says nothing about the peer. */
-static bool timed(const struct rs *s)
+static bool timed(const struct responder_slot *s)
 {
 	return s->state == RS_READING ||
 	       (s->state == RS_SENDING && s->send_waited);
@@ -48,7 +48,7 @@ bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
 	    e->nrs_free == e->nrs)
 		return false;
 	for (uint32_t i = 0; i < e->rs_used; i++) {
-		struct rs *s = &e->rs[i];
+		struct responder_slot *s = &e->rs[i];
 		if (!timed(s) || s->epoch != e->epoch) {
 			s->rdma_deadline = 0;
 			continue;

@@ -38,7 +38,7 @@ static int payload_direction(const uint8_t *p, size_t len, uint32_t xid)
  * §4.5.2). */
 static void bad_message(struct rpcrdma_engine *e, uint32_t xid)
 {
-	if (rpcrdma_is_our_call(e, xid))
+	if (rpcrdma_rq_find(e, xid))
 		e->ctr.bad_replies++;
 	else
 		rpcrdma_rs_error_code(e, xid, RPCRDMA_VERSION_1, false,
@@ -102,7 +102,7 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 		/* §4.6.1: Responders SHOULD answer ERR_CHUNK, Requesters
 		 * MUST discard. */
 		if (payload_direction(payload, plen, h->xid) == 0 ||
-		    rpcrdma_is_our_call(e, h->xid))
+		    rpcrdma_rq_find(e, h->xid))
 			e->ctr.bad_replies++;
 		else
 			rpcrdma_rs_error_code(e, h->xid, RPCRDMA_VERSION_1, false,
@@ -323,7 +323,7 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 		e->ctr.bad_replies++;
 		return;
 	}
-	if (c->vers == RPCRDMA_VERSION_1 && rpcrdma_is_our_call(e, c->xid)) {
+	if (c->vers == RPCRDMA_VERSION_1 && rpcrdma_rq_find(e, c->xid)) {
 		e->ctr.bad_replies++;
 		return;
 	}

@@ -9,20 +9,18 @@
 
 #include "common/usdt.h"
 #include "engine/engine_internal.h"
+#include "wire/rpcrdma_hdr.h"
 #include "wire/xdr.h"
 
-static size_t pad4(size_t n)
-{
-	return (4 - (n & 3)) & 3;
-}
-
-static bool sent_as(const struct rpcrdma_engine *e, const struct rq *q,
+static bool sent_as(const struct rpcrdma_engine *e,
+		    const struct requester_slot *q,
 		    uint32_t xid)
 {
 	return q->state == RQ_SENT && q->xid == xid && q->epoch == e->epoch;
 }
 
-struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
+struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
+				       uint32_t xid)
 {
 	uint32_t i = e->xid_map[xid & e->xid_mask];
 	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
@@ -34,13 +32,13 @@ struct rq *rpcrdma_rq_find(struct rpcrdma_engine *e, uint32_t xid)
 	return NULL;
 }
 
-void rpcrdma_rq_put(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->state = RQ_FREE;
 	e->rq_free[e->nrq_free++] = q->idx;
 }
 
-void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	for (uint32_t i = 0; i < q->nmr; i++) {
 		q->mr[i].invalidated = q->mr_remote[i] && q->mr_dead[i];
@@ -50,7 +48,8 @@ void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct rq *q)
 }
 
 /* The one way a call completes; reachable once per submission. */
-static void complete_call(struct rpcrdma_engine *e, struct rq *q, int status)
+static void complete_call(struct rpcrdma_engine *e, struct requester_slot *q,
+			  int status)
 {
 	if (q->state != RQ_QUEUED && q->state != RQ_SENT &&
 	    q->state != RQ_INVALIDATING)
@@ -86,7 +85,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 		if ((!v->base && v->len) || (!v->ddp && (v->len & 3)) ||
 		    v->len > UINT32_MAX)
 			return RPCRDMA_ERR_INVAL;
-		total += v->len + pad4(v->len);
+		total += v->len + rpcrdma_xdr_pad(v->len);
 	}
 	for (unsigned i = 0; i < req->nresults; i++)
 		if ((!req->results[i].base && req->results[i].len) ||
@@ -96,7 +95,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 		return RPCRDMA_ERR_INVAL;
 	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
-	struct rq *q = &e->rq[e->rq_free[--e->nrq_free]];
+	struct requester_slot *q = &e->rq[e->rq_free[--e->nrq_free]];
 	if (q->idx >= e->rq_used)
 		e->rq_used = q->idx + 1; /* what a reset must clear */
 	q->req = *req;
@@ -146,7 +145,7 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 	return 0;
 }
 
-static void wait_on(struct rpcrdma_engine *e, struct rq *q,
+static void wait_on(struct rpcrdma_engine *e, struct requester_slot *q,
 		    enum rpcrdma_rq_wait w)
 {
 	if (q->wait != w) {
@@ -154,15 +153,14 @@ static void wait_on(struct rpcrdma_engine *e, struct rq *q,
 			e->ctr.credit_stalls++;
 		else if (w == WAIT_MR)
 			e->ctr.mr_stalls++;
-		else if (w == WAIT_SQ)
-			e->ctr.sq_stalls++;
 	}
 	q->wait = w;
 	rpcrdma_rq_enqueue(e, q);
 }
 
 /* Register one range for remote access and describe it as a segment. */
-static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
+static int reg_remote(struct rpcrdma_engine *e, struct requester_slot *q,
+		      void *addr,
 		      size_t len, unsigned access, struct rpcrdma_segment *seg)
 {
 	struct rpcrdma_engine_mr *mr = &q->mr[q->nmr];
@@ -181,7 +179,8 @@ static int reg_remote(struct rpcrdma_engine *e, struct rq *q, void *addr,
 
 /* Build the header (registering chunks) for the chosen shape.  Returns 0,
  * AGAIN, or another registration error; on error nothing stays held. */
-static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
+static int marshal(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum message_shape *shape,
 		   size_t *inline_len)
 {
 	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
@@ -191,11 +190,11 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	int rc;
 
 	for (unsigned i = 0; i < r->nmsg; i++) {
-		unreduced += r->msg[i].len + pad4(r->msg[i].len);
+		unreduced += r->msg[i].len + rpcrdma_xdr_pad(r->msg[i].len);
 		if (r->msg[i].ddp && r->msg[i].len)
 			nddp++;
 		else
-			reduced += r->msg[i].len + pad4(r->msg[i].len);
+			reduced += r->msg[i].len + rpcrdma_xdr_pad(r->msg[i].len);
 	}
 	rpcrdma_v1_hdr_init(h);
 	q->reply_offered = false;
@@ -220,7 +219,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		struct rpcrdma_write_chunk *wc = &h->chunks.writes[i];
 		wc->nsegs = 0;
 		if (r->results[i].len && !(q->empty_mask & (1u << i))) {
-			rc = reg_remote(e, q, r->results[i].base, r->results[i].len,
+			rc = reg_remote(e, q, r->results[i].base,
+					r->results[i].len,
 					RPCRDMA_ACCESS_REMOTE_WRITE |
 						RPCRDMA_ACCESS_LOCAL_WRITE,
 					&wc->segs[0]);
@@ -237,7 +237,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	 * reply header echoes our Write list, plus an absent Read list and
 	 * Reply chunk.  A recovery may ask for one regardless. */
 	h->chunks.has_reply = false;
-	size_t reply_hdr = rpcrdma_hdr_size(e, h);
+	size_t reply_hdr = rpcrdma_hdr_size(e->vers, h);
 	if (r->reply_max && !inline_only &&
 	    (q->force_reply ||
 	     (!r->reply_inline && reply_hdr + r->reply_max > e->thr.recv))) {
@@ -253,7 +253,8 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 		q->off_reply = h->chunks.reply.segs[0];
 	}
 
-	if (!q->force_long && rpcrdma_hdr_size(e, h) + unreduced <= e->thr.send) {
+	if (!q->force_long && rpcrdma_hdr_size(e->vers,
+	    h) + unreduced <= e->thr.send) {
 		*shape = SHAPE_SHORT;
 		*inline_len = (size_t)unreduced;
 		return 0;
@@ -266,7 +267,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 	/* Chunked: each DDP-eligible argument into a Read chunk at its
 	 * unreduced XDR position (§4.3.1.1), without roundup (§3.4.5.2). */
 	if (nddp && !q->force_long) {
-		size_t hsz = rpcrdma_hdr_size(e, h) +
+		size_t hsz = rpcrdma_hdr_size(e->vers, h) +
 			     nddp * (4 + 4 + 16); /* discriminator + P + HLOO */
 		if (hsz + reduced <= e->thr.send) {
 			uint64_t pos = 0;
@@ -284,7 +285,7 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 						goto fail;
 					h->chunks.nreads = n;
 				}
-				pos += v->len + pad4(v->len);
+				pos += v->len + rpcrdma_xdr_pad(v->len);
 			}
 			*shape = SHAPE_CHUNKED;
 			*inline_len = (size_t)reduced;
@@ -313,12 +314,13 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			continue;
 		struct rpcrdma_read_segment *rs = &h->chunks.reads[n++];
 		rs->position = 0;
-		rc = reg_remote(e, q, v->base, v->len, RPCRDMA_ACCESS_REMOTE_READ,
+		rc = reg_remote(e, q, v->base, v->len,
+				RPCRDMA_ACCESS_REMOTE_READ,
 				&rs->target);
 		if (rc)
 			goto fail;
 		h->chunks.nreads = n;
-		if (pad4(v->len)) {
+		if (rpcrdma_xdr_pad(v->len)) {
 			if (!padseg.length) {
 				rc = reg_remote(e, q, q->pad, sizeof q->pad,
 						RPCRDMA_ACCESS_REMOTE_READ,
@@ -329,11 +331,11 @@ static int marshal(struct rpcrdma_engine *e, struct rq *q, enum shape *shape,
 			rs = &h->chunks.reads[n++];
 			rs->position = 0;
 			rs->target = padseg;
-			rs->target.length = (uint32_t)pad4(v->len);
+			rs->target.length = (uint32_t)rpcrdma_xdr_pad(v->len);
 			h->chunks.nreads = n;
 		}
 	}
-	if (rpcrdma_hdr_size(e, h) > e->thr.send) {
+	if (rpcrdma_hdr_size(e->vers, h) > e->thr.send) {
 		rc = RPCRDMA_ERR_NOSPACE;
 		goto fail;
 	}
@@ -347,12 +349,12 @@ fail:
 
 /* Upper bound of the send queue entries a call needs: its Send and one
  * LOCAL_INV per registration it may expose. */
-static uint32_t sq_need(const struct rq *q)
+static uint32_t sq_need(const struct requester_slot *q)
 {
 	return 1 + q->req.nmsg * 2 + q->req.nresults + 1;
 }
 
-void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (q->state != RQ_QUEUED)
 		return;
@@ -381,7 +383,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	if (q->want_bounce && !q->bounce) {
 		size_t total = 0;
 		for (unsigned i = 0; i < q->req.nmsg; i++)
-			total += q->req.msg[i].len + pad4(q->req.msg[i].len);
+			total += q->req.msg[i].len + rpcrdma_xdr_pad(q->req.msg[i].len);
 		q->bounce = calloc(1, total ? total : 1);
 		if (!q->bounce) {
 			complete_call(e, q, RPCRDMA_ERR_NOMEM);
@@ -402,7 +404,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		wait_on(e, q, WAIT_SQ);
 		return;
 	}
-	enum shape shape;
+	enum message_shape shape;
 	size_t inl;
 	/* RFC 8166 §4.2.1: the RPC XID is the transport XID (written again
 	 * on every attempt: a resend keeps it, §4.5.5). */
@@ -413,7 +415,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 			const struct rpcrdma_iov *v = &q->req.msg[i];
 			if (v->len)
 				memcpy(b, v->base, v->len);
-			b += v->len + pad4(v->len); /* calloc'd: pads are 0 */
+			b += v->len + rpcrdma_xdr_pad(v->len); /* calloc'd: pads are 0 */
 		}
 	}
 	int rc = marshal(e, q, &shape, &inl);
@@ -440,16 +442,15 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 		return;
 	}
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-	/* Draft §3.3: name the one handle the Responder may invalidate. */
-	if (e->vers == RPCRDMA_VERSION_2 && e->cfg.remote_inv &&
-	    !rpcrdma_pick_inv_handle(&e->tx_hdr.chunks, &q->inv_handle))
-		q->inv_handle = 0;
-	int hlen = w ? rpcrdma_hdr_encode(e, q->sbuf, e->ssize, &e->tx_hdr,
+	/* Draft §3.3: the one handle the Responder may invalidate. */
+	q->inv_handle = rpcrdma_inv_for_call(e, &e->tx_hdr.chunks);
+	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers,
+					  &e->tx_hdr,
 					  false, q->inv_handle)
 		     : RPCRDMA_ERR_NOSPACE;
 	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {
 		if (w)
-			e->wrq_count--;
+			rpcrdma_wr_unpush(e);
 		rpcrdma_rq_release_mrs(e, q);
 		complete_call(e, q, hlen < 0 ? hlen : RPCRDMA_ERR_NOSPACE);
 		return;
@@ -465,8 +466,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 			if (v->ddp)
 				e->ctr.ddp_inline_tx += v->len;
 			p += v->len;
-			memset(p, 0, pad4(v->len));
-			p += pad4(v->len);
+			memset(p, 0, rpcrdma_xdr_pad(v->len));
+			p += rpcrdma_xdr_pad(v->len);
 		}
 	}
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_SEND, q->idx);
@@ -474,7 +475,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 	/* Unsignalled: the reply says the Responder has it (send_queue.c). */
 	w->send.send_flags = 0;
 	w->send.num_sge = 1;
-	w->sge[0].addr = rpcrdma_arena_addr(e, q->sbuf);
+	w->sge[0].addr = rpcrdma_addr(q->sbuf);
 	w->sge[0].length = (uint32_t)(p - q->sbuf);
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
@@ -503,7 +504,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct rq *q)
 
 /* Send the call again, same XID, reshaped by the recovery flags (draft
  * §5.3.3); its registrations are dead (invalidated) by now. */
-static void requeue(struct rpcrdma_engine *e, struct rq *q)
+static void requeue(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	rpcrdma_rq_release_mrs(e, q);
 	e->sq_avail += q->sq_held;
@@ -516,29 +517,21 @@ static void requeue(struct rpcrdma_engine *e, struct rq *q)
 }
 
 /* Copy an inline reply out and complete. */
-static void finish(struct rpcrdma_engine *e, struct rq *q)
+static void finish(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	if (q->resend && !q->cancelled) {
 		requeue(e, q);
 		return;
 	}
 	if (q->held_rbuf != RPCRDMA_NIL) {
-		const uint8_t *src = e->rbufs + (size_t)q->held_rbuf * e->rsize +
+		const uint8_t *src = rpcrdma_rbuf_ptr(e, q->held_rbuf) +
 				     q->held_off;
 		if (q->reply_len)
 			memcpy(q->req.reply_buf, src, q->reply_len);
-		rpcrdma_rbuf_release(e, q->held_rbuf);
+		rpcrdma_recv_put(e, q->held_rbuf);
 		q->held_rbuf = RPCRDMA_NIL;
 	}
 	complete_call(e, q, q->status);
-}
-
-static uint64_t chunk_len(const struct rpcrdma_write_chunk *c)
-{
-	uint64_t t = 0;
-	for (uint32_t i = 0; i < c->nsegs; i++)
-		t += c->segs[i].length;
-	return t;
 }
 
 /* A returned chunk against the noff segments offered for it: "The
@@ -570,7 +563,7 @@ static bool same_segments(const struct rpcrdma_write_chunk *got,
  * a segment not offered, or one longer than offered is a header error
  * the Requester MUST silently discard (§4.5; draft §5.3.3); accepting it
  * would complete the call with result bytes nobody wrote. */
-static bool check_chunks(const struct rq *q,
+static bool check_chunks(const struct requester_slot *q,
 			 const struct rpcrdma_chunk_lists *cl)
 {
 	if (cl->nwrites > q->offered_writes)
@@ -580,12 +573,14 @@ static bool check_chunks(const struct rq *q,
 				   q->off_w_nsegs[i]))
 			return false;
 	return !cl->has_reply ||
-	       same_segments(&cl->reply, &q->off_reply, q->reply_offered ? 1 : 0);
+	       same_segments(&cl->reply, &q->off_reply,
+			     q->reply_offered ? 1 : 0);
 }
 
 /* What an RDMA_ERROR / RDMA2_ERROR means for call q (draft §5.3.3):
  * a status to complete with, or 0 with q reshaped and *resend set. */
-static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
+static int error_outcome(const struct rpcrdma_engine *e,
+			 struct requester_slot *q,
 			 const struct rpcrdma_v2_error *er, bool *resend)
 {
 	*resend = false;
@@ -655,67 +650,19 @@ static int error_outcome(const struct rpcrdma_engine *e, struct rq *q,
 	return 0;
 }
 
-/* §4.4.1: every handle q exposed that is not dead yet (the peer's
- * Send With Invalidate killed one) is invalidated: a LOCAL_INV each,
- * in the send queue entries reserved with the call's Send, or, without
- * LOCAL_INV, by the deregistration in release_mrs.  Handles covered by
- * LOCAL_INVs already out (a cancelled call's, inv_pending) are not
- * invalidated twice. */
-static void invalidate_exposed(struct rpcrdma_engine *e, struct rq *q)
-{
-	uint32_t posted_rkeys[RPCRDMA_RQ_MAX_MR];
-	uint32_t nposted = 0;
-	for (uint32_t i = 0; i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] || q->mr_linv[i])
-			continue;
-		bool dup = false; /* the pad may back several segments */
-		for (uint32_t j = 0; j < nposted; j++)
-			if (posted_rkeys[j] == q->mr[i].rkey)
-				dup = true;
-		q->mr_linv[i] = e->cfg.local_inv;
-		if (dup)
-			continue;
-		posted_rkeys[nposted++] = q->mr[i].rkey;
-		e->ctr.local_invs++;
-		if (!e->cfg.local_inv)
-			continue; /* deregistered when released */
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		if (!w) {
-			rpcrdma_ask_close(e, RPCRDMA_ERR_NOSPACE);
-			break;
-		}
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_LINV, q->idx);
-		w->send.opcode = RPCRDMA_WR_LOCAL_INV;
-		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
-		w->send.invalidate_rkey = q->mr[i].rkey;
-		q->inv_pending++;
-		if (q->sq_held)
-			q->sq_held--; /* reserved at the Send, posted now */
-		else if (e->sq_avail)
-			e->sq_avail--;
-	}
-}
-
 bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		      uint32_t rbuf_idx, const uint8_t *msg, size_t len,
 		      bool with_inv, uint32_t inv_rkey)
 {
-	struct rq *q = rpcrdma_rq_find(e, v->xid);
+	struct requester_slot *q = rpcrdma_rq_find(e, v->xid);
 	if (!q) {
 		e->ctr.bad_replies++;
 		return false;
 	}
-	/* RFC 8797 §4.1 / RFC 5040 §5.3: a Send With Invalidate killed the
-	 * handle before its receive completed, whatever the message says:
-	 * it must never be invalidated again (a LOCAL_INV on it would fail
-	 * and take the connection down), even if the reply is discarded. */
-	for (uint32_t i = 0; with_inv && i < q->nmr; i++) {
-		if (!q->mr_remote[i] || q->mr_dead[i] ||
-		    q->mr[i].rkey != inv_rkey)
-			continue;
-		q->mr_dead[i] = true;
-		e->ctr.remote_invs++;
-	}
+	/* Before anything else: the handle is dead even if the reply is
+	 * discarded (invalidation.c). */
+	if (with_inv)
+		rpcrdma_inv_remote(e, q, inv_rkey);
 	int status = 0;
 	size_t reply_len = 0;
 	bool offered_reply = q->reply_offered;
@@ -746,7 +693,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		/* §4.3.1: Responders leave the Read list empty; an inline
 		 * reply returns no Reply chunk data (§4.3.3). */
 		if (cl->nreads || !check_chunks(q, cl) ||
-		    (cl->has_reply && chunk_len(&cl->reply))) {
+		    (cl->has_reply && rpcrdma_write_chunk_len(&cl->reply))) {
 			e->ctr.bad_replies++;
 			return false; /* §4.5: silently discarded */
 		}
@@ -766,11 +713,11 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 		 * chunk; its returned length is the reply's. */
 		if (!cl->has_reply || !offered_reply || cl->nreads ||
 		    !check_chunks(q, cl) ||
-		    chunk_len(&cl->reply) > q->req.reply_max) {
+		    rpcrdma_write_chunk_len(&cl->reply) > q->req.reply_max) {
 			e->ctr.bad_replies++;
 			return false;
 		}
-		reply_len = (size_t)chunk_len(&cl->reply);
+		reply_len = (size_t)rpcrdma_write_chunk_len(&cl->reply);
 		e->ctr.replies_long++;
 		break;
 	default:
@@ -800,7 +747,7 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	memset(q->result_len, 0, sizeof q->result_len);
 	if (!is_err)
 		for (uint32_t i = 0; i < cl->nwrites; i++)
-			q->result_len[i] = (size_t)chunk_len(&cl->writes[i]);
+			q->result_len[i] = (size_t)rpcrdma_write_chunk_len(&cl->writes[i]);
 	if (is_err && v->err.code == RPCRDMA_V1_ERR_VERS) {
 		q->vers_low = v->err.vers_low;
 		q->vers_high = v->err.vers_high;
@@ -808,14 +755,14 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 
 	/* Every exposed handle the peer did not invalidate is invalidated
 	 * here before the call completes (§4.4.1). */
-	invalidate_exposed(e, q);
+	rpcrdma_inv_exposed(e, q);
 	/* Give back the entries reserved for invalidations not needed. */
 	e->sq_avail += q->sq_held;
 	q->sq_held = 0;
 	bool hold = false;
 	if (v->proc == RPCRDMA_V1_MSG && reply_len) {
 		q->held_rbuf = rbuf_idx;
-		q->held_off = (size_t)(msg - (e->rbufs + (size_t)rbuf_idx * e->rsize));
+		q->held_off = (size_t)(msg - rpcrdma_rbuf_ptr(e, rbuf_idx));
 		hold = true;
 	}
 	if (q->inv_pending) {
@@ -826,7 +773,8 @@ bool rpcrdma_rq_reply(struct rpcrdma_engine *e, const struct rx_view *v,
 	return hold;
 }
 
-void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
+void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct requester_slot *q,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
 	(void)wc;
@@ -834,11 +782,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	case WRO_LINV:
 		if (!q->inv_pending || --q->inv_pending)
 			break;
-		/* Every LOCAL_INV of the call completed (in order: the last
-		 * one's completion is the last to come). */
-		for (uint32_t i = 0; i < q->nmr; i++)
-			if (q->mr_linv[i])
-				q->mr_dead[i] = true;
+		rpcrdma_inv_local_done(q);
 		if (q->state == RQ_INVALIDATING)
 			finish(e, q);
 		else if (q->state == RQ_SENT && q->cancelled)
@@ -849,7 +793,7 @@ void rpcrdma_rq_wc(struct rpcrdma_engine *e, struct rq *q, enum wr_op op,
 	}
 }
 
-void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct rq *q)
+void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	q->sq_held = 0;
 	q->in_flight = false;
@@ -884,9 +828,9 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 {
 	/* Empty the FIFO first: a completed slot may be reused and queued
 	 * again before the old links would be walked. */
-	uint32_t i = fifo_take(&e->rq_pending);
+	uint32_t i = pending_take(&e->rq_pending);
 	while (i != RPCRDMA_NIL) {
-		struct rq *q = &e->rq[i];
+		struct requester_slot *q = &e->rq[i];
 		i = q->next;
 		q->next = RPCRDMA_NIL;
 		complete_call(e, q, status);
@@ -900,7 +844,7 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 			       uint64_t now)
 {
 	(void)now;
-	struct rq *q = NULL;
+	struct requester_slot *q = NULL;
 	for (uint32_t i = 0; i < e->nrq && !q; i++)
 		if (e->rq[i].xid == xid &&
 		    (e->rq[i].state == RQ_QUEUED || e->rq[i].state == RQ_SENT ||
@@ -917,7 +861,7 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 	}
 	if (q->state == RQ_INVALIDATING)
 		return RPCRDMA_ERR_AGAIN; /* CALL_DONE follows */
-	invalidate_exposed(e, q);
+	rpcrdma_inv_exposed(e, q);
 	if (!e->cfg.local_inv) {
 		/* Deregistration is the invalidation: done right here. */
 		rpcrdma_rq_release_mrs(e, q);

@@ -12,22 +12,13 @@
 #include "common/usdt.h"
 #include "engine/engine_internal.h"
 #include "wire/rpc_msg.h"
+#include "wire/rpcrdma_hdr.h"
+#include "wire/xdr.h"
 
-static size_t pad4(size_t n)
-{
-	return (4 - (n & 3)) & 3;
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-static struct rs *rs_alloc(struct rpcrdma_engine *e)
+static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 {
 	if (e->nrs_free) {
-		struct rs *s = &e->rs[e->rs_free[--e->nrs_free]];
+		struct responder_slot *s = &e->rs[e->rs_free[--e->nrs_free]];
 		if (s->idx >= e->rs_used)
 			e->rs_used = s->idx + 1; /* what a reset must clear */
 		/* Taken: the caller sets its real state next. */
@@ -80,7 +71,7 @@ void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie)
 		free(p);
 }
 
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
@@ -103,7 +94,7 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct rs *s)
 
 /* Queue an RDMA_ERROR / RDMA2_ERROR for xid on slot s (or a fresh
  * slot); v2: the v2 layout. */
-static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
+static void send_error_body(struct rpcrdma_engine *e, struct responder_slot *s,
 			    uint32_t xid, uint32_t vers, bool v2,
 			    const struct rpcrdma_v2_error *body)
 {
@@ -120,7 +111,8 @@ static void send_error_body(struct rpcrdma_engine *e, struct rs *s,
 }
 
 /* The same with a bare code (its body fields 0, ERR_VERS our range). */
-static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
+static void send_error(struct rpcrdma_engine *e, struct responder_slot *s,
+		       uint32_t xid,
 		       uint32_t code)
 {
 	struct rpcrdma_v2_error er = {0};
@@ -132,7 +124,7 @@ static void send_error(struct rpcrdma_engine *e, struct rs *s, uint32_t xid,
 void rpcrdma_rs_error(struct rpcrdma_engine *e, uint32_t xid, uint32_t vers,
 		      bool v2, const struct rpcrdma_v2_error *body)
 {
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		/* More calls than we granted: the peer broke §3.3.1. */
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
@@ -151,7 +143,7 @@ void rpcrdma_rs_error_code(struct rpcrdma_engine *e, uint32_t xid,
 
 void rpcrdma_rs_connprop(struct rpcrdma_engine *e, uint32_t xid, bool resp)
 {
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
@@ -228,8 +220,8 @@ static uint64_t layout(const struct rpcrdma_engine *e,
 				return 0;
 		}
 		if (dst)
-			memset(dst + pos + c, 0, pad4((size_t)c));
-		u = pos + c + pad4((size_t)c);
+			memset(dst + pos + c, 0, rpcrdma_xdr_pad((size_t)c));
+		u = pos + c + rpcrdma_xdr_pad((size_t)c);
 		if (u > e->cfg.max_call_size)
 			return 0;
 	}
@@ -241,12 +233,12 @@ static uint64_t layout(const struct rpcrdma_engine *e,
 	return u;
 }
 
-static void deliver(struct rpcrdma_engine *e, struct rs *s)
+static void deliver(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	/* RFC 8166 §4.5.2: the RPC XID must match rdma_xid; RFC 8167 §5.1:
 	 * a call's msg_type is CALL. */
-	if (s->call_len < 8 || be32(s->callbuf) != s->xid ||
-	    be32(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
+	if (s->call_len < 8 || rpcrdma_be32_get(s->callbuf) != s->xid ||
+	    rpcrdma_be32_get(s->callbuf + 4) != RPCRDMA_RPC_CALL) {
 		send_error(e, s, s->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
@@ -266,22 +258,6 @@ static uint32_t read_chunks(const struct rpcrdma_chunk_lists *cl)
 	return n;
 }
 
-static bool names_handle(const struct rpcrdma_chunk_lists *cl, uint32_t h)
-{
-	for (uint32_t i = 0; i < cl->nreads; i++)
-		if (cl->reads[i].target.handle == h)
-			return true;
-	for (uint32_t i = 0; i < cl->nwrites; i++)
-		for (uint32_t j = 0; j < cl->writes[i].nsegs; j++)
-			if (cl->writes[i].segs[j].handle == h)
-				return true;
-	if (cl->has_reply)
-		for (uint32_t j = 0; j < cl->reply.nsegs; j++)
-			if (cl->reply.segs[j].handle == h)
-				return true;
-	return false;
-}
-
 /* The call cannot be taken for want of memory or a registration (its
  * chunk lists are copied into s).  Version 2 says so in the transport
  * (RDMA2_ERR_SYSTEM, draft §5.3.3).  Version 1 has no such error:
@@ -290,7 +266,7 @@ static bool names_handle(const struct rpcrdma_chunk_lists *cl, uint32_t h)
  * with SYSTEM_ERR (RFC 5531 §9: "errors like memory allocation
  * failure"), sent inline by the engine alone: the Requester's call
  * completes with a clear error, and its Write chunks come back empty. */
-static void no_resources(struct rpcrdma_engine *e, struct rs *s)
+static void no_resources(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (s->vers == RPCRDMA_VERSION_2) {
 		send_error(e, s, s->xid, RPCRDMA_V2_ERR_SYSTEM);
@@ -321,7 +297,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		     const uint8_t *msg, size_t len)
 {
 	e->ctr.calls_received++;
-	struct rs *s = rs_alloc(e);
+	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
@@ -335,7 +311,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	/* Draft §3.3: the handle must be one of this header's; anything
 	 * else would let the Requester make us invalidate a handle it
 	 * never exposed for this call. */
-	if (s->inv_handle && !names_handle(cl, s->inv_handle)) {
+	if (s->inv_handle && !rpcrdma_inv_named(cl, s->inv_handle)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
 	}
@@ -364,7 +340,8 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		if (base_len > e->cfg.max_call_size)
 			ok = false;
 	}
-	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL, 0) : 0;
+	uint64_t total = ok ? layout(e, cl, nomsg, base_len, NULL, NULL, NULL,
+				     0) : 0;
 	if (!ok || (!total && cl->nreads)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
 		return;
@@ -411,7 +388,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	rpcrdma_rs_run(e, s);
 }
 
-static void reads_done(struct rpcrdma_engine *e, struct rs *s)
+static void reads_done(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	/* A Long Call with further chunks: spread the PZRC (the reduced
 	 * stream) around them.  Otherwise everything is in place. */
@@ -421,7 +398,7 @@ static void reads_done(struct rpcrdma_engine *e, struct rs *s)
 	deliver(e, s);
 }
 
-static void run_reads(struct rpcrdma_engine *e, struct rs *s)
+static void run_reads(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	while (s->next_read < s->cl.nreads) {
 		const struct rpcrdma_read_segment *rd = &s->cl.reads[s->next_read];
@@ -432,8 +409,6 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		if (e->reads_inflight >= e->ord || !e->sq_avail) {
 			if (e->reads_inflight >= e->ord)
 				e->ctr.ord_stalls++;
-			else
-				e->ctr.sq_stalls++;
 			rpcrdma_rs_enqueue(e, s);
 			return;
 		}
@@ -448,7 +423,7 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		w->send.num_sge = 1;
 		w->send.rdma.remote_addr = rd->target.offset;
 		w->send.rdma.rkey = rd->target.handle;
-		w->sge[0].addr = rpcrdma_arena_addr(e, s->callbuf +
+		w->sge[0].addr = rpcrdma_addr(s->callbuf +
 							s->read_dst[s->next_read]);
 		w->sge[0].length = rd->target.length;
 		w->sge[0].lkey = s->callmr.lkey;
@@ -462,17 +437,9 @@ static void run_reads(struct rpcrdma_engine *e, struct rs *s)
 		reads_done(e, s);
 }
 
-static uint64_t chunk_cap(const struct rpcrdma_write_chunk *c)
-{
-	uint64_t t = 0;
-	for (uint32_t i = 0; i < c->nsegs; i++)
-		t += c->segs[i].length;
-	return t;
-}
-
 /* Emit RDMA Writes of src[0..len) filling chunk c in order (§3.4.6);
  * records the bytes written per segment in out.  Returns WRs emitted. */
-static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
+static uint32_t write_chunk(struct rpcrdma_engine *e, struct responder_slot *s,
 			    const uint8_t *src, size_t len, uint32_t lkey,
 			    const struct rpcrdma_write_chunk *c,
 			    struct rpcrdma_write_chunk *out, bool emit)
@@ -492,14 +459,15 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 			struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 			if (!w)
 				return n;
-			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE, s->idx);
+			w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_WRITE,
+						      s->idx);
 			w->send.opcode = RPCRDMA_WR_RDMA_WRITE;
 			/* The Send after it says when it is done. */
 			w->send.send_flags = 0;
 			w->send.num_sge = 1;
 			w->send.rdma.remote_addr = c->segs[j].offset;
 			w->send.rdma.rkey = c->segs[j].handle;
-			w->sge[0].addr = rpcrdma_arena_addr(e, src + done);
+			w->sge[0].addr = rpcrdma_addr(src + done);
 			w->sge[0].length = (uint32_t)k;
 			w->sge[0].lkey = lkey;
 			e->ctr.rdma_write_bytes += k;
@@ -512,7 +480,8 @@ static uint32_t write_chunk(struct rpcrdma_engine *e, struct rs *s,
 /* need: the upper layer's memory is read by the Writes before it, so
  * REPLY_SENT waits for the Send's completion; otherwise the reply is
  * sent as far as the upper layer is concerned (send_queue.c). */
-static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
+static void emit_send(struct rpcrdma_engine *e, struct responder_slot *s,
+		      size_t len,
 		      bool may_inv, bool need)
 {
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
@@ -523,18 +492,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	uint32_t rkey;
 	w->send.wr_id = rpcrdma_wr_id(e, WRK_RS, WRO_SEND, s->idx);
 	w->send.opcode = RPCRDMA_WR_SEND;
-	bool inv;
-	if (s->vers == RPCRDMA_VERSION_2) {
-		/* Draft §3.3, §8.4: exactly the handle the call named. */
-		rkey = s->inv_handle;
-		inv = rkey && e->cfg.remote_inv;
-	} else {
-		/* RFC 8797 §4.1: the peer said it takes remote
-		 * invalidation; pick one of the call's handles. */
-		inv = e->thr.send_with_inv &&
-		      rpcrdma_pick_inv_handle(&s->cl, &rkey);
-	}
-	if (may_inv && inv) {
+	if (may_inv && rpcrdma_inv_for_reply(e, s, &rkey)) {
 		w->send.opcode = RPCRDMA_WR_SEND_WITH_INV;
 		w->send.invalidate_rkey = rkey;
 		e->ctr.send_with_inv++;
@@ -542,7 +500,7 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
 	s->send_waited = need;
 	w->send.num_sge = 1;
-	w->sge[0].addr = rpcrdma_arena_addr(e, s->sbuf);
+	w->sge[0].addr = rpcrdma_addr(s->sbuf);
 	w->sge[0].length = (uint32_t)len;
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail--;
@@ -555,10 +513,9 @@ static void emit_send(struct rpcrdma_engine *e, struct rs *s, size_t len,
 	}
 }
 
-static void run_error(struct rpcrdma_engine *e, struct rs *s)
+static void run_error(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->sq_avail) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -570,11 +527,12 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
 		h->xid = s->xid;
 		h->vers = s->err_vers;
-		h->credit = rpcrdma_grant_value(e);
+		h->credit = rpcrdma_recv_grant(e);
 		h->htype = RPCRDMA_V2_ERROR;
 		h->flags = RPCRDMA_V2_F_RESPONSE;
 		h->error = s->ebody;
-		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
+					    &e->tx_hdr.chunks);
 	} else {
 		/* RFC 8166 §4.5: v1 knows ERR_VERS and ERR_CHUNK only. */
 		if (code != RPCRDMA_V1_ERR_VERS)
@@ -583,7 +541,7 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 		rpcrdma_v1_hdr_init(h);
 		h->xid = s->xid;
 		h->vers = s->err_vers; /* §4.5: echo the failing request's */
-		h->credit = rpcrdma_grant_value(e);
+		h->credit = rpcrdma_recv_grant(e);
 		h->proc = RPCRDMA_V1_ERROR;
 		h->err = code;
 		h->vers_low = s->ebody.vers_low;   /* §4.5.1 */
@@ -605,10 +563,9 @@ static void run_error(struct rpcrdma_engine *e, struct rs *s)
 
 /* Our RDMA2_CONNPROP (draft §5.3.4): Receive Buffer Size and Reverse
  * Request Support.  About 48 bytes: it fits a 1024-byte receiver. */
-static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
+static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->sq_avail) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -617,7 +574,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 	h->vers = RPCRDMA_VERSION_2;
 	/* Open point (docs/v2.md): an answer carries our grant, an opener
 	 * our request, as F_RESPONSE says (§3.2). */
-	h->credit = s->connprop_resp ? rpcrdma_grant_value(e) : e->cfg.max_calls;
+	h->credit = s->connprop_resp ? rpcrdma_recv_grant(e) : e->cfg.max_calls;
 	h->htype = RPCRDMA_V2_CONNPROP;
 	h->flags = s->connprop_resp ? RPCRDMA_V2_F_RESPONSE : 0;
 	h->nprops = 2;
@@ -628,7 +585,8 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 	h->props[1].propid = RPCRDMA_V2_PROPID_BRS;
 	h->props[1].has_value = true;
 	h->props[1].value = e->cfg.v2_brs;
-	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &e->tx_hdr.chunks);
+	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
+					&e->tx_hdr.chunks);
 	if (n < 0) {
 		rpcrdma_ask_close(e, n);
 		return;
@@ -639,7 +597,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct rs *s)
 
 /* Build and emit a ULP reply.  Falls back to ERR_CHUNK when the reply
  * cannot be delivered with the chunks the Requester offered. */
-static void run_reply(struct rpcrdma_engine *e, struct rs *s)
+static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
 	const struct rpcrdma_chunk_lists *cl = &s->cl;
@@ -652,7 +610,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	rpcrdma_v1_hdr_init(h);
 	h->xid = s->xid;
 	h->vers = RPCRDMA_VERSION_1;
-	h->credit = rpcrdma_grant_value(e);
+	h->credit = rpcrdma_recv_grant(e);
 	h->proc = RPCRDMA_V1_MSG;
 	/* Plan: each DDP-eligible result takes the next Write chunk
 	 * (§4.3.2.1); an empty chunk forces it inline (§4.3.2.3). */
@@ -662,7 +620,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (v->ddp && w < cl->nwrites) {
 			const struct rpcrdma_write_chunk *c = &cl->writes[w];
 			if (c->nsegs) {
-				if (chunk_cap(c) < v->len) {
+				if (rpcrdma_write_chunk_len(c) < v->len) {
 					/* Draft §5.3.3 RDMA2_ERR_WRITE_RESOURCE:
 					 * which chunk (1-based), how much. */
 					er.code = RPCRDMA_V2_ERR_WRITE_RESOURCE;
@@ -679,7 +637,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 			w++;
 		}
 		if (!reduce[i])
-			reduced += v->len + pad4(v->len);
+			reduced += v->len + rpcrdma_xdr_pad(v->len);
 	}
 	/* §4.3.2.2: unconsumed chunks go back unused (same count, empty
 	 * segments). */
@@ -692,14 +650,15 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		 * Transport header of the RPC Reply message", its lengths
 		 * the bytes returned in it: zero for a Short reply. */
 		h->chunks.has_reply = true;
-		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply, false);
+		write_chunk(e, s, NULL, 0, 0, &cl->reply, &h->chunks.reply,
+			    false);
 	}
-	bool lng = rpcrdma_hdr_size(e, h) + reduced > e->thr.send;
-	if (lng) {
+	bool long_reply = rpcrdma_hdr_size(e->vers, h) + reduced > e->thr.send;
+	if (long_reply) {
 		/* §3.5.3: Long Reply through the Reply chunk, or ERR_CHUNK
 		 * when there is none or it is too small (§4.5.3); v2 says
 		 * how large it must be (RDMA2_ERR_REPLY_RESOURCE). */
-		if (!cl->has_reply || chunk_cap(&cl->reply) < reduced) {
+		if (!cl->has_reply || rpcrdma_write_chunk_len(&cl->reply) < reduced) {
 			er.code = RPCRDMA_V2_ERR_REPLY_RESOURCE;
 			er.length_needed = reduced > UINT32_MAX ? UINT32_MAX
 								 : (uint32_t)reduced;
@@ -709,7 +668,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		h->chunks.has_reply = true;
 		nwr += write_chunk(e, s, NULL, (size_t)reduced, 0, &cl->reply,
 				   &h->chunks.reply, false);
-		if (rpcrdma_hdr_size(e, h) > e->thr.send)
+		if (rpcrdma_hdr_size(e->vers, h) > e->thr.send)
 			goto err_system;
 	}
 	/* A reply needing more work requests than the whole send queue
@@ -718,7 +677,6 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	if (nwr + 1 > e->cfg.sq_depth)
 		goto err_system;
 	if (e->sq_avail < nwr + 1) {
-		e->ctr.sq_stalls++;
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
@@ -726,7 +684,7 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	 * is a queued state like the send queue's (DESIGN: starvation is
 	 * a state with a queue), and nothing may be emitted before. */
 	uint32_t lkey[RPCRDMA_ENGINE_MAX_IOV] = {0};
-	if (lng && !s->staging) {
+	if (long_reply && !s->staging) {
 		s->staging = rpcrdma_buf_get(e, reduced ? (size_t)reduced : 1,
 					     &s->staging_cookie);
 		if (!s->staging)
@@ -734,11 +692,12 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	}
 	for (unsigned i = 0; i <= s->nmsg; i++) {
 		bool stage = i == s->nmsg;
-		if (stage ? !lng : !reduce[i] || !s->msg[i].len)
+		if (stage ? !long_reply : !reduce[i] || !s->msg[i].len)
 			continue;
 		struct rpcrdma_engine_mr *mr = &s->mr[s->nmr];
 		int rc = stage ? e->mem.reg(e->mem.ctx, s->staging,
-					    reduced ? (size_t)reduced : 1, 0, mr)
+					    reduced ? (size_t)reduced : 1, 0,
+						       mr)
 			       : e->mem.reg(e->mem.ctx, s->msg[i].base,
 					    s->msg[i].len, 0, mr);
 		if (rc == RPCRDMA_ERR_AGAIN) {
@@ -776,11 +735,11 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 	}
 	uint8_t *dst;
 	int hlen;
-	if (lng) {
+	if (long_reply) {
 		dst = s->staging;
 	} else {
 		/* Fits: size(h) + reduced <= thr.send <= ssize. */
-		dst = s->sbuf + rpcrdma_hdr_size(e, h);
+		dst = s->sbuf + rpcrdma_hdr_size(e->vers, h);
 	}
 	uint8_t *p = dst;
 	for (unsigned i = 0; i < s->nmsg; i++) {
@@ -792,19 +751,19 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		if (v->ddp)
 			e->ctr.ddp_inline_tx += v->len;
 		p += v->len;
-		memset(p, 0, pad4(v->len));
-		p += pad4(v->len);
+		memset(p, 0, rpcrdma_xdr_pad(v->len));
+		p += rpcrdma_xdr_pad(v->len);
 	}
-	if (lng)
+	if (long_reply)
 		write_chunk(e, s, s->staging, (size_t)reduced,
 			    s->mr[s->nmr - 1].lkey, &cl->reply, &h->chunks.reply,
 			    true);
-	hlen = rpcrdma_hdr_encode(e, s->sbuf, e->ssize, h, true, 0);
+	hlen = rpcrdma_hdr_encode(s->sbuf, e->ssize, e->vers, h, true, 0);
 	if (hlen < 0) {
 		rpcrdma_ask_close(e, hlen);
 		return;
 	}
-	if (lng)
+	if (long_reply)
 		e->ctr.long_replies++;
 	else if (h->chunks.nwrites)
 		e->ctr.chunked_replies++;
@@ -812,9 +771,12 @@ static void run_reply(struct rpcrdma_engine *e, struct rs *s)
 		e->ctr.short_replies++;
 	/* svcrdma_send_reply: XID, shape (0 Short, 1 Write chunks, 2 Reply
 	 * chunk), the credits granted with it. */
-	RPCRDMA_PROBE3(svc_reply, s->xid, lng ? 2 : h->chunks.nwrites ? 1 : 0,
+	RPCRDMA_PROBE3(svc_reply, s->xid,
+		       long_reply ? 2 : h->chunks.nwrites ? 1 : 0,
 		       h->credit);
-	emit_send(e, s, lng ? (size_t)hlen : (size_t)hlen + (size_t)reduced, true,
+	emit_send(e, s,
+		  long_reply ? (size_t)hlen : (size_t)hlen + (size_t)reduced,
+				true,
 		  ulp_writes || s->own_reply);
 	return;
 
@@ -834,7 +796,7 @@ err_chunk:
 	run_error(e, s);
 }
 
-void rpcrdma_rs_run(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_run(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!e->connected || s->epoch != e->epoch)
 		return;
@@ -862,14 +824,14 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 	(void)now;
 	if (call_id >= e->nrs || e->rs[call_id].state != RS_IN_ULP)
 		return RPCRDMA_ERR_NOENT;
-	struct rs *s = &e->rs[call_id];
+	struct responder_slot *s = &e->rs[call_id];
 	if (s->epoch != e->epoch) {
 		rpcrdma_rs_free(e, s);
 		return RPCRDMA_ERR_DISCONNECTED;
 	}
 	if (!rep || !rep->msg || !rep->nmsg || rep->nmsg > RPCRDMA_ENGINE_MAX_IOV ||
 	    rep->msg[0].ddp || rep->msg[0].len < 4 || !rep->msg[0].base ||
-	    be32(rep->msg[0].base) != s->xid)
+	    rpcrdma_be32_get(rep->msg[0].base) != s->xid)
 		return RPCRDMA_ERR_INVAL;
 	for (unsigned i = 0; i < rep->nmsg; i++)
 		if ((!rep->msg[i].base && rep->msg[i].len) ||
@@ -892,7 +854,7 @@ int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 /* The reply is over (sent, or its connection is gone).  One the ULP
  * answered keeps its slot until the REPLY_SENT event, its registrations
  * given back; one the engine answered alone (an error reply) is freed. */
-static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
+static void rs_finish(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (!s->ulp) {
 		rpcrdma_rs_free(e, s);
@@ -909,7 +871,8 @@ static void rs_finish(struct rpcrdma_engine *e, struct rs *s)
 /* The Send of a reply that had its REPLY_SENT at once is over: the
  * slot's own memory (a Long Reply's staging) was in use until now; the
  * slot is free once the event is polled too. */
-static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
+static void send_done_after_reply_sent(struct rpcrdma_engine *e,
+				       struct responder_slot *s)
 {
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
@@ -917,7 +880,8 @@ static void early_sent_over(struct rpcrdma_engine *e, struct rs *s)
 	rpcrdma_rs_done_maybe_free(e, s);
 }
 
-void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
+				struct responder_slot *s)
 {
 	if (s->state == RS_DONE && !s->event_pending && !s->send_pending &&
 	    !s->hold)
@@ -932,7 +896,8 @@ void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id)
 	rpcrdma_rs_done_maybe_free(e, &e->rs[call_id]);
 }
 
-void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
+void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
+		   enum wr_op op,
 		   const struct rpcrdma_wc *wc)
 {
 	(void)wc;
@@ -950,7 +915,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 		if (s->state == RS_SENDING) {
 			rs_finish(e, s);
 		} else if (s->state == RS_DONE) {
-			early_sent_over(e, s);
+			send_done_after_reply_sent(e, s);
 		}
 		break;
 	default:
@@ -958,7 +923,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct rs *s, enum wr_op op,
 	}
 }
 
-void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
+void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	bool sending = s->send_pending;
 	s->reads_inflight = 0;
@@ -979,7 +944,7 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct rs *s)
 		/* REPLY_SENT went at once and the Send will never complete
 		 * now. */
 		if (sending)
-			early_sent_over(e, s);
+			send_done_after_reply_sent(e, s);
 		break;
 	default:
 		break;

@@ -68,13 +68,11 @@ void rpcrdma_sq_post(struct rpcrdma_engine *e, struct rpcrdma_send_wr *w)
  * Send frees its slot. */
 static void implicit(struct rpcrdma_engine *e, uint64_t wr_id)
 {
-	enum wr_kind kind = (enum wr_kind)((wr_id >> 40) & 0xff);
-	enum wr_op op = (enum wr_op)((wr_id >> 32) & 0xff);
-	uint32_t idx = (uint32_t)wr_id;
+	const struct wr_tag t = rpcrdma_wr_tag(wr_id);
 
 	e->sq_avail++;
-	if (kind == WRK_RS && op == WRO_SEND && idx < e->nrs)
-		rpcrdma_rs_wc(e, &e->rs[idx], op, NULL);
+	if (t.kind == WRK_RS && t.op == WRO_SEND && t.idx < e->nrs)
+		rpcrdma_rs_wc(e, &e->rs[t.idx], t.op, NULL);
 }
 
 bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id)

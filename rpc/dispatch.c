@@ -36,6 +36,7 @@
 #include "rpcrdma/export.h"
 #include "wire/auth.h"
 #include "wire/rpc_msg.h"
+#include "wire/xdr.h"
 
 /* Registrations: a table replaced whole on each registration (rare), so
  * finding a handler takes no lock; old tables live until destroy. */
@@ -302,7 +303,7 @@ static bool inline_all(struct rpcrdma_svc_req *r)
 {
 	for (unsigned i = r->raw ? 0 : 1; i < r->niov; i++) {
 		struct rpcrdma_iov *v = &r->iov[i];
-		size_t pad = (4 - (v->len & 3)) & 3;
+		size_t pad = rpcrdma_xdr_pad(v->len);
 		if (v->ddp && pad) {
 			uint8_t *p = rpcrdma_svc_req_alloc(r, v->len + pad);
 			if (!p)

@@ -57,6 +57,17 @@ struct rpcrdma_chunk_lists {
 	struct rpcrdma_write_chunk reply;
 };
 
+/* The bytes a Write chunk (or the Reply chunk) covers: the sum of its
+ * segments' lengths (RFC 8166 §3.4.6); as returned by a Responder, the
+ * bytes it wrote. */
+static inline uint64_t rpcrdma_write_chunk_len(const struct rpcrdma_write_chunk *c)
+{
+	uint64_t t = 0;
+	for (uint32_t i = 0; i < c->nsegs; i++)
+		t += c->segs[i].length;
+	return t;
+}
+
 /* Empty lists (all three "not present").  Touches only the counts, so it
  * is cheap despite the embedded storage. */
 void rpcrdma_chunk_lists_init(struct rpcrdma_chunk_lists *cl);

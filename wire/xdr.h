@@ -36,6 +36,13 @@ static inline bool rpcrdma_xdr_roundup(size_t n, size_t *out)
 	return true;
 }
 
+/* The zero bytes XDR puts after n bytes of opaque data to reach the next
+ * unit (RFC 4506 §4.10): 0 to 3. */
+static inline size_t rpcrdma_xdr_pad(size_t n)
+{
+	return (RPCRDMA_XDR_UNIT - (n & 3)) & 3;
+}
+
 struct rpcrdma_xdr_dec {
 	const uint8_t *base;
 	size_t len;

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "wire/rpcrdma_hdr.h"
 #include "wire/rpcrdma_v2.h"
+#include "wire/xdr.h"
 
 #define W(x)                                                           \
 	(uint8_t)((uint32_t)(x) >> 24), (uint8_t)((uint32_t)(x) >> 16), \
@@ -681,6 +683,56 @@ static void test_random_round_trip(void)
 	CHECK_EQ(ok, iters);
 }
 
+/* The bridge (wire/rpcrdma_hdr.h): v_msg's lists described in v1 terms
+ * and written in version 2 give v_msg's header to the byte (its rdma_flags
+ * and rdma_inv_handle from the arguments); in version 1 exactly what the
+ * v1 encoder writes; the size function agrees with both. */
+static void test_bridge_from_v1(void)
+{
+	static struct rpcrdma_v2_hdr dec;
+	static struct rpcrdma_v1_hdr h1;
+	uint8_t buf[512], ref[512];
+	CHECK_EQ(rpcrdma_v2_decode(v_msg, sizeof v_msg, NULL, &dec), 0);
+	rpcrdma_v1_hdr_init(&h1);
+	h1.xid = dec.xid;
+	h1.vers = RPCRDMA_VERSION_1;
+	h1.credit = dec.credit;
+	h1.proc = RPCRDMA_V1_MSG;
+	rpcrdma_chunk_lists_copy(&h1.chunks, &dec.chunks);
+	int n = rpcrdma_hdr_encode(buf, sizeof buf, RPCRDMA_VERSION_2, &h1,
+				   false, 0x22222222);
+	CHECK_EQ(n, (int)sizeof v_msg - 4); /* the RPC first word is not ours */
+	CHECK(memcmp(buf, v_msg, (size_t)n) == 0);
+	CHECK_EQ(rpcrdma_hdr_size(RPCRDMA_VERSION_2, &h1), (size_t)n);
+	/* A reply: RPCRDMA2_F_RESPONSE, and no handle. */
+	n = rpcrdma_hdr_encode(buf, sizeof buf, RPCRDMA_VERSION_2, &h1, true, 0);
+	CHECK_EQ(n, (int)sizeof v_msg - 4);
+	CHECK_EQ(rpcrdma_be32_get(buf + 16), RPCRDMA_V2_F_RESPONSE);
+	CHECK_EQ(rpcrdma_be32_get(buf + 20), 0);
+	CHECK(memcmp(buf + 24, v_msg + 24, (size_t)n - 24) == 0);
+	/* Version 1: the v1 encoder's bytes, flags and handle unused. */
+	int m = rpcrdma_v1_encode(ref, sizeof ref, &h1);
+	CHECK(m > 0);
+	n = rpcrdma_hdr_encode(buf, sizeof buf, RPCRDMA_VERSION_1, &h1, true,
+			       0x22222222);
+	CHECK_EQ(n, m);
+	CHECK(memcmp(buf, ref, (size_t)m) == 0);
+	CHECK_EQ(rpcrdma_hdr_size(RPCRDMA_VERSION_1, &h1), (size_t)m);
+	/* The same refusals as rpcrdma_v2_encode(): too small a buffer,
+	 * another header type, RDMA2_NOMSG without a chunk. */
+	CHECK_EQ(rpcrdma_hdr_encode(buf, 40, RPCRDMA_VERSION_2, &h1, false, 0),
+		 RPCRDMA_ERR_NOSPACE);
+	h1.proc = RPCRDMA_V1_ERROR;
+	CHECK_EQ(rpcrdma_hdr_encode(buf, sizeof buf, RPCRDMA_VERSION_2, &h1,
+				    true, 0),
+		 RPCRDMA_ERR_BAD_PROC);
+	h1.proc = RPCRDMA_V1_NOMSG;
+	rpcrdma_chunk_lists_init(&h1.chunks);
+	CHECK_EQ(rpcrdma_hdr_encode(buf, sizeof buf, RPCRDMA_VERSION_2, &h1,
+				    false, 0),
+		 RPCRDMA_ERR_BAD_CHUNK);
+}
+
 int main(void)
 {
 	test_vectors_generic();
@@ -692,5 +744,6 @@ int main(void)
 	test_properties();
 	test_chunk_errors();
 	test_random_round_trip();
+	test_bridge_from_v1();
 	TEST_MAIN_END();
 }

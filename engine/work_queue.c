@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * The work requests the engine hands out (engine.h, rpcrdma_engine_next_wr
+ * and rpcrdma_engine_pop_wr): one queue for both of the QP's queues, in
+ * the order they must be posted.  The roles push at the tail as they
+ * decide (a call's Send, a reply's RDMA Writes before its Send, RDMA
+ * Reads, LOCAL_INVs, receives to replenish); the driver takes from the
+ * head.  Every entry carries a wr_id of the one definition in
+ * engine_internal.h (rpcrdma_wr_id, rpcrdma_wr_tag), which the
+ * completions are decoded with (engine.c, send_queue.c).
+ *
+ * Capacity: sends are bounded by the send queue reservation (sq_avail),
+ * receives by the buffer count, so the queue never overflows; a push
+ * that finds it full is an engine bug, which its caller answers by
+ * asking to close rather than writing past.
+ */
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
+{
+	if (e->wrq_count == e->wrq_cap)
+		return NULL;
+	struct rpcrdma_engine_wr *w =
+		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
+	/* The roles set what they use: the SGEs up to num_sge, the recv
+	 * fields whole; only the send part needs zeroing. */
+	w->is_recv = false;
+	memset(&w->send, 0, sizeof w->send);
+	return w;
+}
+
+void rpcrdma_wr_unpush(struct rpcrdma_engine *e)
+{
+	e->wrq_count--;
+}
+
+void rpcrdma_wr_forget(struct rpcrdma_engine *e)
+{
+	e->wrq_count = 0;
+	e->wrq_head = 0;
+}
+
+struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
+{
+	if (!e->wrq_count)
+		return NULL;
+	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
+	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
+	e->wrq_count--;
+	wr->send.next = NULL;
+	wr->recv.next = NULL;
+	if (wr->is_recv) {
+		wr->recv.sg_list = wr->sge;
+	} else {
+		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+		rpcrdma_sq_post(e, &wr->send);
+	}
+	return wr;
+}
+
+int rpcrdma_engine_pop_wr(struct rpcrdma_engine *e,
+			  struct rpcrdma_engine_wr *wr)
+{
+	const struct rpcrdma_engine_wr *p = rpcrdma_engine_next_wr(e);
+	if (!p)
+		return 0;
+	*wr = *p;
+	if (wr->is_recv)
+		wr->recv.sg_list = wr->sge;
+	else
+		wr->send.sg_list = wr->send.num_sge ? wr->sge : NULL;
+	return 1;
+}
