@@ -11,14 +11,14 @@
  * under the lock and acted on after it is dropped, so completion callbacks
  * and handlers may start new calls.
  *
- * Progress (DESIGN.md, "run to completion"): the thread that polls a
+ * Progress ("run to completion", work.c): the thread that polls a
  * completion finishes the work it enables.  Whoever attends a connection
  * polls its CQ: a synchronous caller whose call is out (the connection's
  * driver, progress.c), the event loop for idle connections, asynchronous
  * calls and time-outs, or svc_run() for a libtirpc server.  One thread at
- * a time polls (rpc_xprt.polling, taken under the lock, held without it
- * while the provider polls); the loop's registration of the CQ fd is
- * disarmed while a driver sleeps on it, so one arrival wakes one thread.
+ * a time polls: it holds the connection's lock for the pass; the loop's
+ * registration of the CQ fd is disarmed while a driver sleeps on it, so
+ * one arrival wakes one thread.
  */
 #ifndef RPCRDMA_RPC_INTERNAL_H
 #define RPCRDMA_RPC_INTERNAL_H
