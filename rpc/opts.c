@@ -4,6 +4,7 @@
  * clock; tracing. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -334,6 +335,20 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 	if (out->busy_poll_us > 1000000)
 		out->busy_poll_us = 1000000;
 	return 0;
+}
+
+unsigned rpcrdma_rpc_threads(const struct rpcrdma_opts *o)
+{
+	if (o->threads)
+		return o->threads;
+	cpu_set_t set;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n < 1)
+		n = 1;
+	return (unsigned)n > RPCRDMA_RPC_MAX_THREADS ? RPCRDMA_RPC_MAX_THREADS
+						     : (unsigned)n;
 }
 
 int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,
