@@ -3,8 +3,8 @@
  * The client loops of a process (rpc/clnt.c): every client connection of
  * the process is attended by one of a few shared event-loop threads
  * ("rpcrdma-clntN"), not a thread of its own.  iwarp on loopback; the
- * server runs in a child process, so every loop thread of this one is a
- * client's.
+ * server runs in another process (this program, "serve"), so every loop
+ * thread of this one is a client's.
  *
  *  share     64 clients with threads 4: at most 4 client loop threads
  *            (counted in /proc/self/task), 16 clients on each (a new
@@ -24,6 +24,9 @@
  *  stats     two clients on one loop, one destroyed: the counters are
  *            still served to a reader (the loop still watches the
  *            export's socket for the other).
+ *  reconnect six clients on two loops, max_retries: the server process
+ *            goes and another comes on the same port; every client
+ *            reconnects on its own and its next call is served.
  *  fork      a child forked while clients are open makes a client of its
  *            own (loops of its own), calls and destroys it; the parent's
  *            clients still work.
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -58,6 +62,8 @@
 #define NLOOPS 4
 
 static char addr[64];
+static int life = -1; /* the server process ends when it is closed */
+static pid_t srv;
 
 /* ---------------------------------------------------------------------
  * The server (a child process)
@@ -87,46 +93,69 @@ static enum rpcrdma_svc_stat late(struct rpcrdma_svc_req *r, void *arg)
 	return RPCRDMA_SVC_OK;
 }
 
-/* Starts the server process; its port in addr.  It ends when *wfd is
- * closed. */
-static pid_t server_start(int *wfd)
+/* The server process (this program run as "serve PORT"): writes its
+ * port on fd 3, ends when fd 4 reaches its end. */
+static int serve(unsigned port_wanted)
 {
-	int port_pipe[2], life[2];
-	if (pipe(port_pipe) || pipe(life))
+	struct rpcrdma_opts o;
+	rpcrdma_opts_default(&o);
+	o.provider = "iwarp";
+	o.workers = 2;
+	struct rpcrdma_svc *s = NULL;
+	char where[64];
+	snprintf(where, sizeof where, "127.0.0.1:%u", port_wanted);
+	if (rpcrdma_svc_create(where, &o, &s) != 0 ||
+	    rpcrdma_svc_register(s, PROG, 1, 1, echo, NULL, 0) != 0 ||
+	    rpcrdma_svc_register(s, PROG, 1, 2, late, NULL, 0) != 0)
+		return 2;
+	uint16_t port = rpcrdma_svc_port(s);
+	if (write(3, &port, sizeof port) != sizeof port)
+		return 2;
+	close(3);
+	char b;
+	while (read(4, &b, 1) > 0)
+		;
+	rpcrdma_svc_destroy(s);
+	return 0;
+}
+
+/* Starts the server process on port (0: any), a new program image (this
+ * process has threads once clients exist); its address in addr.  It ends
+ * when *wfd is closed. */
+static pid_t server_start(unsigned port_wanted, int *wfd)
+{
+	int port_pipe[2], lp[2];
+	if (pipe(port_pipe) || pipe(lp))
 		return -1;
 	pid_t pid = fork();
 	if (pid == 0) {
-		close(port_pipe[0]);
-		close(life[1]);
-		struct rpcrdma_opts o;
-		rpcrdma_opts_default(&o);
-		o.provider = "iwarp";
-		o.workers = 2;
-		struct rpcrdma_svc *s = NULL;
-		if (rpcrdma_svc_create("127.0.0.1:0", &o, &s) != 0 ||
-		    rpcrdma_svc_register(s, PROG, 1, 1, echo, NULL, 0) != 0 ||
-		    rpcrdma_svc_register(s, PROG, 1, 2, late, NULL, 0) != 0)
+		/* Fds 3 and 4, and nothing else of this process (the other
+		 * ends, the clients' sockets). */
+		int w = fcntl(port_pipe[1], F_DUPFD, 5);
+		int r = fcntl(lp[0], F_DUPFD, 5);
+		if (w < 0 || r < 0 || dup2(w, 3) < 0 || dup2(r, 4) < 0)
 			_exit(2);
-		uint16_t port = rpcrdma_svc_port(s);
-		if (write(port_pipe[1], &port, sizeof port) != sizeof port)
-			_exit(2);
-		char b;
-		while (read(life[0], &b, 1) > 0)
-			;
-		rpcrdma_svc_destroy(s);
-		_exit(0);
+		long most = sysconf(_SC_OPEN_MAX);
+		for (long fd = 5; fd < (most > 0 && most < 65536 ? most : 65536);
+		     fd++)
+			close((int)fd);
+		char arg[16];
+		snprintf(arg, sizeof arg, "%u", port_wanted);
+		execl("/proc/self/exe", "test_clnt_loops", "serve", arg,
+		      (char *)NULL);
+		_exit(2);
 	}
 	close(port_pipe[1]);
-	close(life[0]);
+	close(lp[0]);
 	uint16_t port = 0;
 	if (pid < 0 || read(port_pipe[0], &port, sizeof port) != sizeof port) {
 		close(port_pipe[0]);
-		close(life[1]);
+		close(lp[1]);
 		return -1;
 	}
 	close(port_pipe[0]);
 	snprintf(addr, sizeof addr, "127.0.0.1:%u", port);
-	*wfd = life[1];
+	*wfd = lp[1];
 	return pid;
 }
 
@@ -417,6 +446,43 @@ static void stats(void)
 	CHECK_EQ(clnt_threads(), 0);
 }
 
+/* The server process ends (an orderly close of every connection) and
+ * another comes on the same port: the clients of a shared loop reconnect
+ * on their own (max_retries) and their next calls are served. */
+static void reconnect(void)
+{
+	struct rpcrdma_clnt *c[6];
+	struct rpcrdma_opts o;
+	rpcrdma_opts_default(&o);
+	o.provider = "iwarp";
+	o.threads = 2;
+	o.max_retries = 20;
+	for (int i = 0; i < 6; i++) {
+		c[i] = NULL;
+		CHECK_EQ(rpcrdma_clnt_create(addr, PROG, 1, &o, &c[i]), 0);
+		if (c[i])
+			CHECK(echo_ok(c[i], 20u + (unsigned)i));
+	}
+	CHECK_EQ(clnt_threads(), 2);
+	unsigned port = (unsigned)atoi(strrchr(addr, ':') + 1);
+	close(life);
+	waitpid(srv, NULL, 0);
+	srv = server_start(port, &life);
+	CHECK(srv > 0);
+	for (int i = 0; i < 6; i++) {
+		if (!c[i])
+			continue;
+		CHECK(echo_ok(c[i], 30u + (unsigned)i));
+		struct rpcrdma_stats st;
+		CHECK_EQ(rpcrdma_clnt_stats(c[i], &st), 0);
+		CHECK(st.reconnects >= 1);
+	}
+	CHECK_EQ(clnt_threads(), 2);
+	for (int i = 0; i < 6; i++)
+		rpcrdma_clnt_destroy(c[i]);
+	CHECK_EQ(clnt_threads(), 0);
+}
+
 static void forked(void)
 {
 	struct rpcrdma_clnt *a = mk(2), *b = mk(2);
@@ -458,9 +524,11 @@ static void forked(void)
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
+	if (!strcmp(what, "serve"))
+		return serve(argc > 2 ? (unsigned)atoi(argv[2]) : 0);
 	signal(SIGPIPE, SIG_IGN);
-	int life = -1;
-	pid_t srv = server_start(&life);
+	life = -1;
+	srv = server_start(0, &life);
 	CHECK(srv > 0);
 	if (srv <= 0)
 		TEST_MAIN_END();
@@ -470,6 +538,8 @@ int main(int argc, char **argv)
 		callback();
 	if (!strcmp(what, "stats") || !strcmp(what, "all"))
 		stats();
+	if (!strcmp(what, "reconnect") || !strcmp(what, "all"))
+		reconnect();
 	if (!strcmp(what, "fork") && UNDER_TSAN) {
 		printf("fork: not under ThreadSanitizer\n");
 		close(life);
