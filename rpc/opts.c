@@ -212,7 +212,8 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 	if (env_bytes("RPCRDMA_MAX_MEMORY", &mm, err))
 		o->max_memory = mm;
 	if (env_uint("RPCRDMA_THREADS", 0, RPCRDMA_RPC_MAX_THREADS,
-		     "0 to 256 (poll groups; 0: one per CPU)", &u, err))
+		     "0 to 256 (poll groups, client loops; 0: one per CPU)",
+		     &u, err))
 		o->threads = u;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
