@@ -4,9 +4,9 @@
  * loop of the process (clnt.c), sleeping in epoll_wait on a wake-up
  * eventfd, the CM channel fds it watches (a server's, or one per client)
  * and the CQ fd of every connection it watches (progress.c says which and
- * when).  A readable CQ
- * fd sends its connection to rpcrdma_rpc_xprt_attend(); every 20 ms a
- * tick drives call time-outs, the engines' ticks and the owner's reaping,
+ * when).  A readable CQ fd sends its connection to
+ * rpcrdma_rpc_xprt_attend(); every 20 ms a tick drives call time-outs,
+ * the engines' ticks and the owner's reaping (a client's reconnection),
  * while some connection waits on time.  When none does (all quiet,
  * progress.c) the loop sleeps until the earliest time one of them is to
  * be looked at again, and whatever makes one wait on time again
@@ -18,6 +18,10 @@
  * epoll_ctl from its own thread, without waking the loop.  A libtirpc
  * server (rpcrdma_rpc_loop_external) keeps the CQ fds in a second set
  * that svc_run() polls, so the thread that reads a call is svc_run's.
+ *
+ * Between two passes the thread does what other threads handed it
+ * (rpcrdma_rpc_loop_call/_post): a client leaving a shared loop lets go
+ * of its connection and channel there, where no pass holds them.
  */
 #include <errno.h>
 #ifdef __GLIBC__
