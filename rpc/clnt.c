@@ -8,10 +8,23 @@
  * references its DDP-eligible pieces and large ones (build_call); the
  * caller waits for its own outcome (call.c, progress.c), which is decoded
  * straight into its struct rpcrdma_reply.
+ *
+ * The client loops: every client connection of the process is attended
+ * by one of a few event-loop threads ("rpcrdma-clntN"), never one of its
+ * own: opts.threads of the client that makes them (RPCRDMA_THREADS; 0:
+ * one per CPU the process may run on), made on first use, each started
+ * when a client first goes to it, all stopped when the last client is
+ * destroyed.  A new client goes to the loop with the fewest.  Each client
+ * keeps its own device objects and CM event channel (rpc_dev: its
+ * options may differ from its neighbours', and it waits for its own
+ * connect and disconnect events on the channel while the loop does not
+ * watch it); its loop watches the channel's fd beside the CQ fds.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -31,7 +44,10 @@ struct rpcrdma_clnt {
 	uint32_t prog, vers;
 	/* Owning client only. */
 	struct rpc_dev rd;
-	struct rpc_loop loop;
+	struct clnt_loops *set;        /* the loops it joined (clnt_join) */
+	struct rpc_loop *loop;         /* the one attending it, or NULL */
+	struct rpc_cm_src cm;          /* rd's channel, as the loop sees it */
+	struct rpc_loop_req leave;     /* clnt_leave / clnt_leave_end */
 	/* The call header after the procedure number (credential and
 	 * verifier), encoded once per credential change.  Calls read the
 	 * current one without a lock; replaced ones stay until destroy
@@ -503,13 +519,241 @@ static void clnt_on_cm(void *owner, struct rpcrdma_cm_event *ev)
 	}
 }
 
-/* After each loop round: a reconnection that is due starts here, where
- * no CM event is held unacknowledged (destroying an id waits for those). */
-static void clnt_on_round(void *owner, struct rpc_loop *l)
+/* After each tick of a client's connection on its loop: a reconnection
+ * that is due starts here, where no CM event is held unacknowledged
+ * (destroying an id waits for those); and the client's registered
+ * buffers unused for a while go back to the system. */
+static void clnt_ticked(struct rpc_xprt *x, uint64_t now)
 {
-	(void)l;
-	struct rpcrdma_clnt *c = owner;
-	rpcrdma_rpc_xprt_reconnect_due(c->x, rpcrdma_rpc_now_ms());
+	rpcrdma_rpc_xprt_reconnect_due(x, now);
+	rpcrdma_rpc_bufpool_trim(x->rd->pool, now);
+}
+
+/* ---------------------------------------------------------------------
+ * The client loops of the process
+ */
+struct clnt_loops {
+	pid_t pid;                     /* the process that made them (fork) */
+	unsigned users;                /* clients joined and not yet gone */
+	unsigned n;
+	struct rpc_loop *loops;
+	unsigned *nconns;              /* clients on each */
+};
+
+/* Guards clnt_set, every set's users and nconns, the starting of its
+ * loops, and each loop's list of connections (their xprts_lock). */
+static pthread_mutex_t clnt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct clnt_loops *clnt_set;
+static pthread_once_t clnt_fork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has none of its parent's loop threads: it forgets the
+ * set (a client it makes gets loops of its own).  The lock is held over
+ * fork so the child finds it consistent. */
+static void clnt_fork_prepare(void)
+{
+	pthread_mutex_lock(&clnt_lock);
+}
+
+static void clnt_fork_parent(void)
+{
+	pthread_mutex_unlock(&clnt_lock);
+}
+
+static void clnt_fork_child(void)
+{
+	clnt_set = NULL;
+	pthread_mutex_unlock(&clnt_lock);
+}
+
+static void clnt_fork_register(void)
+{
+	pthread_atfork(clnt_fork_prepare, clnt_fork_parent, clnt_fork_child);
+}
+
+/* Stops (joins) and frees the loops: from a thread that is none of
+ * them, once no client is on them. */
+static void loops_free(struct clnt_loops *s)
+{
+	for (unsigned g = 0; g < s->n; g++)
+		if (s->loops[g].wakefd >= 0)
+			rpcrdma_rpc_loop_fini(&s->loops[g]);
+	free(s->loops);
+	free(s->nconns);
+	free(s);
+}
+
+static void *loops_end_main(void *arg)
+{
+	loops_free(arg);
+	return NULL;
+}
+
+/* With clnt_lock held: a set of n loops, none started. */
+static struct clnt_loops *loops_new(unsigned n)
+{
+	struct clnt_loops *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pid = getpid();
+	s->loops = calloc(n, sizeof(*s->loops));
+	s->nconns = calloc(n, sizeof(*s->nconns));
+	if (!s->loops || !s->nconns) {
+		free(s->loops);
+		free(s->nconns);
+		free(s);
+		return NULL;
+	}
+	for (unsigned g = 0; g < n; g++)
+		s->loops[g].wakefd = -1;
+	s->n = n;
+	for (unsigned g = 0; g < n; g++) {
+		struct rpc_loop *l = &s->loops[g];
+		if (rpcrdma_rpc_loop_init(l, NULL, NULL, NULL, s) < 0) {
+			loops_free(s);
+			return NULL;
+		}
+		l->xprts_lock = &clnt_lock;
+		l->on_ticked = clnt_ticked;
+		l->busy_poll_us = -1;
+		snprintf(l->name, sizeof l->name, "rpcrdma-clnt%u", g % 1000);
+	}
+	return s;
+}
+
+/* A client is gone from its loops: the last one stops them.  On one of
+ * their threads (a client destroyed from a callback ends there) they
+ * cannot be joined: a thread of its own does it; if none can be made
+ * the set stays, idle, for the next client. */
+static void loops_put(struct clnt_loops *s)
+{
+	pthread_mutex_lock(&clnt_lock);
+	if (--s->users > 0) {
+		pthread_mutex_unlock(&clnt_lock);
+		return;
+	}
+	if (rpcrdma_rpc_loop_self()) {
+		pthread_attr_t a;
+		pthread_t t;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		int rc = pthread_create(&t, &a, loops_end_main, s);
+		pthread_attr_destroy(&a);
+		if (rc == 0 && clnt_set == s)
+			clnt_set = NULL;
+		pthread_mutex_unlock(&clnt_lock);
+		return;
+	}
+	if (clnt_set == s)
+		clnt_set = NULL;
+	pthread_mutex_unlock(&clnt_lock);
+	loops_free(s);
+}
+
+/* The largest busy-poll time of l's clients (with clnt_lock held). */
+static void loop_busy_update(struct rpc_loop *l)
+{
+	int us = -1;
+	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
+		if (x->opts.busy_poll_us > us)
+			us = x->opts.busy_poll_us;
+	l->busy_poll_us = us;
+}
+
+/* c (connected) goes to the loop with the fewest clients of the
+ * process's set, made or started if need be: from now on that loop
+ * attends its connection and its CM channel.  Once anything is
+ * registered c->loop is set, and destroy takes it off again. */
+static int clnt_join(struct rpcrdma_clnt *c)
+{
+	struct rpc_xprt *x = c->x;
+	c->cm = (struct rpc_cm_src){.rd = &c->rd, .on_cm = clnt_on_cm,
+				    .owner = c, .x = x};
+	pthread_once(&clnt_fork_once, clnt_fork_register);
+	pthread_mutex_lock(&clnt_lock);
+	struct clnt_loops *s = clnt_set;
+	if (!s) {
+		s = loops_new(rpcrdma_rpc_threads(&x->opts));
+		if (!s) {
+			pthread_mutex_unlock(&clnt_lock);
+			return RPCRDMA_ERR_SYSTEM;
+		}
+		clnt_set = s;
+	}
+	/* The fewest; among equals a loop already running. */
+	unsigned g = 0;
+	for (unsigned k = 1; k < s->n; k++)
+		if (s->nconns[k] < s->nconns[g] ||
+		    (s->nconns[k] == s->nconns[g] && s->loops[k].started &&
+		     !s->loops[g].started))
+			g = k;
+	struct rpc_loop *l = &s->loops[g];
+	int rc = l->started ? 0 : rpcrdma_rpc_loop_start(l);
+	if (rc < 0) {
+		pthread_mutex_unlock(&clnt_lock);
+		return rc;
+	}
+	s->users++;
+	s->nconns[g]++;
+	c->set = s;
+	c->loop = l;
+	pthread_mutex_lock(&x->lock);
+	x->loop = l;
+	pthread_mutex_unlock(&x->lock);
+	/* Listed first: the loop may tick it, attend its CQ and hand its
+	 * CM events to clnt_on_cm as soon as each is registered. */
+	x->next = l->xprts;
+	l->xprts = x;
+	if (x->opts.busy_poll_us > l->busy_poll_us)
+		l->busy_poll_us = x->opts.busy_poll_us;
+	pthread_mutex_unlock(&clnt_lock);
+	rc = rpcrdma_rpc_loop_watch_cm(l, &c->cm);
+	if (rc == 0)
+		rc = rpcrdma_rpc_loop_add(l, x);
+	return rc;
+}
+
+/* On c's loop's thread, between two passes: the loop lets go of c (its
+ * list, its CQ fd, its CM channel), so that no pass can use them again
+ * and c's thread may tear them down. */
+static void clnt_detach(struct rpc_loop *l, struct rpcrdma_clnt *c)
+{
+	struct rpc_xprt *x = c->x;
+	struct clnt_loops *s = c->set;
+	pthread_mutex_lock(&clnt_lock);
+	for (struct rpc_xprt **pp = &l->xprts; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	s->nconns[l - s->loops]--;
+	loop_busy_update(l);
+	pthread_mutex_unlock(&clnt_lock);
+	rpcrdma_rpc_loop_unwatch_cm(l, &c->cm);
+	rpcrdma_rpc_loop_remove(l, x);
+	pthread_mutex_lock(&x->lock);
+	x->loop = NULL;
+	pthread_mutex_unlock(&x->lock);
+	c->loop = NULL;
+	rpcrdma_rpc_loop_reaped(l); /* its memory goes: trim after */
+}
+
+static void clnt_teardown(struct rpcrdma_clnt *c);
+
+static void clnt_leave(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	clnt_detach(l, (struct rpcrdma_clnt *)((char *)r -
+					       offsetof(struct rpcrdma_clnt,
+							leave)));
+}
+
+/* A client destroyed on a loop thread ends on its loop's thread. */
+static void clnt_leave_end(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	struct rpcrdma_clnt *c =
+		(struct rpcrdma_clnt *)((char *)r -
+					offsetof(struct rpcrdma_clnt, leave));
+	clnt_detach(l, c);
+	clnt_teardown(c);
 }
 
 static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
@@ -520,7 +764,6 @@ static struct rpcrdma_clnt *clnt_alloc(uint32_t prog, uint32_t vers)
 	c->prog = prog;
 	c->vers = vers;
 	pthread_mutex_init(&c->cred_lock, NULL);
-	c->loop.wakefd = -1;
 	if (set_hdr_tail(c, RPCRDMA_AUTH_NONE, NULL, 0) < 0) {
 		pthread_mutex_destroy(&c->cred_lock);
 		free(c);
@@ -672,26 +915,15 @@ static int clnt_connect(const struct sockaddr_storage *ss, socklen_t sl,
 	uint32_t ord = c->x->ord;
 	if (ev.ird && ev.ird < ord)
 		ord = ev.ird;
-	rc = rpcrdma_rpc_loop_init(&c->loop, &c->rd, clnt_on_cm, clnt_on_round,
-				   c);
-	if (rc < 0)
-		goto fail;
-	c->loop.busy_poll_us = o.busy_poll_us;
-	snprintf(c->loop.name, sizeof c->loop.name, "rpcrdma-clnt");
-	c->x->loop = &c->loop;
-	c->loop.xprts = c->x;
-	rc = rpcrdma_rpc_loop_add(&c->loop, c->x);
+	rc = clnt_join(c);
 	if (rc < 0)
 		goto fail;
 	rc = rpcrdma_rpc_xprt_established(c->x, ev.pdata_len ? ev.pdata : NULL,
 					  ev.pdata_len, ord);
 	if (rc < 0)
 		goto fail;
-	rc = rpcrdma_rpc_loop_start(&c->loop);
-	if (rc < 0)
-		goto fail;
 	c->stat_src = (struct rpc_stat_src){
-		.kind = RPCRDMA_STATX_CLIENT, .obj = c, .loop = &c->loop,
+		.kind = RPCRDMA_STATX_CLIENT, .obj = c, .loop = c->loop,
 		.total = clnt_total, .prog = prog, .vers = vers,
 	};
 	memcpy(c->stat_src.name, c->x->name, sizeof c->stat_src.name);
@@ -757,7 +989,30 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		x->no_reconnect = true;
 		pthread_mutex_unlock(&x->lock);
 	}
-	rpcrdma_rpc_loop_stop(&c->loop);
+	if (c->loop && c->set->pid != getpid()) {
+		/* A forked child's copy: its loop thread is not here. */
+		c->loop = NULL;
+		c->set = NULL;
+	}
+	if (c->loop && rpcrdma_rpc_loop_self()) {
+		/* On a loop thread (a callback, a handler): that loop is in
+		 * the middle of a pass, and a loop never waits for another
+		 * (which may be waiting for it).  c's loop ends it. */
+		c->leave.fn = clnt_leave_end;
+		rpcrdma_rpc_loop_post(c->loop, &c->leave);
+		return;
+	}
+	if (c->loop) {
+		c->leave.fn = clnt_leave;
+		rpcrdma_rpc_loop_call(c->loop, &c->leave);
+	}
+	clnt_teardown(c);
+}
+
+/* What is left of destroying an owning client once no loop attends it. */
+static void clnt_teardown(struct rpcrdma_clnt *c)
+{
+	struct rpc_xprt *x = c->x;
 	if (x) {
 		/* Callers woken by the cancellation above leave; nothing may
 		 * still poll the CQ or sleep on it when it goes. */
@@ -787,12 +1042,13 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		rpcrdma_rpc_disp_destroy(d);
 		rpcrdma_rpc_xprt_destroy(x);
 	}
-	if (c->loop.wakefd >= 0)
-		rpcrdma_rpc_loop_fini(&c->loop);
 	rpcrdma_rpc_dev_close(&c->rd);
+	struct clnt_loops *s = c->set;
 	free_hdr_tails(c);
 	pthread_mutex_destroy(&c->cred_lock);
 	free(c);
+	if (s)
+		loops_put(s);
 }
 
 /* The client's incoming-call dispatcher (reverse direction), created on

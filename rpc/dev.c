@@ -7,7 +7,13 @@
  * (reference counted): with the iwarp provider a device is a progress
  * thread and its epoll set, and a program with many clients (libtirpc
  * programs make one CLIENT per server and thread) should not pay one
- * per client.  Protection domain and channel stay each owner's own. */
+ * per client.  Protection domain and channel stay each owner's own.
+ *
+ * A forked child shares its parent's descriptors, the device's epoll set
+ * among them, but none of its threads: a device the child opened through
+ * its copy of the list would register the child's sockets in the
+ * parent's set, for the parent's progress thread to find with the
+ * child's pointers.  The child forgets the list and opens its own. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +31,28 @@ struct shared_dev {
 
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shared_dev *shared;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&shared_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static void fork_child(void)
+{
+	shared = NULL; /* the parent's: not this process's to close */
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static bool same(const struct shared_dev *s,
 		 const struct rpcrdma_provider_ops *ops,
@@ -43,6 +71,7 @@ static bool same(const struct shared_dev *s,
 static int dev_get(const struct rpcrdma_provider_ops *ops,
 		   const struct rpcrdma_dev_params *p, struct rpcrdma_dev **out)
 {
+	pthread_once(&fork_once, fork_register);
 	pthread_mutex_lock(&shared_lock);
 	for (struct shared_dev *s = shared; s; s = s->next)
 		if (same(s, ops, p)) {

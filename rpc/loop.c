@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * The event loop: one thread per client or server, sleeping in epoll_wait
- * on a wake-up eventfd, the CM channel fd and the CQ fd of every
- * connection it watches (progress.c says which and when).  A readable CQ
- * fd sends its connection to rpcrdma_rpc_xprt_attend(); every 20 ms a
- * tick drives call time-outs, the engines' ticks and the owner's reaping,
+ * The event loop: one thread per poll group of a server, and per client
+ * loop of the process (clnt.c), sleeping in epoll_wait on a wake-up
+ * eventfd, the CM channel fds it watches (a server's, or one per client)
+ * and the CQ fd of every connection it watches (progress.c says which and
+ * when).  A readable CQ fd sends its connection to
+ * rpcrdma_rpc_xprt_attend(); every 20 ms a tick drives call time-outs,
+ * the engines' ticks and the owner's reaping (a client's reconnection),
  * while some connection waits on time.  When none does (all quiet,
  * progress.c) the loop sleeps until the earliest time one of them is to
  * be looked at again, and whatever makes one wait on time again
@@ -16,6 +18,10 @@
  * epoll_ctl from its own thread, without waking the loop.  A libtirpc
  * server (rpcrdma_rpc_loop_external) keeps the CQ fds in a second set
  * that svc_run() polls, so the thread that reads a call is svc_run's.
+ *
+ * Between two passes the thread does what other threads handed it
+ * (rpcrdma_rpc_loop_call/_post): a client leaving a shared loop lets go
+ * of its connection and channel there, where no pass holds them.
  */
 #include <errno.h>
 #ifdef __GLIBC__
@@ -34,8 +40,31 @@
 
 #define LOOP_TICK_MS 20 /* time-out granularity */
 
-/* epoll data of the fds that are not connections. */
-static char tag_wake, tag_cm, tag_kick;
+/* epoll data of the fds that are not connections or CM channels. */
+static char tag_wake, tag_kick;
+
+/* A CM channel's epoll datum: its source with the low bit set (a
+ * connection's is its aligned address; the tags above are compared
+ * first). */
+static uint64_t cm_datum(struct rpc_cm_src *src)
+{
+	return (uint64_t)(uintptr_t)src | 1u;
+}
+
+static struct rpc_cm_src *cm_of(const struct epoll_event *ev)
+{
+	if (!(ev->data.u64 & 1u))
+		return NULL;
+	return (struct rpc_cm_src *)(uintptr_t)(ev->data.u64 & ~(uint64_t)1);
+}
+
+/* The loop this thread runs, NULL on any other thread. */
+static _Thread_local struct rpc_loop *self_loop;
+
+struct rpc_loop *rpcrdma_rpc_loop_self(void)
+{
+	return self_loop;
+}
 
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
@@ -44,6 +73,8 @@ int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 {
 	memset(l, 0, sizeof(*l));
 	pthread_mutex_init(&l->attend_lock, NULL);
+	pthread_mutex_init(&l->req_lock, NULL);
+	pthread_cond_init(&l->req_cv, NULL);
 	l->kickfd = -1;
 	l->cq_epfd = -1;
 	l->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -53,12 +84,12 @@ int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_wake};
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) != 0)
 		goto fail;
-	ev.data.ptr = &tag_cm;
-	if (on_cm && epoll_ctl(l->epfd, EPOLL_CTL_ADD, rd->ch->fd, &ev) != 0)
+	l->own_cm = (struct rpc_cm_src){.rd = rd, .on_cm = on_cm,
+					.owner = owner};
+	if (on_cm && rpcrdma_rpc_loop_watch_cm(l, &l->own_cm) < 0)
 		goto fail;
 	l->cq_epfd = l->epfd;
 	l->rd = rd;
-	l->on_cm = on_cm;
 	l->on_round = on_round;
 	l->owner = owner;
 	return 0;
@@ -68,7 +99,84 @@ fail:
 	if (l->epfd >= 0)
 		close(l->epfd);
 	l->wakefd = l->epfd = l->cq_epfd = -1;
+	pthread_mutex_destroy(&l->attend_lock);
+	pthread_mutex_destroy(&l->req_lock);
+	pthread_cond_destroy(&l->req_cv);
 	return RPCRDMA_ERR_SYSTEM;
+}
+
+int rpcrdma_rpc_loop_watch_cm(struct rpc_loop *l, struct rpc_cm_src *src)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = cm_datum(src)};
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, src->rd->ch->fd, &ev) != 0)
+		return RPCRDMA_ERR_SYSTEM;
+	src->watched = true;
+	return 0;
+}
+
+void rpcrdma_rpc_loop_unwatch_cm(struct rpc_loop *l, struct rpc_cm_src *src)
+{
+	if (!src->watched)
+		return;
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, src->rd->ch->fd, NULL);
+	src->watched = false;
+}
+
+/* ---------------------------------------------------------------------
+ * Work handed to the loop's thread, done between two passes: no event
+ * of a pass is in hand then, nor a connection being attended or ticked.
+ */
+static void reqs_add(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	r->next = NULL;
+	r->done = false;
+	pthread_mutex_lock(&l->req_lock);
+	*(l->reqs ? &l->reqs_last->next : &l->reqs) = r;
+	l->reqs_last = r;
+	atomic_store(&l->has_reqs, true);
+	pthread_mutex_unlock(&l->req_lock);
+	rpcrdma_rpc_loop_wake(l);
+}
+
+void rpcrdma_rpc_loop_post(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	r->sync = false;
+	reqs_add(l, r);
+}
+
+void rpcrdma_rpc_loop_call(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	r->sync = true;
+	reqs_add(l, r);
+	pthread_mutex_lock(&l->req_lock);
+	while (!r->done)
+		pthread_cond_wait(&l->req_cv, &l->req_lock);
+	pthread_mutex_unlock(&l->req_lock);
+}
+
+static void reqs_run(struct rpc_loop *l)
+{
+	if (!atomic_load(&l->has_reqs))
+		return;
+	pthread_mutex_lock(&l->req_lock);
+	struct rpc_loop_req *r = l->reqs;
+	l->reqs = l->reqs_last = NULL;
+	atomic_store(&l->has_reqs, false);
+	pthread_mutex_unlock(&l->req_lock);
+	while (r) {
+		/* A posted one may be freed by its fn; a called one belongs
+		 * to its caller once done is seen. */
+		struct rpc_loop_req *next = r->next;
+		bool sync = r->sync;
+		r->fn(l, r);
+		if (sync) {
+			pthread_mutex_lock(&l->req_lock);
+			r->done = true;
+			pthread_cond_broadcast(&l->req_cv);
+			pthread_mutex_unlock(&l->req_lock);
+		}
+		r = next;
+	}
 }
 
 int rpcrdma_rpc_loop_external(struct rpc_loop *l)
@@ -153,24 +261,25 @@ struct rpc_xprt *rpcrdma_rpc_loop_find(struct rpc_loop *l,
 	return NULL;
 }
 
-static void drain_cm(struct rpc_loop *l)
+static void drain_cm(struct rpc_loop *l, struct rpc_cm_src *src)
 {
-	const struct rpcrdma_provider_ops *ops = l->rd->ops;
+	const struct rpcrdma_provider_ops *ops = src->rd->ops;
 
 	for (;;) {
 		struct rpcrdma_cm_event *ev = NULL;
-		if (ops->get_cm_event(l->rd->ch, &ev) < 0 || !ev)
+		if (ops->get_cm_event(src->rd->ch, &ev) < 0 || !ev)
 			return;
 		/* The name first (handling a refused request destroys its
 		 * id); the line after handling, so that what the connection
 		 * had to say (its version) comes before its end. */
-		struct rpc_xprt *x = rpcrdma_rpc_loop_find(l, ev->id);
+		struct rpc_xprt *x = src->x ? src->x
+					    : rpcrdma_rpc_loop_find(l, ev->id);
 		char who[64];
 		if (x)
 			snprintf(who, sizeof who, "%s", x->name);
 		else
 			rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
-		l->on_cm(l->owner, ev);
+		src->on_cm(src->owner, ev);
 		if (ev->status && ev->type != RPCRDMA_CM_EVENT_DISCONNECTED)
 			rpcrdma_rpc_trace("%s: %s: %s", who,
 					  rpcrdma_rpc_cm_event_name(ev->type),
@@ -230,18 +339,20 @@ static bool hot_arm(struct rpc_loop *l)
 static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 		   bool hot)
 {
-	bool cm = false, woken = false;
+	bool woken = false;
+	struct rpc_cm_src *cm[64];
+	int ncm = 0;
 	for (int i = 0; i < n; i++) {
 		void *p = evs[i].data.ptr;
 		if (p == &tag_wake) {
 			drain_fd(l->wakefd);
 			woken = true;
-		} else if (p == &tag_cm)
-			cm = true;
-		else if (p == &tag_kick)
+		} else if (p == &tag_kick)
 			drain_fd(l->kickfd);
 		else if (p == &rpcrdma_rpc_stats_tag)
 			rpcrdma_rpc_stats_serve();
+		else if (cm_of(&evs[i]))
+			cm[ncm++] = cm_of(&evs[i]); /* n <= 64 */
 		else if (!hot)
 			rpcrdma_rpc_xprt_attend(p, true, true);
 		else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
@@ -252,9 +363,9 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 	/* Completions before CM events: a DISCONNECTED must not overtake
 	 * the completions that preceded it (the connection's own handling
 	 * drains its CQ first as well). */
-	if (cm)
-		drain_cm(l);
-	return woken || cm;
+	for (int i = 0; i < ncm; i++)
+		drain_cm(l, cm[i]);
+	return woken || ncm;
 }
 
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
@@ -320,13 +431,17 @@ static struct rpc_xprt *loop_xprts(struct rpc_loop *l)
 static uint64_t tick(struct rpc_loop *l, uint64_t now)
 {
 	uint64_t next = now + RPC_QUIET_TICK_MS;
-	/* Registered buffers unused for a while go back to the system. */
-	rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
+	/* Registered buffers unused for a while go back to the system (a
+	 * client's pool is its own: on_ticked). */
+	if (l->rd)
+		rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
 	for (struct rpc_xprt *x = loop_xprts(l); x; x = x->next) {
 		uint64_t q = atomic_load_explicit(&x->quiet_until,
 						  memory_order_relaxed);
 		if (now >= q) {
 			rpcrdma_rpc_xprt_tick(x, now);
+			if (l->on_ticked)
+				l->on_ticked(x, now);
 			q = atomic_load_explicit(&x->quiet_until,
 						 memory_order_relaxed);
 		}
@@ -362,6 +477,7 @@ static void *loop_main(void *arg)
 	uint64_t next_tick = now_ns / 1000000u + LOOP_TICK_MS;
 	unsigned seen = atomic_load(&l->unquiets);
 
+	self_loop = l;
 	bool worked = false;
 	while (!atomic_load(&l->stop)) {
 		uint64_t now = now_ns / 1000000u;
@@ -422,9 +538,12 @@ static void *loop_main(void *arg)
 			next_tick = now + LOOP_TICK_MS;
 		if (now >= next_tick)
 			next_tick = tick(l, now);
+		reqs_run(l);
 	}
-	/* Leave nothing unarmed. */
+	/* Leave nothing unarmed, and nobody waiting (an owner stops its
+	 * loops once nothing of it can ask any more: this is for safety). */
 	hot_arm(l);
+	reqs_run(l);
 	return NULL;
 }
 
@@ -461,6 +580,8 @@ void rpcrdma_rpc_loop_fini(struct rpc_loop *l)
 		close(l->wakefd);
 	l->epfd = l->cq_epfd = l->wakefd = l->kickfd = -1;
 	pthread_mutex_destroy(&l->attend_lock);
+	pthread_mutex_destroy(&l->req_lock);
+	pthread_cond_destroy(&l->req_cv);
 }
 
 int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,

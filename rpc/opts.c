@@ -4,6 +4,7 @@
  * clock; tracing. */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -211,7 +212,8 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 	if (env_bytes("RPCRDMA_MAX_MEMORY", &mm, err))
 		o->max_memory = mm;
 	if (env_uint("RPCRDMA_THREADS", 0, RPCRDMA_RPC_MAX_THREADS,
-		     "0 to 256 (poll groups; 0: one per CPU)", &u, err))
+		     "0 to 256 (poll groups, client loops; 0: one per CPU)",
+		     &u, err))
 		o->threads = u;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
@@ -334,6 +336,20 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 	if (out->busy_poll_us > 1000000)
 		out->busy_poll_us = 1000000;
 	return 0;
+}
+
+unsigned rpcrdma_rpc_threads(const struct rpcrdma_opts *o)
+{
+	if (o->threads)
+		return o->threads;
+	cpu_set_t set;
+	int n = 0;
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n < 1)
+		n = 1;
+	return (unsigned)n > RPCRDMA_RPC_MAX_THREADS ? RPCRDMA_RPC_MAX_THREADS
+						     : (unsigned)n;
 }
 
 int rpcrdma_rpc_stats_out(const struct rpcrdma_stats *all,

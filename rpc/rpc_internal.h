@@ -635,15 +635,40 @@ bool rpcrdma_rpc_v1_server_known(const char *key);
 void rpcrdma_rpc_v1_server_remember(const char *key);
 
 /* ---------------------------------------------------------------------
- * Event loop (loop.c): one thread per client or server poll group,
- * sleeping in epoll_wait on a wake-up eventfd, the CM channel fd (group
- * 0) and the CQ fd of every connection it watches; ticks every 20 ms for
- * time-outs while one of its connections waits on time, else sleeps
- * until the earliest quiet tick.
+ * Event loop (loop.c): one thread per server poll group and per client
+ * loop of the process (clnt.c), sleeping in epoll_wait on a wake-up
+ * eventfd, the CM channel fds it watches (a server's group 0: the
+ * server's; a client loop: each of its clients') and the CQ fd of every
+ * connection it watches; ticks every 20 ms for time-outs while one of
+ * its connections waits on time, else sleeps until the earliest quiet
+ * tick.
  */
 #define LOOP_HOT 16
-/* A server's poll groups at most (opts.threads). */
+/* A server's poll groups, or the process's client loops, at most
+ * (opts.threads). */
 #define RPCRDMA_RPC_MAX_THREADS 256u
+/* opts.threads, or one per CPU this process may run on (at most
+ * RPCRDMA_RPC_MAX_THREADS). */
+unsigned rpcrdma_rpc_threads(const struct rpcrdma_opts *o);
+
+/* A CM event channel a loop watches, and whom its events go to. */
+struct rpc_cm_src {
+	struct rpc_dev *rd;          /* its channel: rd->ch */
+	void (*on_cm)(void *owner, struct rpcrdma_cm_event *ev);
+	void *owner;
+	struct rpc_xprt *x;          /* its events' one connection (a
+					client), for messages; NULL: found
+					in the loop's list (a server) */
+	bool watched;                /* in the loop's epoll set */
+};
+
+/* Work for a loop's thread between two of its passes (nothing of a pass
+ * in hand: no event, no connection being attended or ticked). */
+struct rpc_loop_req {
+	struct rpc_loop_req *next;
+	void (*fn)(struct rpc_loop *l, struct rpc_loop_req *r);
+	bool sync, done;             /* rpcrdma_rpc_loop_call: req_lock */
+};
 
 struct rpc_loop {
 	pthread_t thread;
@@ -670,14 +695,27 @@ struct rpc_loop {
 					set, unlinked by this loop's thread
 					only once it runs */
 	pthread_mutex_t *xprts_lock; /* the owner's, or NULL (one thread) */
-	/* A CM event for the owner (listener events, connection ends);
-	 * NULL: the loop does not watch the CM channel (a server's second
-	 * and further poll groups). */
-	void (*on_cm)(void *owner, struct rpcrdma_cm_event *ev);
+	/* The owner's CM channel when rpcrdma_rpc_loop_init was given an
+	 * on_cm (listener events, connection ends; a server's group 0);
+	 * others are added with rpcrdma_rpc_loop_watch_cm (clients). */
+	struct rpc_cm_src own_cm;
 	/* Called each tick: reap dead connections etc. */
 	void (*on_round)(void *owner, struct rpc_loop *l);
+	/* Called after each connection's tick (a client's reconnection,
+	 * its buffer pool's trim); NULL: none. */
+	void (*on_ticked)(struct rpc_xprt *x, uint64_t now);
 	void *owner;
-	int busy_poll_us;            /* the owner's opts.busy_poll_us */
+	/* The owner's opts.busy_poll_us (a client loop: the largest of its
+	 * clients'; changed under xprts_lock, read by the thread). */
+	_Atomic int busy_poll_us;
+	/* Work handed to the thread (rpcrdma_rpc_loop_post/_call). */
+	pthread_mutex_t req_lock;
+	pthread_cond_t req_cv;
+	struct rpc_loop_req *reqs, *reqs_last;
+	atomic_bool has_reqs;
+	/* Stats export owners that made it watch the export's socket
+	 * (stats_export.c, under its lock). */
+	unsigned stat_watchers;
 	/* A connection stopped being quiet (rpcrdma_rpc_loop_unquiet), and
 	 * whether the loop sleeps past its next 20 ms tick. */
 	atomic_uint unquiets;
@@ -690,10 +728,26 @@ struct rpc_loop {
 	uint64_t trim_at;
 };
 
+/* rd: the owner's device (its buffer pool is trimmed each tick; NULL:
+ * none, a client loop); on_cm: watch rd's channel (NULL: do not). */
 int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void (*on_cm)(void *, struct rpcrdma_cm_event *),
 			  void (*on_round)(void *, struct rpc_loop *),
 			  void *owner);
+/* Watches / stops watching src's channel (its events go to src->on_cm
+ * on the loop's thread, after the completions of the same pass).  Stop
+ * watching on the loop's thread, or once it has stopped: a pass may
+ * hold src's datum.  Errors: RPCRDMA_ERR_SYSTEM. */
+int rpcrdma_rpc_loop_watch_cm(struct rpc_loop *l, struct rpc_cm_src *src);
+void rpcrdma_rpc_loop_unwatch_cm(struct rpc_loop *l, struct rpc_cm_src *src);
+/* r->fn runs on l's thread between two passes.  _post returns at once
+ * (r stays valid until fn runs; fn may free it); _call returns once fn
+ * has run, and must not be called from a loop thread (two loops waiting
+ * on each other would hang).  l must be started and not stopping. */
+void rpcrdma_rpc_loop_post(struct rpc_loop *l, struct rpc_loop_req *r);
+void rpcrdma_rpc_loop_call(struct rpc_loop *l, struct rpc_loop_req *r);
+/* The loop whose thread this is, or NULL. */
+struct rpc_loop *rpcrdma_rpc_loop_self(void);
 /* Before start: CQs are attended from outside (svc_run), through the fd
  * this returns (readable when a connection has work, or after
  * rpcrdma_rpc_loop_kick); rpcrdma_rpc_loop_attend_external services it.

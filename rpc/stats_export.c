@@ -67,6 +67,8 @@ static int open_socket(void)
 	return fd;
 }
 
+/* A loop serves the socket while one of its owners is registered: the
+ * client loops are shared by many clients (clnt.c), so it is counted. */
 static void loop_watch(struct rpc_loop *l, bool on)
 {
 	if (!l || l->epfd < 0 || listen_fd < 0)
@@ -74,8 +76,9 @@ static void loop_watch(struct rpc_loop *l, bool on)
 	if (on) {
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE,
 					 .data.ptr = &rpcrdma_rpc_stats_tag};
-		epoll_ctl(l->epfd, EPOLL_CTL_ADD, listen_fd, &ev);
-	} else {
+		if (l->stat_watchers++ == 0)
+			epoll_ctl(l->epfd, EPOLL_CTL_ADD, listen_fd, &ev);
+	} else if (l->stat_watchers && --l->stat_watchers == 0) {
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, listen_fd, NULL);
 	}
 }

@@ -25,7 +25,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sched.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -407,24 +406,6 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
 	return &s->loops[0];
 }
 
-/* Poll groups: opts.threads, or one per CPU this process may run on;
- * one when svc_run() attends the connections (external). */
-static unsigned svc_threads(const struct rpcrdma_opts *o, bool external)
-{
-	if (external)
-		return 1;
-	if (o->threads)
-		return o->threads;
-	cpu_set_t set;
-	int n = 0;
-	if (sched_getaffinity(0, sizeof set, &set) == 0)
-		n = CPU_COUNT(&set);
-	if (n < 1)
-		n = 1;
-	return (unsigned)n > RPCRDMA_RPC_MAX_THREADS ? RPCRDMA_RPC_MAX_THREADS
-						     : (unsigned)n;
-}
-
 int rpcrdma_rpc_svc_create(const char *listen_addr,
 			   const struct rpcrdma_opts *opts, bool external,
 			   struct rpcrdma_svc **out)
@@ -443,7 +424,8 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	rc = rpcrdma_rpc_opts_fill(opts, &s->opts);
 	if (rc < 0)
 		goto fail;
-	unsigned nl = svc_threads(&s->opts, external);
+	/* One poll group when svc_run() attends the connections. */
+	unsigned nl = external ? 1 : rpcrdma_rpc_threads(&s->opts);
 	s->loops = calloc(nl, sizeof(*s->loops));
 	s->nconns = calloc(nl, sizeof(*s->nconns));
 	if (!s->loops || !s->nconns) {
