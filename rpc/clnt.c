@@ -37,6 +37,7 @@
 #include "wire/auth.h"
 #include "wire/rpc_msg.h"
 #include "wire/rpcrdma_v2.h"
+#include "wire/xdr.h"
 
 struct rpcrdma_clnt {
 	struct rpc_xprt *x;
@@ -86,7 +87,7 @@ static int set_hdr_tail(struct rpcrdma_clnt *cl, uint32_t flavor,
 	size_t o = 8;
 	if (len) {
 		memcpy(p + o, body, len);
-		size_t pad = (4 - (len & 3)) & 3;
+		size_t pad = rpcrdma_xdr_pad(len);
 		memset(p + o + len, 0, pad);
 		o += len + pad;
 	}
