@@ -206,6 +206,7 @@ static bool illegal_access(struct tp_pair *p, bool write, uint64_t raddr,
 		TP_CHECK(got == nposted, "requester: %d of %d work requests "
 			 "completed", got, nposted);
 	struct rpcrdma_wc extra[4];
+	memset(extra, 0, sizeof(extra));
 	int nextra = tp_drain_wc(p->cli.scq, 100, extra, 4);
 	if (lost && nextra == 1 && extra[0].wr_id == 0xA2) {
 		/* The probe was late, not lost: 3 s of quiet after
@@ -221,8 +222,15 @@ static bool illegal_access(struct tp_pair *p, bool write, uint64_t raddr,
 			(unsigned long long)extra[i].wr_id,
 			tp_wc_opcode_str(extra[i].opcode),
 			tp_wc_status_str(extra[i].status));
+	/* What came is said in the failure itself, not only in -v's notes:
+	 * a failure in CI is seen once. */
 	TP_CHECK(nextra == 0,
-		 "requester: extra completions (a WR completed twice?)");
+		 "requester: extra completions (a WR completed twice?): %d, "
+		 "the first %#llx %s %s; %d of %d posted completed in the wait, "
+		 "probe lost: %d",
+		 nextra, (unsigned long long)extra[0].wr_id,
+		 tp_wc_opcode_str(extra[0].opcode),
+		 tp_wc_status_str(extra[0].status), got, nposted, (int)lost);
 	bool any_err = rc < 0 || lost;
 	for (int i = 0; i < got; i++) {
 		tp_note("requester wc %#llx %s %s vendor_err %#x",
