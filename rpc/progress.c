@@ -410,7 +410,8 @@ static void waiters_remove(struct rpc_xprt *x, struct rpc_wait *s)
 	s->next = NULL;
 }
 
-void rpcrdma_rpc_wait_tell(struct rpc_work_item *it)
+/* A parked waiter's deferred wake-up (rpcrdma_rpc_wait_done_locked). */
+static void wait_tell(struct rpc_work_item *it)
 {
 	struct rpc_wait *s = (struct rpc_wait *)((char *)it -
 						 offsetof(struct rpc_wait, tell));
@@ -441,8 +442,7 @@ void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 		inside_leave_locked(x);
 		if (work) {
 			s->park = PARK_TELLING;
-			rpc_work_add_first(work, &s->tell,
-					   rpcrdma_rpc_wait_tell);
+			rpc_work_add_wake(work, &s->tell, wait_tell);
 			pthread_mutex_unlock(&s->w->m);
 			return; /* not the driver: it parked */
 		}

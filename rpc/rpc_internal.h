@@ -150,17 +150,22 @@ struct rpc_work_item {
 
 struct rpc_work {
 	struct rpc_work_item *head, **tail;
+	/* Wake-ups of parked waiters (progress.c): run before the items,
+	 * and at once even inside running work, so that a waiter never
+	 * waits behind a handler. */
+	struct rpc_work_item *wakes;
 };
 
 static inline void rpc_work_init(struct rpc_work *w)
 {
 	w->head = NULL;
 	w->tail = &w->head;
+	w->wakes = NULL;
 }
 
 static inline bool rpc_work_empty(const struct rpc_work *w)
 {
-	return !w->head;
+	return !w->head && !w->wakes;
 }
 
 static inline void rpc_work_add(struct rpc_work *w, struct rpc_work_item *it,
@@ -172,16 +177,14 @@ static inline void rpc_work_add(struct rpc_work *w, struct rpc_work_item *it,
 	w->tail = &it->next;
 }
 
-/* Before everything else in w (a wake-up). */
-static inline void rpc_work_add_first(struct rpc_work *w,
-				      struct rpc_work_item *it,
-				      void (*run)(struct rpc_work_item *))
+/* A wake-up: w runs it before its items (struct rpc_work). */
+static inline void rpc_work_add_wake(struct rpc_work *w,
+				     struct rpc_work_item *it,
+				     void (*run)(struct rpc_work_item *))
 {
 	it->run = run;
-	it->next = w->head;
-	if (!w->head)
-		w->tail = &it->next;
-	w->head = it;
+	it->next = w->wakes;
+	w->wakes = it;
 }
 
 /* Runs w's items in order; called from inside running work, appends
@@ -215,7 +218,7 @@ enum rpc_park {
 			   connection's lock */
 	PARK_SLEEPING,  /* asleep on w->cv without the connection's lock */
 	PARK_TELLING,   /* off the list, told once the teller's lock is
-			   dropped (its work runs rpcrdma_rpc_wait_tell) */
+			   dropped (its work's wake-ups run wait_tell) */
 	PARK_TOLD,      /* told while asleep: off the list, done with x */
 	PARK_DRIVE,     /* given the driver's role while asleep */
 	PARK_RETURNING, /* woke by its deadline; coming back to the lock */
@@ -598,8 +601,6 @@ int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s);
  * runs it first, even inside running work). */
 void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 				  int status, struct rpc_work *w);
-/* The work item of a deferred wake-up (rpcrdma_rpc_wait_done_locked). */
-void rpcrdma_rpc_wait_tell(struct rpc_work_item *it);
 /* With x->lock held: the loop should (or need not) watch x's CQ fd. */
 void rpcrdma_rpc_xprt_watch_locked(struct rpc_xprt *x, bool on);
 /* With x->lock held: after a change that may need the loop's attention

@@ -35,16 +35,13 @@ static void drain(struct rpc_work *w)
 	}
 }
 
-/* Wake-ups of parked waiters come first in a queue
- * (rpcrdma_rpc_wait_done_locked) and run at once, even inside running
- * work: a waiter does not wait behind a handler. */
-static void wake_first(struct rpc_work *w)
+/* w's wake-ups (struct rpc_work): here and now, before its items,
+ * even inside running work. */
+static void run_wakes(struct rpc_work *w)
 {
 	struct rpc_work_item *it;
-	while ((it = w->head) && it->run == rpcrdma_rpc_wait_tell) {
-		w->head = it->next;
-		if (!w->head)
-			w->tail = &w->head;
+	while ((it = w->wakes)) {
+		w->wakes = it->next;
 		it->next = NULL;
 		it->run(it);
 	}
@@ -52,7 +49,7 @@ static void wake_first(struct rpc_work *w)
 
 void rpcrdma_rpc_work_run(struct rpc_work *w)
 {
-	wake_first(w);
+	run_wakes(w);
 	if (!w->head)
 		return;
 	if (running && running != w) {
@@ -69,6 +66,7 @@ void rpcrdma_rpc_work_run(struct rpc_work *w)
 
 void rpcrdma_rpc_work_run_nested(struct rpc_work *w)
 {
+	run_wakes(w);
 	if (!w->head)
 		return;
 	struct rpc_work *outer = running;

@@ -1243,7 +1243,7 @@ static void test_parked_waiters(void)
 	rpc_work_init(&wk);
 	pthread_mutex_lock(&x->lock);
 	rpcrdma_rpc_wait_done_locked(x, &p.s, 5, &wk);
-	CHECK(wk.head == &p.s.tell);
+	CHECK(wk.wakes == &p.s.tell);
 	CHECK(x->waiters == &d.s && !d.s.next);
 	CHECK_EQ(x->inside, 1);
 	pthread_mutex_unlock(&x->lock);
