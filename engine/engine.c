@@ -43,6 +43,8 @@ void rpcrdma_engine_config_default(struct rpcrdma_engine_config *cfg)
 	cfg->neg_timeout_ms = 2000;
 	cfg->v2_brs = RPCRDMA_V2_RVREQSUP_GENL;
 	cfg->max_read_chunks = 16;
+	cfg->read_piece = 128u << 10;
+	cfg->read_window = 512u << 10;
 	cfg->rdma_timeout_ms = 30000;
 	cfg->local_inv = true;
 }
@@ -106,6 +108,11 @@ void rpcrdma_rq_enqueue(struct rpcrdma_engine *e, struct requester_slot *q)
 
 void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s)
 {
+	/* Once: a Reading slot may stall again on its own completion while
+	 * it still waits in the list (the list would loop). */
+	if (s->queued)
+		return;
+	s->queued = true;
 	s->next = RPCRDMA_NIL;
 	if (e->rs_pending.tail == RPCRDMA_NIL)
 		e->rs_pending.head = s->idx;
@@ -433,6 +440,7 @@ void rpcrdma_progress(struct rpcrdma_engine *e)
 			struct responder_slot *s = &e->rs[i];
 			i = s->next;
 			s->next = RPCRDMA_NIL;
+			s->queued = false;
 			rpcrdma_rs_run(e, s);
 		}
 		i = pending_take(&e->rq_pending);
@@ -467,6 +475,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->close_asked = false;
 	e->ord = ord ? ord : 1;
 	e->reads_inflight = 0;
+	e->read_bytes_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
 	rpcrdma_sq_reset(e);
 	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
@@ -529,6 +538,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	rpcrdma_recv_conn_lost(e);
 	rpcrdma_credits_reset(e);
 	e->reads_inflight = 0;
+	e->read_bytes_inflight = 0;
 	e->sq_avail = e->cfg.sq_depth;
 	rpcrdma_sq_reset(e);
 	rpcrdma_neg_conn_lost(e);

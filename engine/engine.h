@@ -168,6 +168,17 @@ struct rpcrdma_engine_config {
 				      Position-Zero one accepted in a call;
 				      more -> RDMA2_ERR_READ_CHUNKS (v1:
 				      ERR_CHUNK).  Default 16. */
+	uint32_t read_piece;       /* Responder: the largest RDMA Read
+				      posted, in bytes; a longer Read
+				      segment is read in pieces of this
+				      size (0: whole segments).  Default
+				      128 KiB. */
+	uint32_t read_window;      /* Responder: RDMA Read bytes in flight
+				      on the connection at most (0: only
+				      the ORD bounds them).  One bulk
+				      call then moves in steps the poll
+				      group interleaves with other
+				      connections' calls.  Default 512 KiB. */
 	uint32_t sq_depth;         /* send queue entries the driver created;
 				      default 4 * (max_calls + credits) */
 	uint32_t max_retries;      /* resends on a new connection before a
@@ -529,6 +540,7 @@ struct rpcrdma_engine_counters {
 	uint64_t long_calls_received;    /* Long Calls (Position-Zero chunk) */
 	uint64_t short_replies, chunked_replies, long_replies; /* sent */
 	uint64_t ord_stalls;       /* RDMA Reads waited for ORD */
+	uint64_t read_window_stalls; /* RDMA Reads waited for read_window */
 	uint64_t send_with_inv;    /* replies sent With Invalidate */
 	/* Both */
 	uint64_t rdma_read_bytes, rdma_write_bytes;

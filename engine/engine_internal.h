@@ -212,6 +212,12 @@ struct responder_slot {
 	/* Reads: destination offset in callbuf of each read segment. */
 	uint32_t read_dst[RPCRDMA_MAX_READ_SEGMENTS];
 	uint32_t next_read, reads_inflight;
+	/* Pieces (cfg.read_piece): bytes of reads[next_read] posted, and
+	 * the same cursor for completions, which come in posting order
+	 * (one send queue), so a completion's length needs no record. */
+	uint32_t read_off;
+	uint32_t done_read, done_off;
+	bool queued;         /* in rs_pending */
 	/* NOMSG with further chunks: PZRC read to callbuf+scratch, then
 	 * its pieces are moved between the chunks. */
 	size_t scratch;
@@ -292,6 +298,7 @@ struct rpcrdma_engine {
 	struct rpcrdma_inline_thresholds thr;
 	uint32_t ord;
 	uint32_t reads_inflight;
+	uint64_t read_bytes_inflight; /* bounded by cfg.read_window */
 	uint32_t sq_avail;
 	/* Send-queue requests out, in posting order (send_queue.c). */
 	struct sq_ent *sqe;

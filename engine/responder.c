@@ -45,6 +45,8 @@ static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 		s->rdma_deadline = 0;
 		s->reply_status = 0;
 		s->next_read = s->reads_inflight = 0;
+		s->read_off = s->done_read = s->done_off = 0;
+		s->queued = false;
 		s->next = RPCRDMA_NIL;
 		s->cl.nreads = s->cl.nwrites = 0;
 		s->cl.has_reply = false;
@@ -398,17 +400,51 @@ static void reads_done(struct rpcrdma_engine *e, struct responder_slot *s)
 	deliver(e, s);
 }
 
+/* The next piece of a Read segment of len bytes of which off are read
+ * or posted: at most cfg.read_piece.  RFC 8166 §4.5.3 has the Responder
+ * move a chunk with "RDMA Read operations", not one per segment, and
+ * §3.3.1 leaves limits on Reads in progress to each implementation:
+ * reading a long segment in pieces lets other calls' small Reads and
+ * other connections' work run between them (docs/SCALE.md, fairness). */
+static uint32_t read_piece(const struct rpcrdma_engine *e, uint32_t len,
+			   uint32_t off)
+{
+	uint32_t left = len - off;
+	return e->cfg.read_piece && left > e->cfg.read_piece
+		       ? e->cfg.read_piece : left;
+}
+
+/* Whether a Read of len bytes must wait: the ORD (RFC 8166 §3.3.1, the
+ * peer's IRD), a send queue entry, or the connection's read_window.  The
+ * window never holds back a Read when none is in flight, so a piece
+ * larger than the window still moves. */
+static bool read_must_wait(struct rpcrdma_engine *e, uint32_t len)
+{
+	if (e->reads_inflight >= e->ord) {
+		e->ctr.ord_stalls++;
+		return true;
+	}
+	if (!e->sq_avail)
+		return true;
+	if (e->cfg.read_window && e->read_bytes_inflight &&
+	    e->read_bytes_inflight + len > e->cfg.read_window) {
+		e->ctr.read_window_stalls++;
+		return true;
+	}
+	return false;
+}
+
 static void run_reads(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	while (s->next_read < s->cl.nreads) {
 		const struct rpcrdma_read_segment *rd = &s->cl.reads[s->next_read];
-		if (!rd->target.length) {
+		if (s->read_off >= rd->target.length) {
 			s->next_read++;
+			s->read_off = 0;
 			continue;
 		}
-		if (e->reads_inflight >= e->ord || !e->sq_avail) {
-			if (e->reads_inflight >= e->ord)
-				e->ctr.ord_stalls++;
+		uint32_t len = read_piece(e, rd->target.length, s->read_off);
+		if (read_must_wait(e, len)) {
 			rpcrdma_rs_enqueue(e, s);
 			return;
 		}
@@ -421,20 +457,40 @@ static void run_reads(struct rpcrdma_engine *e, struct responder_slot *s)
 		w->send.opcode = RPCRDMA_WR_RDMA_READ;
 		w->send.send_flags = RPCRDMA_SEND_SIGNALED;
 		w->send.num_sge = 1;
-		w->send.rdma.remote_addr = rd->target.offset;
+		w->send.rdma.remote_addr = rd->target.offset + s->read_off;
 		w->send.rdma.rkey = rd->target.handle;
 		w->sge[0].addr = rpcrdma_addr(s->callbuf +
-							s->read_dst[s->next_read]);
-		w->sge[0].length = rd->target.length;
+					      s->read_dst[s->next_read] +
+					      s->read_off);
+		w->sge[0].length = len;
 		w->sge[0].lkey = s->callmr.lkey;
 		e->sq_avail--;
 		e->reads_inflight++;
+		e->read_bytes_inflight += len;
 		s->reads_inflight++;
-		e->ctr.rdma_read_bytes += rd->target.length;
-		s->next_read++;
+		e->ctr.rdma_read_bytes += len;
+		s->read_off += len;
 	}
 	if (!s->reads_inflight)
 		reads_done(e, s);
+}
+
+/* The length of s's oldest Read in flight, taken off its completion
+ * cursor: the pieces complete in the order run_reads posted them. */
+static uint32_t read_completed(const struct rpcrdma_engine *e,
+			       struct responder_slot *s)
+{
+	while (s->done_read < s->cl.nreads &&
+	       s->done_off >= s->cl.reads[s->done_read].target.length) {
+		s->done_read++;
+		s->done_off = 0;
+	}
+	if (s->done_read >= s->cl.nreads)
+		return 0;
+	uint32_t len = read_piece(e, s->cl.reads[s->done_read].target.length,
+				  s->done_off);
+	s->done_off += len;
+	return len;
 }
 
 /* Emit RDMA Writes of src[0..len) filling chunk c in order (§3.4.6);
@@ -902,7 +958,10 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
 {
 	(void)wc;
 	switch (op) {
-	case WRO_READ:
+	case WRO_READ: {
+		uint32_t len = read_completed(e, s);
+		e->read_bytes_inflight = e->read_bytes_inflight > len
+					 ? e->read_bytes_inflight - len : 0;
 		if (e->reads_inflight)
 			e->reads_inflight--;
 		if (s->reads_inflight)
@@ -910,6 +969,7 @@ void rpcrdma_rs_wc(struct rpcrdma_engine *e, struct responder_slot *s,
 		if (s->state == RS_READING)
 			run_reads(e, s);
 		break;
+	}
 	case WRO_SEND:
 		s->send_pending = false;
 		if (s->state == RS_SENDING) {
@@ -927,6 +987,7 @@ void rpcrdma_rs_conn_lost(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	bool sending = s->send_pending;
 	s->reads_inflight = 0;
+	s->queued = false; /* the pending list was emptied */
 	s->send_pending = false;
 	switch (s->state) {
 	case RS_READING:

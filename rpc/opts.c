@@ -215,6 +215,8 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 		     "0 to 256 (poll groups, client loops; 0: one per CPU)",
 		     &u, err))
 		o->threads = u;
+	if (env_size("RPCRDMA_READ_WINDOW", &m, err))
+		o->read_window = m;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
 }
@@ -253,6 +255,7 @@ static void opts_defaults(struct rpcrdma_opts *o, struct env_err *err)
 	o->versions = RPCRDMA_PREFER_V2;
 	o->rdma_timeout_ms = 30000;
 	o->busy_poll_us = 50;
+	o->read_window = RPC_READ_WINDOW;
 	/* The environment, for programs that take the defaults (rpcgen
 	 * clients, the examples): RPCRDMA_PROVIDER=verbs runs them on an
 	 * RDMA NIC, and so on. */
@@ -333,6 +336,10 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->threads = d.threads;
 	if (out->threads > RPCRDMA_RPC_MAX_THREADS)
 		out->threads = RPCRDMA_RPC_MAX_THREADS;
+	if (!out->read_window)
+		out->read_window = d.read_window;
+	if (out->read_window < 4096)
+		out->read_window = 4096;
 	if (out->busy_poll_us > 1000000)
 		out->busy_poll_us = 1000000;
 	return 0;

@@ -566,6 +566,11 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
  * close): such a connection costs the loop nothing between two of these.
  * Its arrivals wake the loop through its CQ fd as ever; the tick only
  * looks at its CQ once more, in case a wake-up was lost. */
+/* The default read_window (struct rpcrdma_opts): with 128 KiB Reads,
+ * four in flight keep a loopback 1 MiB WRITE stream at its rate while a
+ * poll group still gets round to its other connections between them
+ * (`rpcrdma-perf load --fairness`, docs/SCALE.md). */
+#define RPC_READ_WINDOW (512u << 10)
 #define RPC_QUIET_TICK_MS 2000
 
 /* Something on x may wait on time now (the engine moved, a close was

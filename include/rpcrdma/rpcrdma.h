@@ -180,9 +180,20 @@ struct rpcrdma_opts {
 				       RPCRDMA_THREADS.  A server whose
 				       connections svc_run() attends
 				       (libtirpc) has one */
+	unsigned read_window;       /* server: bytes of RDMA Read in flight
+				       on a connection at most, pulling its
+				       calls' Read chunks (RFC 8166 §3.3.1
+				       leaves such limits to us); a chunk
+				       is read in Reads of at most 128 KiB.
+				       So one client moving bulk data
+				       cannot fill a poll group's time, and
+				       small calls of other connections
+				       interleave.  0: the default, 512 KiB
+				       (4 KiB at least);
+				       RPCRDMA_READ_WINDOW */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD threads
+#define RPCRDMA_OPTS_LAST_FIELD read_window
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted

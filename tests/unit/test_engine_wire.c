@@ -92,6 +92,9 @@ static void collect(struct side *cli)
 			done[ndone++] = ev;
 }
 
+/* Side B's cfg.read_piece and cfg.read_window when not 0 (test_read_pieces). */
+static uint32_t b_read_piece, b_read_window;
+
 /* local_inv_a: side A's cfg.local_inv. */
 static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
 		      bool rinv_b, uint32_t ord, bool local_inv_a)
@@ -113,6 +116,10 @@ static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
 	c.local_inv = true;
 	c.remote_inv = rinv_b;
 	c.xid_seed = 0x8000;
+	if (b_read_piece)
+		c.read_piece = b_read_piece;
+	if (b_read_window)
+		c.read_window = b_read_window;
 	CHECK_EQ(side_create(&B, &c), 0);
 	connect_pair(&A, &B, ord);
 	ndone = 0;
@@ -540,6 +547,99 @@ static void test_ord(void)
 	teardown();
 }
 
+/* One step of pump() with side B's RDMA Reads looked at: those it posts
+ * before any of their completions is taken are the ones in flight at
+ * once.  Returns the bytes of that step's Reads; *max_wr gets the
+ * largest one. */
+static uint64_t step_reads(uint32_t *max_wr, uint32_t *nwr)
+{
+	struct side *sides[2] = {&A, &B};
+	uint64_t bytes = 0;
+	for (int k = 0; k < 2; k++) {
+		struct rpcrdma_engine_wr w;
+		while (rpcrdma_engine_pop_wr(sides[k]->e, &w)) {
+			if (k == 1 && w.send.opcode == RPCRDMA_WR_RDMA_READ) {
+				bytes += w.sge[0].length;
+				(*nwr)++;
+				if (w.sge[0].length > *max_wr)
+					*max_wr = w.sge[0].length;
+			}
+			execute(sides[k], sides[1 - k], &w);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		struct side *s = sides[k];
+		uint32_t n = s->ncq;
+		static struct rpcrdma_wc tmp[FAKE_MAX_CQ];
+		memcpy(tmp, s->cq, n * sizeof *tmp);
+		s->ncq = 0;
+		for (uint32_t i = 0; i < n; i++)
+			rpcrdma_engine_completion(s->e, &tmp[i]);
+	}
+	return bytes;
+}
+
+/* A long Read segment is read in pieces of cfg.read_piece, with at most
+ * cfg.read_window bytes of Reads in flight on the connection (RFC 8166
+ * §3.3.1 leaves limits on Reads in progress to the implementation;
+ * §4.5.3: "RDMA Read operations").  Two calls' chunks at once: a slot
+ * that stalls on the window while its own Reads are in flight, then has
+ * one complete, must wait in the pending queue once (twice would make
+ * the queue a loop).  Both calls arrive intact. */
+static void test_read_pieces(void)
+{
+	b_read_piece = 4096;
+	b_read_window = 10000; /* two pieces fit, a third does not */
+	setup(16, 8, true, true, 16);
+	b_read_piece = b_read_window = 0;
+	/* A first call and its reply grant the client more than the one
+	 * credit it starts with (RFC 8166 §3.3.3). */
+	uint32_t xid1, xid2;
+	CHECK_EQ(start_call(&A, 100, 0, 100, NULL, 0, &xid1), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	mode = SERVE_HOLD;
+	CHECK_EQ(start_call(&A, 100, 50001, 100, NULL, 0, &xid1), 0);
+	CHECK_EQ(start_call(&A, 100, 9000, 100, NULL, 0, &xid2), 0);
+	uint32_t max_wr = 0, nwr = 0;
+	uint64_t most = 0, total = 0;
+	for (int i = 0; i < 200; i++) {
+		uint64_t b = step_reads(&max_wr, &nwr);
+		total += b;
+		if (b > most)
+			most = b;
+	}
+	CHECK_EQ(total, 50001 + 9000);
+	CHECK(most <= 10000);
+	CHECK(most > 4096); /* the window, not one Read at a time */
+	CHECK_EQ(max_wr, 4096);
+	/* ceil(50001 / 4096) + ceil(9000 / 4096) */
+	CHECK_EQ(nwr, 13 + 3);
+	struct rpcrdma_engine_counters cb;
+	rpcrdma_engine_get_counters(B.e, &cb);
+	CHECK(cb.read_window_stalls >= 1);
+	CHECK_EQ(cb.rdma_read_bytes, 50001 + 9000);
+	/* Both calls were delivered; the second one's copy is the last. */
+	struct rpcrdma_engine_event ev;
+	unsigned calls = 0;
+	while (rpcrdma_engine_poll_event(B.e, &ev))
+		if (ev.type == RPCRDMA_EV_INCOMING_CALL) {
+			calls++;
+			last_call_len = ev.call_len;
+			memcpy(last_call, ev.call, ev.call_len);
+			CHECK(ev.xid == xid1 || ev.xid == xid2);
+			if (ev.xid == xid1) {
+				CHECK_EQ(ev.call_len, 40 + 100 + 4 + 50004);
+				CHECK_MEM((const uint8_t *)ev.call + 144, ddp_arg,
+					  50001);
+			}
+		}
+	CHECK_EQ(calls, 2);
+	check_call_seen(100, 9000, xid2);
+	teardown();
+}
+
 /* Connection loss (RFC 8166 §4.5.5, RFC 8167 §5.4): outstanding calls
  * are resent with the same XID on the new connection or completed with
  * a clear error; never twice. */
@@ -692,6 +792,7 @@ int main(void)
 	test_reverse_direction();
 	test_credit_limit();
 	test_ord();
+	test_read_pieces();
 	test_conn_loss();
 	test_mr_starvation();
 	test_mr_starvation_tick();
