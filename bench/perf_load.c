@@ -31,7 +31,9 @@
  * Fairness (--fairness): N connections making small calls (NULL, one in
  * flight each) alone, then the same beside one greedy connection (32 x
  * 1 MiB WRITEs in flight, from a process of its own): the small calls'
- * rate and p99 in both runs and their ratio.
+ * rate and p99 in both runs and their ratio, for each contender of
+ * --with in turn (the greedy one speaks the same API), then side by
+ * side.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1
@@ -843,7 +845,9 @@ static int parse_load_opts(int argc, char **argv, struct lopts *o)
 	o->g.drain_s = 40;
 	o->g.connect_threads = 8;
 	ld_mix_parse("null", &o->g.mix);
-	o->who = 1u << LD_NATIVE | 1u << LD_TIRPC;
+	/* Every contender: the rdma-tirpc column is what rpcgen programs
+	 * get, and most users run those. */
+	o->who = 1u << LD_NATIVE | 1u << LD_RTIRPC | 1u << LD_TIRPC;
 	o->addr = "127.0.0.1";
 	o->rp.idle_s = 1;
 	o->rp.settle_s = 3;
@@ -1326,16 +1330,20 @@ static int cmd_contenders(struct lopts *o, const struct server *srv)
 	return rc;
 }
 
-/* Fairness: small callers alone, then beside a greedy one. */
-static int cmd_fairness(struct lopts *o, const struct server *srv)
-{
-	enum ld_api api = LD_NATIVE;
-	for (unsigned a = 0; a < LD_NAPI; a++)
-		if (o->who & 1u << a) {
-			api = (enum ld_api)a;
-			break;
-		}
+/* Fairness for one contender: its small callers alone, then beside its
+ * greedy one (both through the same API, against the same server). */
+struct fair_result {
+	enum ld_api api;
 	struct ld_group gs[2];
+	struct run_result alone, beside;
+	struct load_nums a, b, gr;
+};
+
+static int fair_one(struct lopts *o, const struct server *srv,
+		    enum ld_api api, struct fair_result *f)
+{
+	struct ld_group *gs = f->gs;
+	f->api = api;
 	gs[0] = o->g;
 	gs[0].api = api;
 	gs[0].procs = 1;
@@ -1356,66 +1364,132 @@ static int cmd_fairness(struct lopts *o, const struct server *srv)
 		gs[0].duration_s = gs[1].duration_s = 5;
 	struct run_params rp = o->rp;
 	rp.idle_s = 0;
-	struct run_result alone, beside;
-	progress(&rp, "fairness: %u small connections alone", o->fair_conns);
-	if (run_groups(srv, gs, 1, &rp, &alone) < 0)
-		return 1;
-	progress(&rp, "fairness: beside one greedy connection");
-	if (run_groups(srv, gs, 2, &rp, &beside) < 0)
-		return 1;
-	struct load_nums a, b, gr;
-	nums_of(&alone, 0, &a);
-	nums_of(&beside, 0, &b);
-	nums_of(&beside, 1, &gr);
-	if (o->json) {
-		printf("{\"benchmark\": \"load-fairness\", \"duration_s\": "
-		       "%.3f, \"alone\": ",
-		       gs[0].duration_s);
-		json_group(&gs[0], &alone, 0);
-		printf(", \"beside\": ");
-		json_group(&gs[0], &beside, 0);
-		printf(", \"greedy\": ");
-		json_group(&gs[1], &beside, 1);
-		printf(", \"ratios\": {");
-		json_num("small_p99_beside_vs_alone", pr_ratio(b.p99, a.p99));
-		printf("\"small_rate_beside_vs_alone\": ");
-		double r = pr_ratio(b.cps, a.cps);
-		if (r > 0)
-			printf("%.3f}}\n", r);
-		else
-			printf("null}}\n");
-		return alone.failed || beside.failed;
-	}
+	progress(&rp, "fairness, %s: %u small connections alone",
+		 ld_api_name[api], o->fair_conns);
+	if (run_groups(srv, gs, 1, &rp, &f->alone) < 0)
+		return -1;
+	progress(&rp, "fairness, %s: beside one greedy connection",
+		 ld_api_name[api]);
+	if (run_groups(srv, gs, 2, &rp, &f->beside) < 0)
+		return -1;
+	nums_of(&f->alone, 0, &f->a);
+	nums_of(&f->beside, 0, &f->b);
+	nums_of(&f->beside, 1, &f->gr);
+	return 0;
+}
+
+static void fair_json(const struct fair_result *f)
+{
+	printf("\"contender\": \"%s\", \"duration_s\": %.3f, \"alone\": ",
+	       ld_api_name[f->api], f->gs[0].duration_s);
+	json_group(&f->gs[0], &f->alone, 0);
+	printf(", \"beside\": ");
+	json_group(&f->gs[0], &f->beside, 0);
+	printf(", \"greedy\": ");
+	json_group(&f->gs[1], &f->beside, 1);
+	printf(", \"ratios\": {");
+	json_num("small_p99_beside_vs_alone", pr_ratio(f->b.p99, f->a.p99));
+	printf("\"small_rate_beside_vs_alone\": ");
+	double r = pr_ratio(f->b.cps, f->a.cps);
+	if (r > 0)
+		printf("%.3f}", r);
+	else
+		printf("null}");
+}
+
+static void fair_text(const struct lopts *o, const struct fair_result *f)
+{
 	char x[32], y[32];
 	printf("== fairness: %u connections x NULL (1 in flight), alone and "
 	       "beside 1 connection x %u x %s in flight; %s, %.1f s each ==\n",
 	       o->fair_conns, o->greedy_depth, o->greedy_mix.text,
-	       ld_api_name[api], gs[0].duration_s);
+	       ld_api_name[f->api], f->gs[0].duration_s);
 	printf("  %-24s %14s %14s %8s\n", "", "alone", "beside greedy",
 	       "ratio");
-	printf("  %-24s %14.0f %14.0f %8.2f\n", "small calls/s", a.cps, b.cps,
-	       pr_ratio(b.cps, a.cps));
-	us_text(x, sizeof(x), a.p50);
-	us_text(y, sizeof(y), b.p50);
+	printf("  %-24s %14.0f %14.0f %8.2f\n", "small calls/s", f->a.cps,
+	       f->b.cps, pr_ratio(f->b.cps, f->a.cps));
+	us_text(x, sizeof(x), f->a.p50);
+	us_text(y, sizeof(y), f->b.p50);
 	printf("  %-24s %14s %14s %8.2f\n", "small p50", x, y,
-	       pr_ratio(b.p50, a.p50));
-	us_text(x, sizeof(x), a.p99);
-	us_text(y, sizeof(y), b.p99);
+	       pr_ratio(f->b.p50, f->a.p50));
+	us_text(x, sizeof(x), f->a.p99);
+	us_text(y, sizeof(y), f->b.p99);
 	printf("  %-24s %14s %14s %8.2f\n", "small p99", x, y,
-	       pr_ratio(b.p99, a.p99));
-	us_text(x, sizeof(x), a.p999);
-	us_text(y, sizeof(y), b.p999);
+	       pr_ratio(f->b.p99, f->a.p99));
+	us_text(x, sizeof(x), f->a.p999);
+	us_text(y, sizeof(y), f->b.p999);
 	printf("  %-24s %14s %14s %8.2f\n", "small p999", x, y,
-	       pr_ratio(b.p999, a.p999));
-	printf("  %-24s %14s %11.0f/s\n", "greedy calls", "-", gr.cps);
-	printf("  %-24s %14s %9.0f MiB/s\n", "greedy data", "-", gr.mibs);
+	       pr_ratio(f->b.p999, f->a.p999));
+	printf("  %-24s %14s %11.0f/s\n", "greedy calls", "-", f->gr.cps);
+	printf("  %-24s %14s %9.0f MiB/s\n", "greedy data", "-", f->gr.mibs);
 	if (!o->rp.quiet) {
-		print_group(&gs[0], &alone, 0, true);
-		print_group(&gs[0], &beside, 0, true);
-		print_group(&gs[1], &beside, 1, true);
+		print_group(&f->gs[0], &f->alone, 0, true);
+		print_group(&f->gs[0], &f->beside, 0, true);
+		print_group(&f->gs[1], &f->beside, 1, true);
+	}
+}
+
+/* Fairness: small callers alone, then beside a greedy one, for each
+ * contender of --with in turn (the same server), and a summary when
+ * there are several. */
+static int cmd_fairness(struct lopts *o, const struct server *srv)
+{
+	struct fair_result *fr = calloc(LD_NAPI, sizeof(*fr));
+	if (!fr)
+		return 1;
+	unsigned n = 0;
+	int rc = 0;
+	for (unsigned a = 0; a < LD_NAPI; a++) {
+		if (!(o->who & 1u << a))
+			continue;
+		if (fair_one(o, srv, (enum ld_api)a, &fr[n]) < 0) {
+			rc = 1;
+			break;
+		}
+		if (fr[n].alone.failed || fr[n].beside.failed)
+			rc = 1;
+		n++;
+	}
+	if (o->json) {
+		/* The first contender's numbers at the top level (the
+		 * layout of one contender), all of them in "contenders". */
+		printf("{\"benchmark\": \"load-fairness\", ");
+		if (n)
+			fair_json(&fr[0]);
+		printf("%s\"contenders\": [", n ? ", " : "");
+		for (unsigned i = 0; i < n; i++) {
+			printf("%s{", i ? ", " : "");
+			fair_json(&fr[i]);
+			printf("}");
+		}
+		printf("]}\n");
+		free(fr);
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++)
+		fair_text(o, &fr[i]);
+	if (n > 1) {
+		printf("== fairness, contenders side by side (beside greedy / "
+		       "alone) ==\n");
+		printf("  %-12s %10s %10s %8s %10s %10s %8s %12s\n",
+		       "contender", "p99 alone", "beside", "ratio",
+		       "calls/s", "beside", "ratio", "greedy MiB/s");
+		for (unsigned i = 0; i < n; i++) {
+			const struct fair_result *f = &fr[i];
+			char x[32], y[32];
+			us_text(x, sizeof(x), f->a.p99);
+			us_text(y, sizeof(y), f->b.p99);
+			printf("  %-12s %10s %10s %8.2f %10.0f %10.0f %8.2f "
+			       "%12.0f\n",
+			       ld_api_name[f->api], x, y,
+			       pr_ratio(f->b.p99, f->a.p99), f->a.cps,
+			       f->b.cps, pr_ratio(f->b.cps, f->a.cps),
+			       f->gr.mibs);
+		}
 	}
 	fflush(stdout);
-	return alone.failed || beside.failed;
+	free(fr);
+	return rc;
 }
 
 int perf_cmd_load(int argc, char **argv)
