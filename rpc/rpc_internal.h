@@ -858,6 +858,11 @@ void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx);
  * chunks (rpcrdma_stats.ddp_copied_rx). */
 void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx);
 
+/* Whether c's calls carry this credential now (the last one set with
+ * rpcrdma_clnt_set_cred_raw); no lock (clnt.c). */
+bool rpcrdma_rpc_clnt_cred_is(struct rpcrdma_clnt *c, uint32_t flavor,
+			      const void *body, size_t len);
+
 /* A reverse-direction client handle on x (clnt.c). */
 int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 			     struct rpcrdma_clnt **out);
