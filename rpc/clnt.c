@@ -488,6 +488,18 @@ RPCRDMA_EXPORT int rpcrdma_clnt_set_cred(struct rpcrdma_clnt *c,
 	return rpcrdma_clnt_set_cred_raw(c, RPCRDMA_AUTH_NONE, NULL, 0);
 }
 
+bool rpcrdma_rpc_clnt_cred_is(struct rpcrdma_clnt *c, uint32_t flavor,
+			      const void *body, size_t len)
+{
+	/* The current header tail, read as build_call reads it: published
+	 * whole and never changed (set_hdr_tail). */
+	const struct hdr_tail *t = atomic_load(&c->tail);
+	return t->len == 16 + len + rpcrdma_xdr_pad(len) &&
+	       rpcrdma_be32_get(t->bytes) == flavor &&
+	       rpcrdma_be32_get(t->bytes + 4) == len &&
+	       (len == 0 || memcmp(t->bytes + 8, body, len) == 0);
+}
+
 RPCRDMA_EXPORT int rpcrdma_clnt_set_cred_raw(struct rpcrdma_clnt *c,
 					     uint32_t flavor,
 					     const void *body, size_t len)

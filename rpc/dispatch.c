@@ -849,11 +849,22 @@ RPCRDMA_EXPORT int rpcrdma_svc_req_peer(const struct rpcrdma_svc_req *r,
 	if (!r || !addr || !len)
 		return RPCRDMA_ERR_INVAL;
 	struct rpc_xprt *x = r->x;
-	pthread_mutex_lock(&x->lock);
-	bool have = x->id != NULL;
-	if (have)
+	bool have;
+	if (x->server) {
+		/* A server's connection keeps the id it was accepted with
+		 * for its whole life (set before any call could come, never
+		 * replaced: only a client reconnects), and the request holds
+		 * the connection: no lock (svc_run() asks for every call,
+		 * rpc/tirpc/svc_rdma.c). */
 		*addr = x->id->peer_addr;
-	pthread_mutex_unlock(&x->lock);
+		have = true;
+	} else {
+		pthread_mutex_lock(&x->lock);
+		have = x->id != NULL;
+		if (have)
+			*addr = x->id->peer_addr;
+		pthread_mutex_unlock(&x->lock);
+	}
 	if (!have)
 		return RPCRDMA_ERR_DISCONNECTED;
 	*len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)

@@ -28,6 +28,7 @@
 #include <malloc.h>
 #endif
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,6 @@ int rpcrdma_rpc_loop_init(struct rpc_loop *l, struct rpc_dev *rd,
 			  void *owner)
 {
 	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->attend_lock, NULL);
 	pthread_mutex_init(&l->req_lock, NULL);
 	pthread_cond_init(&l->req_cv, NULL);
 	l->kickfd = -1;
@@ -99,7 +99,6 @@ fail:
 	if (l->epfd >= 0)
 		close(l->epfd);
 	l->wakefd = l->epfd = l->cq_epfd = -1;
-	pthread_mutex_destroy(&l->attend_lock);
 	pthread_mutex_destroy(&l->req_lock);
 	pthread_cond_destroy(&l->req_cv);
 	return RPCRDMA_ERR_SYSTEM;
@@ -368,14 +367,36 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 	return woken || ncm;
 }
 
+/* The external set has one attendant at a time: svc_run()'s thread
+ * (rpc/tirpc/svc_rdma.c; libtirpc's svc_run is single-threaded), so the
+ * pass count has one writer and needs no lock; the reaper only reads it
+ * (rpcrdma_rpc_loop_external_quiesce). */
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 {
 	struct epoll_event evs[64];
-	pthread_mutex_lock(&l->attend_lock);
+	unsigned p = atomic_load_explicit(&l->ext_pass, memory_order_relaxed);
+	/* Odd before epoll_wait can hand out a datum (seq_cst: a reaper
+	 * whose EPOLL_CTL_DEL this epoll_wait ran before sees it odd). */
+	atomic_store(&l->ext_pass, p + 1);
 	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
 	if (n > 0)
 		handle(l, evs, n, false);
-	pthread_mutex_unlock(&l->attend_lock);
+	/* Even: nothing of this pass is touched any more. */
+	atomic_store_explicit(&l->ext_pass, p + 2, memory_order_release);
+}
+
+void rpcrdma_rpc_loop_external_quiesce(struct rpc_loop *l)
+{
+	/* The datum left the set before this (EPOLL_CTL_DEL, under the
+	 * kernel's lock of the set): a pass that starts after it cannot
+	 * see it, and one that ran epoll_wait before it made the count odd
+	 * first.  So only a pass running now may hold it: wait for that
+	 * one to end (a few microseconds; a reap is rare). */
+	unsigned p = atomic_load(&l->ext_pass);
+	if (!(p & 1))
+		return;
+	while (atomic_load_explicit(&l->ext_pass, memory_order_acquire) == p)
+		sched_yield();
 }
 
 void rpcrdma_rpc_loop_reaped(struct rpc_loop *l)
@@ -593,7 +614,6 @@ void rpcrdma_rpc_loop_fini(struct rpc_loop *l)
 	if (l->wakefd >= 0)
 		close(l->wakefd);
 	l->epfd = l->cq_epfd = l->wakefd = l->kickfd = -1;
-	pthread_mutex_destroy(&l->attend_lock);
 	pthread_mutex_destroy(&l->req_lock);
 	pthread_cond_destroy(&l->req_cv);
 }

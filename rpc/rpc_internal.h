@@ -685,10 +685,11 @@ struct rpc_loop {
 					outside (rpcrdma_rpc_loop_external) */
 	int wakefd;
 	int kickfd;                  /* external set: wakes its attendant */
-	pthread_mutex_t attend_lock; /* external set: held while attending
-					it and while a connection is reaped,
-					so no epoll datum outlives its
-					connection */
+	/* External set: odd while its attendant (svc_run's one thread)
+	 * is in a pass over it, with epoll data in hand; a connection is
+	 * reaped once no pass that may have seen its datum is running
+	 * (rpcrdma_rpc_loop_external_quiesce). */
+	atomic_uint ext_pass;
 	atomic_int stop;             /* set by rpcrdma_rpc_loop_stop() */
 	struct rpc_spin spin;        /* whether its spins paid */
 	/* Connections that just had work, left unarmed while the loop
@@ -760,6 +761,9 @@ struct rpc_loop *rpcrdma_rpc_loop_self(void);
  * Returns the fd or a negative error. */
 int rpcrdma_rpc_loop_external(struct rpc_loop *l);
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l);
+/* After the CQ fd of a connection left the external set: returns once
+ * no pass of its attendant can still hold the connection's datum. */
+void rpcrdma_rpc_loop_external_quiesce(struct rpc_loop *l);
 void rpcrdma_rpc_loop_kick(struct rpc_loop *l);
 int rpcrdma_rpc_loop_start(struct rpc_loop *l);
 /* From on_round (loop thread): it freed connections.  Once none has been
@@ -862,6 +866,11 @@ void rpcrdma_rpc_req_count_copied(struct rpcrdma_svc_req *r, uint64_t rx);
 /* The libtirpc adapter copied rx bytes of DDP results out of their
  * chunks (rpcrdma_stats.ddp_copied_rx). */
 void rpcrdma_rpc_clnt_count_copied(struct rpcrdma_clnt *cl, uint64_t rx);
+
+/* Whether c's calls carry this credential now (the last one set with
+ * rpcrdma_clnt_set_cred_raw); no lock (clnt.c). */
+bool rpcrdma_rpc_clnt_cred_is(struct rpcrdma_clnt *c, uint32_t flavor,
+			      const void *body, size_t len);
 
 /* A reverse-direction client handle on x (clnt.c). */
 int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,

@@ -199,13 +199,12 @@ static void svc_refuse_resources(struct rpcrdma_svc *s,
 /* Unregisters x from its loop and frees it: on that loop's thread, or
  * once it has stopped (epoll data and the loop's hot list name x until
  * then).  svc_run() may be attending the loop's set with x's datum in
- * hand: wait for it (attend_lock). */
+ * hand: wait for that pass to end. */
 static void reap(struct rpc_xprt *x)
 {
 	struct rpc_loop *l = x->loop;
-	pthread_mutex_lock(&l->attend_lock);
 	rpcrdma_rpc_loop_remove(l, x);
-	pthread_mutex_unlock(&l->attend_lock);
+	rpcrdma_rpc_loop_external_quiesce(l);
 	pthread_mutex_lock(&x->lock);
 	rpcrdma_rpc_xprt_quiesce_locked(x);
 	pthread_mutex_unlock(&x->lock);

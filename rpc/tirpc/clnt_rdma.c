@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,21 +26,23 @@ struct cb_prog {
 	void (*dispatch)(struct svc_req *, SVCXPRT *);
 };
 
+/* A call takes no lock of this file (issue: one lock per connection per
+ * poll pass, none beyond it on the synchronous path): what it reads is
+ * atomic (the time-out set, the bindings' table, the native client's
+ * credential), and what it leaves for clnt_geterr / CLGET_XID is written
+ * under the lock only when it is not what is there already (a failure
+ * after a success, a success after a failure). */
 struct clnt_rdma {
 	struct rpcrdma_clnt *c;
 	uint32_t prog, vers;
-	pthread_mutex_t lock;      /* everything below */
-	struct timeval timeout;
-	bool timeout_set;          /* CLSET_TIMEOUT overrides clnt_call's */
+	pthread_mutex_t lock;      /* the fields below, unless atomic */
+	struct timeval timeout;    /* for CLGET_TIMEOUT */
+	atomic_uint timeout_ms;    /* CLSET_TIMEOUT's, overriding
+				      clnt_call's; 0: not set */
 	struct rpc_err err;        /* of the last call (clnt_geterr) */
-	uint32_t last_xid;
-	/* The credential last handed to the native client, to skip setting
-	 * it again when cl_auth did not change. */
-	uint32_t cred_flavor;
-	uint8_t cred[MAX_AUTH_BYTES];
-	size_t cred_len;
-	bool cred_set;
-	struct ulb_table ulb;
+	atomic_bool err_ok;        /* err is RPC_SUCCESS, all zero */
+	atomic_uint last_xid;
+	struct ulb_table ulb;      /* written under lock */
 	struct cb_prog **cbs;      /* owned; the native registrations
 				      point at them */
 	size_t ncbs;
@@ -71,6 +74,8 @@ static unsigned timeout_ms(const struct timeval *tv)
 	return ms > UINT32_MAX ? UINT32_MAX : (unsigned)ms;
 }
 
+/* The native client's credential becomes cl_auth's, when it is not
+ * already (compared with what its calls carry, without a lock). */
 static int sync_cred(struct clnt_rdma *cr, AUTH *a)
 {
 	uint32_t flavor = a ? (uint32_t)a->ah_cred.oa_flavor : 0;
@@ -78,18 +83,25 @@ static int sync_cred(struct clnt_rdma *cr, AUTH *a)
 	size_t len = a ? a->ah_cred.oa_length : 0;
 	if (len > MAX_AUTH_BYTES)
 		return RPCRDMA_ERR_INVAL;
-	if (cr->cred_set && cr->cred_flavor == flavor && cr->cred_len == len &&
-	    (len == 0 || memcmp(cr->cred, body, len) == 0))
+	if (rpcrdma_rpc_clnt_cred_is(cr->c, flavor, body, len))
 		return 0;
-	int rc = rpcrdma_clnt_set_cred_raw(cr->c, flavor, body, len);
-	if (rc == 0) {
-		cr->cred_flavor = flavor;
-		cr->cred_len = len;
-		if (len)
-			memcpy(cr->cred, body, len);
-		cr->cred_set = true;
-	}
-	return rc;
+	return rpcrdma_clnt_set_cred_raw(cr->c, flavor, body, len);
+}
+
+/* The outcome of the last call, for clnt_geterr.  A success after a
+ * success writes nothing, so a client's calls in a row take no lock. */
+static void set_err(struct clnt_rdma *cr, const struct rpc_err *err)
+{
+	bool ok = err->re_status == RPC_SUCCESS && !err->re_errno;
+	if (ok && atomic_load(&cr->err_ok))
+		return;
+	pthread_mutex_lock(&cr->lock);
+	if (ok)
+		memset(&cr->err, 0, sizeof(cr->err));
+	else
+		cr->err = *err;
+	atomic_store(&cr->err_ok, ok);
+	pthread_mutex_unlock(&cr->lock);
 }
 
 /* The native outcome as libtirpc reports it (clnt_perror's wording). */
@@ -201,13 +213,11 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	size_t lent_len = result_buf.len;
 	result_buf.cl = NULL;
 
-	pthread_mutex_lock(&cr->lock);
-	struct timeval tv = cr->timeout_set ? cr->timeout : tmo;
-	const struct ulb_entry *u = ulb_find(&cr->ulb, cr->prog, cr->vers, proc);
-	struct ulb_entry b = u ? *u : (struct ulb_entry){ 0 };
-	int crc = sync_cred(cr, cl->cl_auth);
-	pthread_mutex_unlock(&cr->lock);
-	if (crc < 0) {
+	unsigned set_ms = atomic_load(&cr->timeout_ms);
+	struct ulb_entry b;
+	if (!ulb_lookup(&cr->ulb, cr->prog, cr->vers, (uint32_t)proc, &b))
+		b = (struct ulb_entry){ 0 };
+	if (sync_cred(cr, cl->cl_auth) < 0) {
 		err.re_status = RPC_CANTENCODEARGS;
 		goto out;
 	}
@@ -242,7 +252,7 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		.reply_max = reply_max,
 		.ddp_result_max = ddp_max ? &ddp_max : NULL,
 		.nddp_results = ddp_max ? 1 : 0,
-		.timeout_ms = timeout_ms(&tv),
+		.timeout_ms = set_ms ? set_ms : timeout_ms(&tmo),
 	};
 	struct rpcrdma_reply rep;
 	memset(&rep, 0, sizeof(rep));
@@ -269,17 +279,10 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 			err.re_status = RPC_CANTDECODERES;
 		rpcrdma_rpc_clnt_count_copied(cr->c, s.copied);
 	}
-	uint32_t xid = rep.xid;
+	atomic_store_explicit(&cr->last_xid, rep.xid, memory_order_relaxed);
 	rpcrdma_reply_free(&rep);
-	pthread_mutex_lock(&cr->lock);
-	cr->last_xid = xid;
-	cr->err = err;
-	pthread_mutex_unlock(&cr->lock);
-	return err.re_status;
 out:
-	pthread_mutex_lock(&cr->lock);
-	cr->err = err;
-	pthread_mutex_unlock(&cr->lock);
+	set_err(cr, &err);
 	return err.re_status;
 }
 
@@ -291,6 +294,10 @@ static void clnt_rdma_abort(CLIENT *cl)
 static void clnt_rdma_geterr(CLIENT *cl, struct rpc_err *e)
 {
 	struct clnt_rdma *cr = CR(cl);
+	if (atomic_load(&cr->err_ok)) {
+		memset(e, 0, sizeof(*e));
+		return;
+	}
 	pthread_mutex_lock(&cr->lock);
 	*e = cr->err;
 	pthread_mutex_unlock(&cr->lock);
@@ -333,7 +340,7 @@ static bool_t clnt_rdma_control(CLIENT *cl, u_int req, void *info)
 			break;
 		}
 		cr->timeout = *(struct timeval *)info;
-		cr->timeout_set = true;
+		atomic_store(&cr->timeout_ms, timeout_ms(&cr->timeout));
 		break;
 	case CLGET_TIMEOUT:
 		if (info)
@@ -345,7 +352,8 @@ static bool_t clnt_rdma_control(CLIENT *cl, u_int req, void *info)
 		break;
 	case CLGET_XID:
 		if (info)
-			*(uint32_t *)info = cr->last_xid;
+			*(uint32_t *)info = atomic_load_explicit(
+				&cr->last_xid, memory_order_relaxed);
 		break;
 	case CLGET_VERS:
 		if (info)
@@ -406,6 +414,7 @@ CLIENT *tirpc_wrap_clnt(struct rpcrdma_clnt *nc, uint32_t prog, uint32_t vers,
 	cr->prog = prog;
 	cr->vers = vers;
 	cr->timeout.tv_sec = 25; /* libtirpc's customary default */
+	atomic_init(&cr->err_ok, true); /* err: all zero */
 	if (addr && addrlen <= sizeof(cr->addr)) {
 		memcpy(&cr->addr, addr, addrlen);
 		cr->addrlen = addrlen;
@@ -475,7 +484,7 @@ RPCRDMA_EXPORT bool_t clnt_rdma_stats_sized(CLIENT *cl, struct rpcrdma_stats *s,
 static enum rpcrdma_svc_stat cb_handler(struct rpcrdma_svc_req *req, void *arg)
 {
 	struct cb_prog *p = arg;
-	return tirpc_dispatch_direct(req, p->dispatch, NULL, NULL);
+	return tirpc_dispatch_direct(req, p->dispatch, NULL);
 }
 
 RPCRDMA_EXPORT bool_t clnt_rdma_register_callback(

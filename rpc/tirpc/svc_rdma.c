@@ -23,6 +23,7 @@
 #include <err.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,23 +47,83 @@ struct tirpc_call {
 	bool replied;
 };
 
+/* Calls waiting for svc_run(), in order. */
+struct req_queue {
+	struct rpcrdma_svc_req *head, *tail;
+};
+
+/* Locks on svc_run()'s way (issue: one lock per connection per poll
+ * pass): the calls svc_run() takes itself, while it attends the
+ * connections, go on a queue only its thread touches (own), and the
+ * call being dispatched (cur) is its thread's alone too: libtirpc calls
+ * a transport's xp_recv, xp_stat, xp_reply and xp_destroy from the
+ * thread running svc_run(), and svc_sendreply() is made from the
+ * dispatch function it runs.  Only the native loop's thread, which
+ * takes a call now and then, hands calls over through the locked queue
+ * (shared); svc_run() looks at it only when `queued` says it holds one.
+ * A NULL call then takes no lock of this file: the connection's own
+ * lock, once per poll pass and once for the reply, is all. */
 struct svc_rdma {
 	SVCXPRT *xprt;
 	struct xprt_ext ext;
 	struct rpcrdma_svc *svc;
 	struct rpc_loop *loop;
-	pthread_mutex_t lock;
-	struct rpcrdma_svc_req *head, *tail; /* waiting for svc_run() */
-	struct tirpc_call cur;          /* being dispatched (req NULL: none) */
-	bool closing;
+	pthread_mutex_t lock;           /* shared; writers of ulb */
+	struct req_queue shared;        /* taken by another thread */
+	atomic_bool queued;             /* shared.head != NULL */
+	atomic_bool closing;            /* set under lock */
+	struct req_queue own;           /* svc_run()'s thread only */
+	struct tirpc_call cur;          /* being dispatched (req NULL: none);
+					   svc_run()'s thread only */
 	struct ulb_table ulb;
 	char *netid;
 	struct sockaddr_storage rtaddr; /* the current call's peer */
 };
 
 /* The server svc_run() is attending on this thread right now: calls it
- * takes need no wake-up. */
+ * takes go on its own queue, and need no wake-up. */
 static _Thread_local struct svc_rdma *attending;
+
+static void queue_add(struct req_queue *q, struct rpcrdma_svc_req *r)
+{
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+}
+
+static struct rpcrdma_svc_req *queue_take(struct req_queue *q)
+{
+	struct rpcrdma_svc_req *r = q->head;
+	if (r) {
+		q->head = r->next;
+		if (!q->head)
+			q->tail = NULL;
+	}
+	return r;
+}
+
+/* On svc_run()'s thread: the next call for it, first from the shared
+ * queue (the older calls, as a rule), or NULL. */
+static struct rpcrdma_svc_req *next_call(struct svc_rdma *s)
+{
+	if (atomic_load(&s->queued)) {
+		pthread_mutex_lock(&s->lock);
+		struct rpcrdma_svc_req *r = queue_take(&s->shared);
+		atomic_store(&s->queued, s->shared.head != NULL);
+		pthread_mutex_unlock(&s->lock);
+		if (r)
+			return r;
+	}
+	return queue_take(&s->own);
+}
+
+static bool more_calls(struct svc_rdma *s)
+{
+	return s->own.head || atomic_load(&s->queued);
+}
 
 /* Whether svc_run's spins paid (busy_poll.c), per thread running it: the
  * loop thread keeps its own. */
@@ -77,8 +138,7 @@ struct direct_xprt {
 	SVCXPRT x;
 	struct xprt_ext ext;
 	struct tirpc_call *call;
-	const struct ulb_table *ulb;
-	pthread_mutex_t *ulb_lock;
+	struct ulb_table *ulb;
 };
 
 static struct tirpc_call *cur_call(SVCXPRT *x)
@@ -92,29 +152,20 @@ static struct tirpc_call *cur_call(SVCXPRT *x)
 static bool ddp_results_allowed(SVCXPRT *x, struct rpcrdma_svc_req *req,
 				size_t *ddp_min)
 {
-	const struct ulb_table *t;
-	pthread_mutex_t *lock;
-	if (x->xp_p2 == &direct_tag) {
-		struct direct_xprt *d = (struct direct_xprt *)x;
-		t = d->ulb;
-		lock = d->ulb_lock;
-	} else {
-		struct svc_rdma *s = x->xp_p1;
-		t = &s->ulb;
-		lock = &s->lock;
-	}
+	struct ulb_table *t;
+	if (x->xp_p2 == &direct_tag)
+		t = ((struct direct_xprt *)x)->ulb;
+	else
+		t = &((struct svc_rdma *)x->xp_p1)->ulb;
 	*ddp_min = RPCRDMA_TIRPC_DDP_MIN;
-	if (!t)
+	struct ulb_entry u;
+	if (!t || !ulb_lookup(t, rpcrdma_svc_req_prog(req),
+			      rpcrdma_svc_req_vers(req),
+			      rpcrdma_svc_req_proc(req), &u))
 		return false;
-	pthread_mutex_lock(lock);
-	const struct ulb_entry *u = ulb_find(t, rpcrdma_svc_req_prog(req),
-					     rpcrdma_svc_req_vers(req),
-					     rpcrdma_svc_req_proc(req));
-	bool allowed = u && u->ddp_result_max;
-	if (u && u->ddp_min)
-		*ddp_min = u->ddp_min;
-	pthread_mutex_unlock(lock);
-	return allowed;
+	if (u.ddp_min)
+		*ddp_min = u.ddp_min;
+	return u.ddp_result_max != 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -219,25 +270,17 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
 static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
-	pthread_mutex_lock(&s->lock);
-	if (!s->head) {
+	struct rpcrdma_svc_req *r = next_call(s);
+	if (!r) {
 		/* Poll the connections with work on this very thread; their
-		 * calls land on our queue (queue_handler). */
-		pthread_mutex_unlock(&s->lock);
+		 * calls land on our own queue (queue_handler). */
 		attending = s;
 		rpcrdma_rpc_loop_attend_external(s->loop);
 		attending = NULL;
-		pthread_mutex_lock(&s->lock);
-	}
-	struct rpcrdma_svc_req *r = s->head;
-	if (r) {
-		s->head = r->next;
-		if (!s->head)
-			s->tail = NULL;
+		r = next_call(s);
 	}
 	s->cur.req = r;
 	s->cur.replied = false;
-	pthread_mutex_unlock(&s->lock);
 	if (!r)
 		return FALSE;
 	/* svc_getrpccaller(): the address of the peer this call came from
@@ -266,17 +309,18 @@ static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 static enum xprt_stat l_stat(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
-	pthread_mutex_lock(&s->lock);
 	struct rpcrdma_svc_req *r = s->cur.req;
 	bool replied = s->cur.replied;
 	s->cur.req = NULL;
-	enum xprt_stat st = s->head ? XPRT_MOREREQS : XPRT_IDLE;
-	pthread_mutex_unlock(&s->lock);
+	/* A call its finish lets through (the Responder slot it frees) comes
+	 * to this thread's own queue, with no wake-up. */
+	attending = s;
 	/* A dispatch function that sent nothing: the call must still
 	 * complete exactly once (the client would wait forever). */
 	if (r)
 		rpcrdma_rpc_req_done(r, replied ? RPCRDMA_SVC_OK
 						: RPCRDMA_SVC_SYSTEM_ERR);
+	enum xprt_stat st = more_calls(s) ? XPRT_MOREREQS : XPRT_IDLE;
 	/* A call was just served: its client's next one is likely soon.
 	 * Poll for it a while before svc_run() sleeps (busy_poll.c);
 	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
@@ -285,17 +329,14 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	if (r && st == XPRT_IDLE &&
 	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy,
 				   &now)) {
-		attending = s;
 		do {
 			rpcrdma_rpc_loop_attend_external(s->loop);
-			pthread_mutex_lock(&s->lock);
-			if (s->head)
+			if (more_calls(s))
 				st = XPRT_MOREREQS;
-			pthread_mutex_unlock(&s->lock);
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
 		rpcrdma_rpc_busy_end(&run_spin, st != XPRT_IDLE);
-		attending = NULL;
 	}
+	attending = NULL;
 	return st;
 }
 
@@ -304,17 +345,22 @@ static void l_destroy(SVCXPRT *x)
 	struct svc_rdma *s = x->xp_p1;
 	xprt_unregister(x);
 	pthread_mutex_lock(&s->lock);
-	s->closing = true;
-	struct rpcrdma_svc_req *r = s->head;
-	s->head = s->tail = NULL;
+	atomic_store(&s->closing, true);
+	struct rpcrdma_svc_req *r = s->shared.head;
+	s->shared.head = s->shared.tail = NULL;
+	atomic_store(&s->queued, false);
+	pthread_mutex_unlock(&s->lock);
 	struct rpcrdma_svc_req *cur = s->cur.req;
 	bool replied = s->cur.replied;
 	s->cur.req = NULL;
-	pthread_mutex_unlock(&s->lock);
-	while (r) {
-		struct rpcrdma_svc_req *n = r->next;
-		rpcrdma_rpc_req_done(r, RPCRDMA_SVC_SYSTEM_ERR);
-		r = n;
+	for (int i = 0; i < 2; i++) {
+		while (r) {
+			struct rpcrdma_svc_req *n = r->next;
+			rpcrdma_rpc_req_done(r, RPCRDMA_SVC_SYSTEM_ERR);
+			r = n;
+		}
+		r = s->own.head;
+		s->own.head = s->own.tail = NULL;
 	}
 	if (cur)
 		rpcrdma_rpc_req_done(cur, replied ? RPCRDMA_SVC_OK
@@ -347,26 +393,29 @@ static const struct xp_ops listen_ops = {
 static const struct xp_ops2 ops2 = { .xp_control = x_control };
 
 /* The native handler for every call (deferred: it only takes the
- * request): queue it for svc_run(), waking it unless it is the thread
- * polling right now. */
+ * request): queue it for svc_run().  On svc_run()'s own thread, polling
+ * right now, it goes on that thread's queue, no lock, no wake-up; from
+ * any other thread (the native loop's), on the shared queue, waking
+ * svc_run(). */
 static enum rpcrdma_svc_stat queue_handler(struct rpcrdma_svc_req *req, void *arg)
 {
 	struct svc_rdma *s = arg;
+	if (attending == s) {
+		/* closing is set by l_destroy, which libtirpc runs on this
+		 * same thread, never while it attends. */
+		queue_add(&s->own, req);
+		return RPCRDMA_SVC_OK;
+	}
 	pthread_mutex_lock(&s->lock);
-	if (s->closing) {
+	if (atomic_load(&s->closing)) {
 		pthread_mutex_unlock(&s->lock);
 		rpcrdma_rpc_req_done(req, RPCRDMA_SVC_SYSTEM_ERR);
 		return RPCRDMA_SVC_OK;
 	}
-	req->next = NULL;
-	if (s->tail)
-		s->tail->next = req;
-	else
-		s->head = req;
-	s->tail = req;
+	queue_add(&s->shared, req);
+	atomic_store(&s->queued, true);
 	pthread_mutex_unlock(&s->lock);
-	if (attending != s)
-		rpcrdma_rpc_loop_kick(s->loop);
+	rpcrdma_rpc_loop_kick(s->loop);
 	return RPCRDMA_SVC_OK;
 }
 
@@ -488,14 +537,13 @@ static struct svc_auth_ops null_auth_ops = {
 enum rpcrdma_svc_stat tirpc_dispatch_direct(
 	struct rpcrdma_svc_req *req,
 	void (*dispatch)(struct svc_req *, SVCXPRT *),
-	const struct ulb_table *ulb, pthread_mutex_t *ulb_lock)
+	struct ulb_table *ulb)
 {
 	struct tirpc_call c = { .req = req };
 	struct direct_xprt d;
 	memset(&d, 0, sizeof(d));
 	d.call = &c;
 	d.ulb = ulb;
-	d.ulb_lock = ulb_lock;
 	d.x.xp_fd = -1;
 	d.x.xp_ops = &direct_ops;
 	d.x.xp_ops2 = &ops2;

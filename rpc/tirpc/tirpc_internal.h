@@ -17,6 +17,7 @@
 #ifndef RPCRDMA_RPC_TIRPC_INTERNAL_H
 #define RPCRDMA_RPC_TIRPC_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,19 +85,28 @@ struct ulb_entry {
 	size_t ddp_result_max, reply_max, ddp_min;
 };
 
-struct ulb_table {
-	struct ulb_entry *e;
-	size_t n, cap;
+/* The table is read without a lock on every call (ulb_lookup): it is
+ * replaced whole when bindings are set (rare), and a replaced one is
+ * freed once no reader can still be looking at it. */
+struct ulb_entries {
+	struct ulb_entries *older;   /* replaced, not yet freed */
+	size_t n;
+	struct ulb_entry e[];
 };
 
-/* NULL when (prog, vers, proc) has no entry. */
-const struct ulb_entry *ulb_find(const struct ulb_table *t, uint32_t prog,
-				 uint32_t vers, uint32_t proc);
-/* Adds or replaces.  -1 when out of memory. */
-int ulb_set(struct ulb_table *t, const struct ulb_entry *e);
+struct ulb_table {
+	_Atomic(struct ulb_entries *) cur; /* NULL: no bindings */
+	atomic_uint readers;               /* inside ulb_lookup */
+};
+
+/* Copies the entry of (prog, vers, proc) to *out; false when there is
+ * none.  No lock. */
+bool ulb_lookup(struct ulb_table *t, uint32_t prog, uint32_t vers,
+		uint32_t proc, struct ulb_entry *out);
 void ulb_free(struct ulb_table *t);
-/* Adds the bindings of n procedures of (prog, vers) under lock.  FALSE
- * when out of memory (the earlier entries stay). */
+/* Sets the bindings of n procedures of (prog, vers), replacing earlier
+ * ones of the same procedures; writers are serialised by lock.  FALSE
+ * when out of memory (nothing changes then). */
 bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
 		     uint32_t vers, const struct rpcrdma_ulb_proc *procs,
 		     unsigned n);
@@ -128,6 +138,6 @@ struct svc_rdma_req;
 enum rpcrdma_svc_stat tirpc_dispatch_direct(
 	struct rpcrdma_svc_req *req,
 	void (*dispatch)(struct svc_req *, SVCXPRT *),
-	const struct ulb_table *ulb, pthread_mutex_t *ulb_lock);
+	struct ulb_table *ulb);
 
 #endif

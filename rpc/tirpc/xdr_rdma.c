@@ -344,50 +344,71 @@ void xdr_scatter_create(XDR *xdrs, struct xdr_scatter *s, const void *p,
  * Binding table
  */
 
-const struct ulb_entry *ulb_find(const struct ulb_table *t, uint32_t prog,
-				 uint32_t vers, uint32_t proc)
+bool ulb_lookup(struct ulb_table *t, uint32_t prog, uint32_t vers,
+		uint32_t proc, struct ulb_entry *out)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->e[i].prog == prog && t->e[i].vers == vers &&
-		    t->e[i].proc == proc)
-			return &t->e[i];
-	return NULL;
+	/* Counted before the table is loaded: a writer that sees no reader
+	 * after publishing a new table knows nobody holds an older one. */
+	atomic_fetch_add(&t->readers, 1);
+	const struct ulb_entries *c = atomic_load(&t->cur);
+	bool found = false;
+	for (size_t i = 0; c && i < c->n; i++)
+		if (c->e[i].prog == prog && c->e[i].vers == vers &&
+		    c->e[i].proc == proc) {
+			*out = c->e[i];
+			found = true;
+			break;
+		}
+	atomic_fetch_sub(&t->readers, 1);
+	return found;
 }
 
-int ulb_set(struct ulb_table *t, const struct ulb_entry *e)
+static void entries_free(struct ulb_entries *c)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->e[i].prog == e->prog && t->e[i].vers == e->vers &&
-		    t->e[i].proc == e->proc) {
-			t->e[i] = *e;
-			return 0;
-		}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct ulb_entry *n = realloc(t->e, cap * sizeof(*n));
-		if (!n)
-			return -1;
-		t->e = n;
-		t->cap = cap;
+	while (c) {
+		struct ulb_entries *o = c->older;
+		free(c);
+		c = o;
 	}
-	t->e[t->n++] = *e;
-	return 0;
 }
 
 void ulb_free(struct ulb_table *t)
 {
-	free(t->e);
-	t->e = NULL;
-	t->n = t->cap = 0;
+	entries_free(atomic_load(&t->cur));
+	atomic_store(&t->cur, NULL);
+}
+
+/* The entry of (prog, vers, proc) in c, or NULL. */
+static struct ulb_entry *entry_of(struct ulb_entries *c, uint32_t prog,
+				  uint32_t vers, uint32_t proc)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->e[i].prog == prog && c->e[i].vers == vers &&
+		    c->e[i].proc == proc)
+			return &c->e[i];
+	return NULL;
 }
 
 bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
 		     uint32_t vers, const struct rpcrdma_ulb_proc *procs,
 		     unsigned n)
 {
-	bool_t ok = TRUE;
 	pthread_mutex_lock(lock);
-	for (unsigned i = 0; i < n && ok; i++) {
+	struct ulb_entries *old = atomic_load(&t->cur);
+	size_t have = old ? old->n : 0;
+	/* The new table: a copy of the current one with the n procedures
+	 * replaced or added (at most n more entries). */
+	struct ulb_entries *c = malloc(sizeof(*c) +
+				       (have + n) * sizeof(c->e[0]));
+	if (!c) {
+		pthread_mutex_unlock(lock);
+		return FALSE;
+	}
+	c->older = old;
+	c->n = have;
+	if (have)
+		memcpy(c->e, old->e, have * sizeof(c->e[0]));
+	for (unsigned i = 0; i < n; i++) {
 		struct ulb_entry e = {
 			.prog = prog, .vers = vers,
 			.proc = (uint32_t)procs[i].proc,
@@ -396,10 +417,23 @@ bool_t ulb_set_procs(struct ulb_table *t, pthread_mutex_t *lock, uint32_t prog,
 			.reply_max = procs[i].reply_max,
 			.ddp_min = procs[i].ddp_min,
 		};
-		ok = ulb_set(t, &e) == 0;
+		struct ulb_entry *u = entry_of(c, prog, vers, e.proc);
+		if (u)
+			*u = e;
+		else
+			c->e[c->n++] = e;
+	}
+	/* Published whole: a reader sees the old table or the new one,
+	 * never one half written.  The older ones go as soon as no reader
+	 * is inside ulb_lookup (one that comes in now finds the new table);
+	 * until then they stay, for the next writer or ulb_free. */
+	atomic_store(&t->cur, c);
+	if (atomic_load(&t->readers) == 0) {
+		entries_free(c->older);
+		c->older = NULL;
 	}
 	pthread_mutex_unlock(lock);
-	return ok;
+	return TRUE;
 }
 
 void tirpc_create_error(enum clnt_stat st, int rc)
