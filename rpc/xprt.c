@@ -505,6 +505,8 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->recoveries += k.recoveries;
 	s->retransmissions += k.retransmissions;
 	s->rdma_timeouts += k.rdma_timeouts;
+	s->ord_stalls += k.ord_stalls;
+	s->read_window_stalls += k.read_window_stalls;
 	pthread_mutex_lock(&x->lock);
 	s->reconnects += x->reconnects;
 	s->registrations += x->registrations +

@@ -478,6 +478,9 @@ struct rpcrdma_stats {
 	 * FPDU, and at most 16 KiB of the first FPDU of a large message
 	 * after small ones; hardware copies nothing). */
 	uint64_t ddp_copied_placed;
+	/* As Responder: RDMA Reads of Read chunks that waited, for the ORD
+	 * (the peer's IRD, RFC 8166 §3.3.1) and for opts.read_window. */
+	uint64_t ord_stalls, read_window_stalls;
 	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
 
@@ -502,7 +505,8 @@ struct rpcrdma_stats {
 	X(rdma_timeouts, 1) X(connections_refused, 1) X(registrations, 1)    \
 	X(chunked_calls_received, 1) X(long_calls_received, 1)             \
 	X(ddp_copied_tx, 1) X(ddp_copied_rx, 1) X(reg_cache_hits, 1)         \
-	X(reg_cache_misses, 1) X(windows_reused, 1) X(ddp_copied_placed, 1)
+	X(reg_cache_misses, 1) X(windows_reused, 1) X(ddp_copied_placed, 1) \
+	X(ord_stalls, 1) X(read_window_stalls, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:
