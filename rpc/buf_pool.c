@@ -17,15 +17,15 @@
  * registration can never name pages that changed (docs/DEVICES.md).
  *
  * Bounds: the free lists hold at most RPC_POOL_KEEP bytes, or the most
- * lent out at once in the last RPC_POOL_IDLE_MS if that is more; a buffer given back beyond
- * that, or unused for RPC_POOL_IDLE_MS, is deregistered and unmapped
- * (rpcrdma_rpc_bufpool_trim, from the loop's tick), so memory comes back
- * once the traffic stops.  Why the lent bytes: a connection with 32
- * 1 MiB calls in flight lends 64 MiB (2 MiB classes); when a burst of
- * its replies gives more than half of them back before the next calls
- * arrive, a fixed bound unmapped the rest and the next calls faulted fresh pages in
- * again (a sixth of a poll group's time in page faults and zeroing,
- * measured with `rpcrdma-perf load --fairness`).
+ * lent out at once in the last RPC_POOL_IDLE_MS if that is more; a
+ * buffer given back beyond that, or unused for RPC_POOL_IDLE_MS, is
+ * deregistered and unmapped (rpcrdma_rpc_bufpool_trim, from the loop's
+ * tick), so memory comes back once the traffic stops.  Why the lent
+ * bytes: a connection with 32 1 MiB calls in flight lends 64 MiB (2 MiB
+ * classes); when a burst of its replies gave more than half of them back
+ * before the next calls arrived, a fixed bound unmapped the rest and the
+ * next calls faulted fresh pages in again (a sixth of a poll group's time
+ * in page faults and zeroing, `rpcrdma-perf load --fairness`).
  *
  * Lookup: registration.c finds the buffer that holds an address (the
  * engine registers by address) in a table sorted by address.

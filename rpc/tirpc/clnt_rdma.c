@@ -37,8 +37,9 @@ struct clnt_rdma {
 	uint32_t prog, vers;
 	pthread_mutex_t lock;      /* the fields below, unless atomic */
 	struct timeval timeout;    /* for CLGET_TIMEOUT */
-	atomic_uint timeout_ms;    /* CLSET_TIMEOUT's, overriding
-				      clnt_call's; 0: not set */
+	atomic_uint_fast64_t set_ms; /* CLSET_TIMEOUT's, in ms, plus 1
+					(0: not set), overriding
+					clnt_call's */
 	struct rpc_err err;        /* of the last call (clnt_geterr) */
 	atomic_bool err_ok;        /* err is RPC_SUCCESS, all zero */
 	atomic_uint last_xid;
@@ -213,7 +214,7 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 	size_t lent_len = result_buf.len;
 	result_buf.cl = NULL;
 
-	unsigned set_ms = atomic_load(&cr->timeout_ms);
+	uint64_t set_ms = atomic_load(&cr->set_ms);
 	struct ulb_entry b;
 	if (!ulb_lookup(&cr->ulb, cr->prog, cr->vers, (uint32_t)proc, &b))
 		b = (struct ulb_entry){ 0 };
@@ -252,7 +253,7 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		.reply_max = reply_max,
 		.ddp_result_max = ddp_max ? &ddp_max : NULL,
 		.nddp_results = ddp_max ? 1 : 0,
-		.timeout_ms = set_ms ? set_ms : timeout_ms(&tmo),
+		.timeout_ms = set_ms ? (unsigned)(set_ms - 1) : timeout_ms(&tmo),
 	};
 	struct rpcrdma_reply rep;
 	memset(&rep, 0, sizeof(rep));
@@ -340,7 +341,7 @@ static bool_t clnt_rdma_control(CLIENT *cl, u_int req, void *info)
 			break;
 		}
 		cr->timeout = *(struct timeval *)info;
-		atomic_store(&cr->timeout_ms, timeout_ms(&cr->timeout));
+		atomic_store(&cr->set_ms, (uint64_t)timeout_ms(&cr->timeout) + 1);
 		break;
 	case CLGET_TIMEOUT:
 		if (info)

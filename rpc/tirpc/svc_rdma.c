@@ -71,7 +71,7 @@ struct svc_rdma {
 	pthread_mutex_t lock;           /* shared; writers of ulb */
 	struct req_queue shared;        /* taken by another thread */
 	atomic_bool queued;             /* shared.head != NULL */
-	atomic_bool closing;            /* set under lock */
+	bool closing;                   /* under lock */
 	struct req_queue own;           /* svc_run()'s thread only */
 	struct tirpc_call cur;          /* being dispatched (req NULL: none);
 					   svc_run()'s thread only */
@@ -118,6 +118,17 @@ static struct rpcrdma_svc_req *next_call(struct svc_rdma *s)
 			return r;
 	}
 	return queue_take(&s->own);
+}
+
+/* Calls that will never be dispatched (the transport goes): each
+ * completes once, with an error. */
+static void fail_calls(struct rpcrdma_svc_req *r)
+{
+	while (r) {
+		struct rpcrdma_svc_req *n = r->next;
+		rpcrdma_rpc_req_done(r, RPCRDMA_SVC_SYSTEM_ERR);
+		r = n;
+	}
 }
 
 static bool more_calls(struct svc_rdma *s)
@@ -345,7 +356,7 @@ static void l_destroy(SVCXPRT *x)
 	struct svc_rdma *s = x->xp_p1;
 	xprt_unregister(x);
 	pthread_mutex_lock(&s->lock);
-	atomic_store(&s->closing, true);
+	s->closing = true;
 	struct rpcrdma_svc_req *r = s->shared.head;
 	s->shared.head = s->shared.tail = NULL;
 	atomic_store(&s->queued, false);
@@ -353,15 +364,9 @@ static void l_destroy(SVCXPRT *x)
 	struct rpcrdma_svc_req *cur = s->cur.req;
 	bool replied = s->cur.replied;
 	s->cur.req = NULL;
-	for (int i = 0; i < 2; i++) {
-		while (r) {
-			struct rpcrdma_svc_req *n = r->next;
-			rpcrdma_rpc_req_done(r, RPCRDMA_SVC_SYSTEM_ERR);
-			r = n;
-		}
-		r = s->own.head;
-		s->own.head = s->own.tail = NULL;
-	}
+	fail_calls(r);
+	fail_calls(s->own.head);
+	s->own.head = s->own.tail = NULL;
 	if (cur)
 		rpcrdma_rpc_req_done(cur, replied ? RPCRDMA_SVC_OK
 						  : RPCRDMA_SVC_SYSTEM_ERR);
@@ -407,7 +412,7 @@ static enum rpcrdma_svc_stat queue_handler(struct rpcrdma_svc_req *req, void *ar
 		return RPCRDMA_SVC_OK;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (atomic_load(&s->closing)) {
+	if (s->closing) {
 		pthread_mutex_unlock(&s->lock);
 		rpcrdma_rpc_req_done(req, RPCRDMA_SVC_SYSTEM_ERR);
 		return RPCRDMA_SVC_OK;

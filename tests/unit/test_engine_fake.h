@@ -335,38 +335,51 @@ static inline void check_credit(struct side *s)
 
 /* Run both sides until nothing moves.  Completions are delivered in
  * order after each batch of work requests. */
+/* Called with every work request a side hands out, before it runs
+ * (tests that look at what goes on the wire); NULL: none. */
+static void (*fake_on_wr)(const struct side *s,
+			  const struct rpcrdma_engine_wr *w);
+
+/* One step: every work request both sides have is executed, then every
+ * completion that made is given back.  False when nothing moved. */
+static inline bool pump_step(struct side *a, struct side *b)
+{
+	bool moved = false;
+	struct side *sides[2] = {a, b};
+	for (int k = 0; k < 2; k++) {
+		struct side *s = sides[k], *o = sides[1 - k];
+		struct rpcrdma_engine_wr w;
+		while (rpcrdma_engine_pop_wr(s->e, &w)) {
+			moved = true;
+			if (fake_on_wr)
+				fake_on_wr(s, &w);
+			execute(s, o, &w);
+			check_credit(s);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		struct side *s = sides[k];
+		uint32_t n = s->ncq;
+		if (!n)
+			continue;
+		moved = true;
+		struct rpcrdma_wc *tmp = malloc(n * sizeof *tmp);
+		memcpy(tmp, s->cq, n * sizeof *tmp);
+		s->ncq = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			rpcrdma_engine_completion(s->e, &tmp[i]);
+			check_credit(s);
+		}
+		free(tmp);
+	}
+	return moved;
+}
+
 static inline void pump(struct side *a, struct side *b)
 {
-	for (int guard = 0; guard < 100000; guard++) {
-		bool moved = false;
-		struct side *sides[2] = {a, b};
-		for (int k = 0; k < 2; k++) {
-			struct side *s = sides[k], *o = sides[1 - k];
-			struct rpcrdma_engine_wr w;
-			while (rpcrdma_engine_pop_wr(s->e, &w)) {
-				moved = true;
-				execute(s, o, &w);
-				check_credit(s);
-			}
-		}
-		for (int k = 0; k < 2; k++) {
-			struct side *s = sides[k];
-			uint32_t n = s->ncq;
-			if (!n)
-				continue;
-			moved = true;
-			struct rpcrdma_wc *tmp = malloc(n * sizeof *tmp);
-			memcpy(tmp, s->cq, n * sizeof *tmp);
-			s->ncq = 0;
-			for (uint32_t i = 0; i < n; i++) {
-				rpcrdma_engine_completion(s->e, &tmp[i]);
-				check_credit(s);
-			}
-			free(tmp);
-		}
-		if (!moved)
+	for (int guard = 0; guard < 100000; guard++)
+		if (!pump_step(a, b))
 			return;
-	}
 }
 
 /* Both sides connect with each other's private data. */
