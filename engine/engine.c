@@ -125,6 +125,32 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s)
 /* ---------------------------------------------------------------------
  * Create / destroy
  */
+/* The arena holds, after the receive buffers, a Send buffer per
+ * Requester slot, then one per Responder slot, then a small-reply buffer
+ * per Responder slot (derive). */
+void rpcrdma_rq_first_use(struct rpcrdma_engine *e, uint32_t i)
+{
+	struct requester_slot *q = &e->rq[i];
+	q->idx = i;
+	q->sbuf = e->arena + (size_t)e->nrbuf * e->rsize +
+		  (size_t)i * e->ssize;
+	q->held_rbuf = RPCRDMA_NIL;
+	if (i >= e->rq_used)
+		e->rq_used = i + 1; /* what a reset must clear */
+}
+
+void rpcrdma_rs_first_use(struct rpcrdma_engine *e, uint32_t i)
+{
+	struct responder_slot *s = &e->rs[i];
+	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize +
+		     (size_t)e->nrq * e->ssize;
+	s->idx = i;
+	s->sbuf = p + (size_t)i * e->ssize;
+	s->small = p + (size_t)e->nrs * e->ssize + (size_t)i * e->rsize;
+	if (i >= e->rs_used)
+		e->rs_used = i + 1;
+}
+
 /* The state of a new engine, over allocations in place and every other
  * field zero: create's last step, and all of reset. */
 static void engine_init(struct rpcrdma_engine *e)
@@ -135,18 +161,10 @@ static void engine_init(struct rpcrdma_engine *e)
 	rpcrdma_credits_reset(e);
 	e->ord = 1;
 	rpcrdma_recv_init(e);
-	uint8_t *p = e->arena + (size_t)e->nrbuf * e->rsize;
-	for (uint32_t i = 0; i < e->nrq; i++, p += e->ssize) {
-		e->rq[i].idx = i;
-		e->rq[i].sbuf = p;
-		e->rq[i].held_rbuf = RPCRDMA_NIL;
-	}
-	for (uint32_t i = 0; i < e->nrs; i++, p += e->ssize) {
-		e->rs[i].idx = i;
-		e->rs[i].sbuf = p;
-	}
-	for (uint32_t i = 0; i < e->nrs; i++, p += e->rsize)
-		e->rs[i].small = p;
+	/* The slots themselves are left untouched: a slot is set up when it
+	 * is first taken (rpcrdma_rq_first_use, rpcrdma_rs_first_use).  A
+	 * Responder slot is 9 KiB, and writing every slot here made an idle
+	 * server connection hold 64 of them, most of its 698 KiB. */
 	/* Lowest slots first, as a scan would have given them. */
 	for (uint32_t i = 0; i < e->nrq; i++)
 		e->rq_free[e->nrq_free++] = e->nrq - 1 - i;
@@ -309,13 +327,13 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 static void release_slots(struct rpcrdma_engine *e)
 {
 	if (e->rq)
-		for (uint32_t i = 0; i < e->nrq; i++) {
+		for (uint32_t i = 0; i < e->rq_used; i++) {
 			rpcrdma_rq_release_mrs(e, &e->rq[i]);
 			free(e->rq[i].bounce);
 			e->rq[i].bounce = NULL;
 		}
 	if (e->rs)
-		for (uint32_t i = 0; i < e->nrs; i++)
+		for (uint32_t i = 0; i < e->rs_used; i++)
 			if (e->rs[i].state != RS_FREE)
 				rpcrdma_rs_free(e, &e->rs[i]);
 }
@@ -357,8 +375,8 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	/* Keep what create allocated and registered (and how large it is);
 	 * every other field goes back to zero, as create left it,
 	 * and so does the content of every array but the buffers' (and the
-	 * scratch headers').  Slots never taken are as the last init left
-	 * them. */
+	 * scratch headers').  Slots never taken are still zero, as the
+	 * pages came; a slot is set up when first taken. */
 	struct rpcrdma_engine_mem_ops mem = e->mem;
 	struct rpcrdma_engine_sizes cap = e->cap;
 	struct rpcrdma_engine_mr arena_mr = e->arena_mr;
@@ -545,7 +563,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 	/* Queued work waits for the next connection; the rest unwinds. */
 	e->rs_pending.head = e->rs_pending.tail = RPCRDMA_NIL;
 	e->rs_pending.n = 0;
-	for (uint32_t i = 0; i < e->nrs; i++)
+	for (uint32_t i = 0; i < e->rs_used; i++)
 		rpcrdma_rs_conn_lost(e, &e->rs[i]);
 	uint32_t keep = pending_take(&e->rq_pending);
 	while (keep != RPCRDMA_NIL) {
@@ -554,7 +572,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 		q->wait = WAIT_CONN;
 		rpcrdma_rq_enqueue(e, q);
 	}
-	for (uint32_t i = 0; i < e->nrq; i++)
+	for (uint32_t i = 0; i < e->rq_used; i++)
 		rpcrdma_rq_conn_lost(e, &e->rq[i]);
 }
 

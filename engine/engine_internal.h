@@ -207,10 +207,6 @@ struct responder_slot {
 	size_t call_len;
 	struct rpcrdma_engine_mr callmr; /* LOCAL_WRITE on callbuf */
 	bool callmr_valid;
-	/* Chunks the Requester offered (from the call header). */
-	struct rpcrdma_chunk_lists cl;
-	/* Reads: destination offset in callbuf of each read segment. */
-	uint32_t read_dst[RPCRDMA_MAX_READ_SEGMENTS];
 	uint32_t next_read, reads_inflight;
 	/* Pieces (cfg.read_piece): bytes of reads[next_read] posted, and
 	 * the same cursor for completions, which come in posting order
@@ -228,7 +224,6 @@ struct responder_slot {
 	struct rpcrdma_iov msg[RPCRDMA_ENGINE_MAX_IOV];
 	unsigned nmsg;
 	uint32_t nmr;
-	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
 	uint8_t *staging;    /* Long Reply's reduced stream */
 	uint32_t err;        /* RDMA_ERROR to send: v2 code numbering
 				(1 ERR_VERS, 2 BAD_XDR = v1 ERR_CHUNK ...);
@@ -249,6 +244,16 @@ struct responder_slot {
 	uint64_t rdma_deadline;
 	enum rpcrdma_rs_state rdma_timed;
 	bool send_waited;
+	/* The arrays last, after every field a call sets when it takes the
+	 * slot (rs_alloc): a call without chunks touches the slot's first
+	 * page only, and a slot never taken none (9 KiB each, 64 per
+	 * server connection at 32 credits). */
+	/* Chunks the Requester offered (from the call header); its counts
+	 * come first. */
+	struct rpcrdma_chunk_lists cl;
+	struct rpcrdma_engine_mr mr[RPCRDMA_RS_MAX_MR];
+	/* Reads: destination offset in callbuf of each read segment. */
+	uint32_t read_dst[RPCRDMA_MAX_READ_SEGMENTS];
 };
 
 /* Slots waiting for a resource (the pending queues: a slot's `next` is
@@ -328,8 +333,9 @@ struct rpcrdma_engine {
 	uint32_t next_xid;
 	uint32_t nrq;
 	struct requester_slot *rq;
-	uint32_t rq_used;      /* slots below this were taken since create
-				  or reset (rs_used likewise) */
+	uint32_t rq_used;      /* slots from this on were never taken since
+				  create or reset, and are zero (rs_used
+				  likewise) */
 	struct pending_queue rq_pending;
 	uint32_t *rq_free;     /* stack of free slots */
 	uint32_t nrq_free;
@@ -541,6 +547,10 @@ void rpcrdma_rq_conn_lost(struct rpcrdma_engine *e, struct requester_slot *q);
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q);
 /* The call sent on this connection with XID xid (RQ_SENT, this epoch), or
  * NULL: what a reply, or an undecodable message, is matched against. */
+/* Sets up slot i of an engine the first time it is taken (engine.c):
+ * its index, its buffers in the arena, and rq_used/rs_used. */
+void rpcrdma_rq_first_use(struct rpcrdma_engine *e, uint32_t i);
+void rpcrdma_rs_first_use(struct rpcrdma_engine *e, uint32_t i);
 struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
 				       uint32_t xid);
 /* The slot is free again (its state set to RQ_FREE here). */

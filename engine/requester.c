@@ -25,8 +25,9 @@ struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
 	uint32_t i = e->xid_map[xid & e->xid_mask];
 	if (i < e->nrq && sent_as(e, &e->rq[i], xid))
 		return &e->rq[i];
-	/* A newer call took the entry (or a stray XID): look at all. */
-	for (i = 0; i < e->nrq; i++)
+	/* A newer call took the entry (or a stray XID): look at all that
+	 * were ever taken. */
+	for (i = 0; i < e->rq_used; i++)
 		if (sent_as(e, &e->rq[i], xid))
 			return &e->rq[i];
 	return NULL;
@@ -95,9 +96,10 @@ int rpcrdma_engine_submit_call(struct rpcrdma_engine *e,
 		return RPCRDMA_ERR_INVAL;
 	if (!e->nrq_free)
 		return RPCRDMA_ERR_AGAIN;
-	struct requester_slot *q = &e->rq[e->rq_free[--e->nrq_free]];
-	if (q->idx >= e->rq_used)
-		e->rq_used = q->idx + 1; /* what a reset must clear */
+	uint32_t slot = e->rq_free[--e->nrq_free];
+	struct requester_slot *q = &e->rq[slot];
+	if (!q->sbuf) /* never taken since create or reset */
+		rpcrdma_rq_first_use(e, slot);
 	q->req = *req;
 	memcpy(q->msg, req->msg, req->nmsg * sizeof *q->msg);
 	if (req->nresults)
@@ -835,7 +837,7 @@ void rpcrdma_rq_fail_queued(struct rpcrdma_engine *e, int status)
 		q->next = RPCRDMA_NIL;
 		complete_call(e, q, status);
 	}
-	for (uint32_t k = 0; k < e->nrq; k++)
+	for (uint32_t k = 0; k < e->rq_used; k++)
 		if (e->rq[k].state == RQ_QUEUED) /* none should be left */
 			complete_call(e, &e->rq[k], status);
 }
@@ -845,7 +847,7 @@ int rpcrdma_engine_cancel_call(struct rpcrdma_engine *e, uint32_t xid,
 {
 	(void)now;
 	struct requester_slot *q = NULL;
-	for (uint32_t i = 0; i < e->nrq && !q; i++)
+	for (uint32_t i = 0; i < e->rq_used && !q; i++)
 		if (e->rq[i].xid == xid &&
 		    (e->rq[i].state == RQ_QUEUED || e->rq[i].state == RQ_SENT ||
 		     e->rq[i].state == RQ_INVALIDATING))

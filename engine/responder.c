@@ -18,9 +18,10 @@
 static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 {
 	if (e->nrs_free) {
-		struct responder_slot *s = &e->rs[e->rs_free[--e->nrs_free]];
-		if (s->idx >= e->rs_used)
-			e->rs_used = s->idx + 1; /* what a reset must clear */
+		uint32_t i = e->rs_free[--e->nrs_free];
+		struct responder_slot *s = &e->rs[i];
+		if (!s->sbuf) /* never taken since create or reset */
+			rpcrdma_rs_first_use(e, i);
 		/* Taken: the caller sets its real state next. */
 		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;

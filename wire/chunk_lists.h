@@ -49,12 +49,15 @@ struct rpcrdma_write_chunk {
 
 /* The three chunk lists (RFC 8166 §4.3; draft §3.3 without inv_handle). */
 struct rpcrdma_chunk_lists {
+	/* The counts first, together, and the Reply chunk (init clears its
+	 * count) before the long arrays: a message without chunks (most of
+	 * them) touches the first lines only, not 6 KiB. */
 	uint32_t nreads; /* Read list entries (read segments, not chunks) */
-	struct rpcrdma_read_segment reads[RPCRDMA_MAX_READ_SEGMENTS];
 	uint32_t nwrites; /* Write chunks in the Write list */
-	struct rpcrdma_write_chunk writes[RPCRDMA_MAX_WRITE_CHUNKS];
 	bool has_reply; /* Reply chunk present */
 	struct rpcrdma_write_chunk reply;
+	struct rpcrdma_read_segment reads[RPCRDMA_MAX_READ_SEGMENTS];
+	struct rpcrdma_write_chunk writes[RPCRDMA_MAX_WRITE_CHUNKS];
 };
 
 /* The bytes a Write chunk (or the Reply chunk) covers: the sum of its
