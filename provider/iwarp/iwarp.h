@@ -265,7 +265,7 @@ struct iw_swqe {
 struct iw_rwqe {
 	uint64_t wr_id;
 	int num_sge;
-	struct rpcrdma_sge sge[IW_MAX_SGE];
+	struct rpcrdma_sge *sge; /* its rq_max_sge slots of qp->rq_sge */
 };
 
 /* Outstanding RDMA Read we issued (ORQ, depth = negotiated ORD). */
@@ -344,12 +344,15 @@ struct iw_tx {
 	uint8_t retire;       /* what its last FPDU finishes */
 	/* The batch: whole FPDUs, of one or more messages in order, for
 	 * one sendmsg (iwarp_qp_tx.c). */
-	struct iw_txf f[IW_TX_FPDUS];
-	struct iovec iov[IW_TX_IOV];
 	int nf, niov;         /* built */
 	int rf;               /* next FPDU to retire */
 	int iovidx;           /* next iovec to send */
 	size_t bytes, sent;   /* wire bytes built, sent */
+	/* Last, and never read past nf and niov: create_qp clears the
+	 * fields above only (these are 13 KiB of pages an idle QP would
+	 * otherwise hold). */
+	struct iw_txf f[IW_TX_FPDUS];
+	struct iovec iov[IW_TX_IOV];
 };
 
 /* Placement and copy counters (struct rpcrdma_qp_counters): each has one
@@ -386,7 +389,8 @@ struct iw_rx {
 	struct iw_place place;   /* IW_PL_RECV / IW_PL_RRESP */
 	/* Send message in progress (QN 0) */
 	bool recv_active;
-	struct iw_rwqe recv;
+	struct iw_rwqe recv;     /* its sge: recv_sge */
+	struct rpcrdma_sge recv_sge[IW_MAX_SGE];
 	uint64_t recv_cap, recv_got;
 	uint32_t msn[3];         /* next expected MSN per queue */
 	bool first_seen;         /* at least one FPDU validated */
@@ -447,6 +451,8 @@ struct iw_qp {
 
 	pthread_mutex_t rq_lock;
 	struct iw_rwqe *rq;
+	struct rpcrdma_sge *rq_sge;   /* rq_cap x rq_max_sge */
+	uint32_t rq_max_sge;
 	uint32_t rq_cap, rq_head, rq_count;
 
 	pthread_mutex_t rx_lock;

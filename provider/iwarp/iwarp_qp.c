@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -43,9 +44,9 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
  * and rq receive WRs, in one block of pages (it lives as long as its
  * connection: given back when it goes, common/pages.h), in the order
  * create_qp and queues_free name them. */
-#define QP_PARTS 7
+#define QP_PARTS 8
 static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
-		       uint32_t rq)
+		       uint32_t rq, uint32_t rsge)
 {
 	const struct iw_qp *qp = NULL; /* for sizeof only */
 	len[0] = IW_RXBUF;
@@ -55,23 +56,25 @@ static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 	len[4] = (size_t)sq * sizeof(*qp->sq);
 	len[5] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
 	len[6] = (size_t)sq * inl;
+	len[7] = (size_t)rq * rsge * sizeof(*qp->rq_sge);
 }
 
 static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
-			uint32_t inl, uint32_t rq)
+			uint32_t inl, uint32_t rq, uint32_t rsge)
 {
 	size_t len[QP_PARTS];
 	void *const p[QP_PARTS] = {
 		qp->rx.buf, qp->orq, qp->irq, qp->rq, qp->sq, qp->sq_sge,
-		qp->sq_inl,
+		qp->sq_inl, qp->rq_sge,
 	};
-	queues_len(len, sq, ssge, inl, rq);
+	queues_len(len, sq, ssge, inl, rq, rsge);
 	rpcrdma_pages_parts_free(p, len, QP_PARTS);
 	qp->rx.buf = NULL;
 	qp->sq = NULL;
 	qp->sq_sge = NULL;
 	qp->sq_inl = NULL;
 	qp->rq = NULL;
+	qp->rq_sge = NULL;
 	qp->orq = NULL;
 	qp->irq = NULL;
 }
@@ -99,11 +102,17 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	/* On a shared receive queue the QP has no ring of its own. */
 	uint32_t rq = srq ? 0
 			  : attr->max_recv_wr ? attr->max_recv_wr : IW_DEFAULT_WR;
+	/* Receive gather lists as long as asked (verbs' max_recv_sge): the
+	 * RPC layer posts one buffer per receive, so its ring of 48 takes
+	 * 2 KiB instead of 13. */
+	uint32_t rsge = srq ? 0
+			    : attr->max_recv_sge ? attr->max_recv_sge
+						 : IW_MAX_SGE;
 	pthread_mutex_lock(&qp->rx_lock);
 	pthread_mutex_lock(&qp->tx_lock);
 	size_t len[QP_PARTS];
 	void *p[QP_PARTS];
-	queues_len(len, sq, ssge, inl, rq);
+	queues_len(len, sq, ssge, inl, rq, rsge);
 	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS)) {
 		pthread_mutex_unlock(&qp->tx_lock);
 		pthread_mutex_unlock(&qp->rx_lock);
@@ -116,19 +125,19 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->sq = p[4];
 	qp->sq_sge = p[5];
 	qp->sq_inl = p[6];
+	qp->rq_sge = p[7];
+	qp->rq_max_sge = rsge;
 	qp->sq_cap = sq;
 	qp->sq_max_sge = ssge;
 	qp->sq_max_inline = inl;
-	for (uint32_t i = 0; i < sq; i++) {
-		qp->sq[i].sge = qp->sq_sge + (size_t)i * ssge;
-		qp->sq[i].inl = inl ? qp->sq_inl + (size_t)i * inl : NULL;
-	}
+	/* The entries stay untouched until posted to (post_send sets their
+	 * gather lists): a QP sized for many BIND_MWs has a deep queue. */
 	qp->rq_cap = rq;
 	qp->sq_head = qp->sq_count = qp->sq_built = 0;
 	qp->rq_head = qp->rq_count = 0;
 	qp->orq_head = qp->orq_count = 0;
 	qp->irq_head = qp->irq_count = qp->irq_built = 0;
-	memset(&qp->tx, 0, sizeof(qp->tx));
+	memset(&qp->tx, 0, offsetof(struct iw_tx, f));
 	qp->tx_stopped = false;
 	atomic_store(&qp->ctr.tagged, 0);
 	atomic_store(&qp->ctr.tagged_copied, 0);
@@ -156,7 +165,7 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->base.max_send_wr = sq;
 	qp->base.max_recv_wr = rq;
 	qp->base.max_send_sge = ssge;
-	qp->base.max_recv_sge = srq ? srq->base.max_sge : IW_MAX_SGE;
+	qp->base.max_recv_sge = srq ? srq->base.max_sge : rsge;
 	qp->base.srq = attr->srq;
 	qp->srq = srq;
 	if (srq)
@@ -201,7 +210,7 @@ int rpcrdma_iwarp_destroy_qp(struct rpcrdma_qp *b)
 		rpcrdma_iwarp_srq_attach(qp->srq, false);
 	qp->srq = NULL;
 	queues_free(qp, qp->sq_cap, qp->sq_max_sge, qp->sq_max_inline,
-		    qp->rq_cap);
+		    qp->rq_cap, qp->rq_max_sge);
 	qp->sq_count = qp->rq_count = qp->orq_count = qp->irq_count = 0;
 	pthread_mutex_unlock(&qp->rq_lock);
 	pthread_mutex_unlock(&qp->tx_lock);
@@ -222,7 +231,7 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
 	for (; wr; wr = wr->next) {
 		/* A QP on a shared receive queue has none of its own. */
 		if (!qp->created || qp->srq || wr->num_sge < 0 ||
-		    wr->num_sge > IW_MAX_SGE ||
+		    (uint32_t)wr->num_sge > qp->rq_max_sge ||
 		    (wr->num_sge && !wr->sg_list)) {
 			rc = RPCRDMA_ERR_INVAL;
 			break;
@@ -237,7 +246,9 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
 			rc = RPCRDMA_ERR_NOMEM;
 			break;
 		}
-		struct iw_rwqe *r = &qp->rq[(qp->rq_head + qp->rq_count) % qp->rq_cap];
+		uint32_t slot = (qp->rq_head + qp->rq_count) % qp->rq_cap;
+		struct iw_rwqe *r = &qp->rq[slot];
+		r->sge = qp->rq_sge + (size_t)slot * qp->rq_max_sge;
 		r->wr_id = wr->wr_id;
 		r->num_sge = wr->num_sge;
 		if (wr->num_sge)

@@ -59,6 +59,7 @@ void rpcrdma_iwarp_rx_init(struct iw_rx *rx)
 	uint8_t *buf = rx->buf;
 	memset(rx, 0, sizeof(*rx));
 	rx->buf = buf;
+	rx->recv.sge = rx->recv_sge;
 	rx->st = IW_RX_HDR;
 	rx->need = 4;
 	rx->calm = IW_CALM_FPDUS;
@@ -143,7 +144,7 @@ static bool rq_take(struct iw_qp *qp, struct iw_rwqe *out)
 	pthread_mutex_lock(&qp->rq_lock);
 	bool have = qp->rq_count > 0;
 	if (have) {
-		/* The SGEs in use only (the WQE holds 16). */
+		/* The SGEs in use only, into the RX's own room. */
 		const struct iw_rwqe *q = &qp->rq[qp->rq_head];
 		out->wr_id = q->wr_id;
 		out->num_sge = q->num_sge;

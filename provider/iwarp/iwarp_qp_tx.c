@@ -105,7 +105,15 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 			rc = RPCRDMA_ERR_NOMEM;
 			break;
 		}
-		struct iw_swqe *w = &qp->sq[(qp->sq_head + qp->sq_count) % qp->sq_cap];
+		uint32_t slot = (qp->sq_head + qp->sq_count) % qp->sq_cap;
+		struct iw_swqe *w = &qp->sq[slot];
+		/* Its gather list and inline room, set here rather than at
+		 * create: an entry's page is touched only once the queue is
+		 * that deep (an idle connection's QP holds none of them). */
+		w->sge = qp->sq_sge + (size_t)slot * qp->sq_max_sge;
+		w->inl = qp->sq_max_inline
+				 ? qp->sq_inl + (size_t)slot * qp->sq_max_inline
+				 : NULL;
 		w->wr_id = wr->wr_id;
 		w->opcode = wr->opcode;
 		w->flags = wr->send_flags;
