@@ -48,7 +48,12 @@ struct rpcrdma_engine_wr *rpcrdma_engine_next_wr(struct rpcrdma_engine *e)
 		return NULL;
 	struct rpcrdma_engine_wr *wr = &e->wrq[e->wrq_head];
 	e->wrq_head = (e->wrq_head + 1) % e->wrq_cap;
-	e->wrq_count--;
+	/* Empty: the next push starts at the front again, so the entries
+	 * touched are as many as were ever queued at once (an idle or
+	 * lightly used connection keeps its first pages only).  What was
+	 * handed out stays valid until the next input, as before. */
+	if (!--e->wrq_count)
+		e->wrq_head = 0;
 	wr->send.next = NULL;
 	wr->recv.next = NULL;
 	if (wr->is_recv) {

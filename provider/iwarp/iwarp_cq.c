@@ -139,6 +139,12 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 		cq->head = (cq->head + 1) % cq->cap;
 		count--;
 	}
+	/* Empty: start again at the front, so that a connection with a
+	 * call or two in flight keeps using the ring's first page instead
+	 * of walking through all of it (thousands of entries, sized for
+	 * the worst case) and holding every page afterwards. */
+	if (!count)
+		cq->head = 0;
 	atomic_store(&cq->count, count);
 	pthread_mutex_unlock(&cq->lock);
 	return got;

@@ -167,7 +167,11 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 static void sq_pop(struct iw_qp *qp)
 {
 	qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
-	qp->sq_count--;
+	/* Empty: start again at the front (as the CQ does), so that the
+	 * entries touched are as many as were ever in the queue at once,
+	 * not all of a queue sized for the worst case. */
+	if (!--qp->sq_count)
+		qp->sq_head = 0;
 }
 
 static void set_want_out(struct iw_qp *qp, bool on)
