@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/slab.h"
 #include "common/usdt.h"
 #include "rpc/call.h"
 #include "wire/rpc_msg.h"
@@ -460,10 +461,13 @@ static bool requester_busy(const void *state, const struct rpc_xprt *x)
 	return q->in_engine || q->wait_head;
 }
 
+/* A connection's Requester state, several to a page (common/slab.h). */
+static struct rpcrdma_slab calls_slab = RPCRDMA_SLAB(struct rpc_calls);
+
 static int requester_attach(struct rpc_xprt *x, void **state)
 {
 	(void)x;
-	*state = calloc(1, sizeof(struct rpc_calls));
+	*state = rpcrdma_slab_alloc(&calls_slab);
 	return *state ? 0 : RPCRDMA_ERR_NOMEM;
 }
 
@@ -480,7 +484,7 @@ static void requester_detach(struct rpc_xprt *x, void *state)
 		unlink_call(q, c);
 		rpcrdma_rpc_call_free(c);
 	}
-	free(q);
+	rpcrdma_slab_free(&calls_slab, q);
 }
 
 const struct rpc_role rpcrdma_rpc_requester_role = {

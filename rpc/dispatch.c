@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "common/pages.h"
+#include "common/slab.h"
 #include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 #include "rpcrdma/export.h"
@@ -67,6 +68,9 @@ struct rpc_responder {
 	struct rpcrdma_svc_req *reqs; /* one per Responder slot (call_id) */
 	uint32_t nreqs;
 };
+
+/* A connection's Responder state, several to a page (common/slab.h). */
+static struct rpcrdma_slab responder_slab = RPCRDMA_SLAB(struct rpc_responder);
 
 static struct rpc_responder *resp_of(struct rpc_xprt *x)
 {
@@ -668,7 +672,7 @@ static bool responder_busy(const void *state, const struct rpc_xprt *x)
 
 static int responder_attach(struct rpc_xprt *x, void **state)
 {
-	struct rpc_responder *q = calloc(1, sizeof(*q));
+	struct rpc_responder *q = rpcrdma_slab_alloc(&responder_slab);
 	if (!q)
 		return RPCRDMA_ERR_NOMEM;
 	/* A request per Responder slot: taking a call allocates nothing, so
@@ -678,7 +682,7 @@ static int responder_attach(struct rpc_xprt *x, void **state)
 	rpcrdma_engine_get_info(x->e, &in);
 	q->reqs = reqs_create(in.call_slots);
 	if (!q->reqs) {
-		free(q);
+		rpcrdma_slab_free(&responder_slab, q);
 		return RPCRDMA_ERR_NOMEM;
 	}
 	q->nreqs = in.call_slots;
@@ -693,7 +697,7 @@ static void responder_detach(struct rpc_xprt *x, void *state)
 	if (!q)
 		return;
 	reqs_free(q->reqs, q->nreqs);
-	free(q);
+	rpcrdma_slab_free(&responder_slab, q);
 }
 
 const struct rpc_role rpcrdma_rpc_responder_role = {

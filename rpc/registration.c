@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/slab.h"
 #include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 
@@ -76,6 +77,10 @@ struct rpc_mreg {
 	struct rpc_cache_ent *ent;  /* cache entry used, or NULL */
 	struct rpcrdma_mw *mw;      /* window exposing it, or NULL */
 };
+
+/* Registration records: a connection keeps those it used (reg_free), so
+ * they live about as long as it does (common/slab.h). */
+static struct rpcrdma_slab mreg_slab = RPCRDMA_SLAB(struct rpc_mreg);
 
 /* ---------------------------------------------------------------------
  * The cache (one per protection domain)
@@ -208,7 +213,7 @@ static struct rpc_mreg *reg_alloc(struct rpc_xprt *x)
 		r->next_free = NULL;
 		return r;
 	}
-	return calloc(1, sizeof(*r));
+	return rpcrdma_slab_alloc(&mreg_slab);
 }
 
 static void reg_free(struct rpc_xprt *x, struct rpc_mreg *r)
@@ -253,7 +258,7 @@ void rpcrdma_rpc_reg_conn_free(struct rpc_xprt *x)
 	while (x->reg_free) {
 		struct rpc_mreg *r = x->reg_free;
 		x->reg_free = r->next_free;
-		free(r);
+		rpcrdma_slab_free(&mreg_slab, r);
 	}
 }
 

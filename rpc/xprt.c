@@ -16,8 +16,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/slab.h"
 #include "common/usdt.h"
 #include "rpc/rpc_internal.h"
+
+/* Connection records, several to a page (common/slab.h). */
+static struct rpcrdma_slab xprt_slab = RPCRDMA_SLAB(struct rpc_xprt);
 
 /* ---------------------------------------------------------------------
  * Create / destroy
@@ -33,7 +37,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	struct rpc_xprt *x;
 	int rc;
 
-	x = calloc(1, sizeof(*x));
+	x = rpcrdma_slab_alloc(&xprt_slab);
 	if (!x)
 		return RPCRDMA_ERR_NOMEM;
 	pthread_mutex_init(&x->lock, NULL);
@@ -181,7 +185,7 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 		close(x->kickfd);
 	pthread_cond_destroy(&x->inside_cv);
 	pthread_mutex_destroy(&x->lock);
-	free(x);
+	rpcrdma_slab_free(&xprt_slab, x);
 }
 
 int rpcrdma_rpc_xprt_pdata(struct rpc_xprt *x, uint8_t *buf, size_t cap)

@@ -10,15 +10,19 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/slab.h"
 #include "common/pages.h"
 #include "provider/iwarp/iwarp.h"
+
+/* CQ records: one per connection in the RPC layer (common/slab.h). */
+static struct rpcrdma_slab cq_slab = RPCRDMA_SLAB(struct iw_cq);
 
 int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
 			    struct rpcrdma_cq **out)
 {
 	if (!d || !out || cqe <= 0 || cqe > IW_MAX_CQE)
 		return RPCRDMA_ERR_INVAL;
-	struct iw_cq *cq = calloc(1, sizeof(*cq));
+	struct iw_cq *cq = rpcrdma_slab_alloc(&cq_slab);
 	if (!cq)
 		return RPCRDMA_ERR_NOMEM;
 	cq->cap = (uint32_t)cqe;
@@ -48,7 +52,7 @@ fail:
 	if (cq->epfd >= 0)
 		close(cq->epfd);
 	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
-	free(cq);
+	rpcrdma_slab_free(&cq_slab, cq);
 	return rc;
 }
 
@@ -67,7 +71,7 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->qps_lock);
 	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
-	free(cq);
+	rpcrdma_slab_free(&cq_slab, cq);
 	return 0;
 }
 
