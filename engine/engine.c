@@ -392,9 +392,7 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	struct sq_ent *sqe = e->sqe;
 	uint8_t *arena = e->arena;
 	struct rpcrdma_engine_config keep = *cfg; /* cfg may be &e->cfg */
-	/* The scratch headers (most of the struct) are written before each
-	 * use. */
-	memset(e, 0, offsetof(struct rpcrdma_engine, rx_hdr));
+	memset(e, 0, sizeof *e);
 	e->mem = mem;
 	e->cap = cap;
 	e->arena_mr = arena_mr;

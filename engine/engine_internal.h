@@ -378,15 +378,13 @@ struct rpcrdma_engine {
 	uint32_t evq0_cap;
 	bool ev_lost;          /* an event could not be queued */
 
-	/* Scratch headers (large: embedded chunk lists), written before
-	 * each use.  rpcrdma_engine_reset() zeroes every field above them
-	 * wholesale: a new allocation must be kept there by name; a new
-	 * field that is not scratch goes above them. */
-	struct rpcrdma_v1_hdr rx_hdr;
-	struct rpcrdma_v1_hdr tx_hdr;
-	struct rpcrdma_v2_hdr rx_hdr2;
-	struct rpcrdma_v2_hdr tx_hdr2; /* prefix, errors and properties; the
-					  chunk lists come from tx_hdr */
+	/* No scratch headers here: a transport header being decoded or
+	 * built (6-7 KiB with its embedded chunk lists) lives on the stack
+	 * of the function that decodes or builds it, and is never used
+	 * after it returns.  As four members they were most of this struct
+	 * and four pages of every connection, where a thread's stack pages
+	 * serve all its connections.  rpcrdma_engine_reset() zeroes the
+	 * whole struct: a new allocation must be kept there by name. */
 };
 
 enum ev_kind { EVK_RQ = 1, EVK_RS, EVK_CLOSE, EVK_RQ_RELEASED };

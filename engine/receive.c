@@ -64,7 +64,8 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 		      const struct rpcrdma_common *c, bool with_inv,
 		      uint32_t inv_rkey)
 {
-	struct rpcrdma_v1_hdr *h = &e->rx_hdr;
+	struct rpcrdma_v1_hdr hdr; /* on the stack: why in engine_internal.h */
+	struct rpcrdma_v1_hdr *h = &hdr;
 	struct rx_view v;
 
 	/* RFC 8166 §4.5: shorter than a minimal header -> the XID cannot be
@@ -174,7 +175,8 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 		      const struct rpcrdma_common *c, bool with_inv,
 		      uint32_t inv_rkey, bool first)
 {
-	struct rpcrdma_v2_hdr *h = &e->rx_hdr2;
+	struct rpcrdma_v2_hdr hdr;
+	struct rpcrdma_v2_hdr *h = &hdr;
 	struct rx_view v;
 	uint32_t lo, hi;
 
@@ -299,7 +301,8 @@ static void wrong_version(struct rpcrdma_engine *e, const uint8_t *buf,
 
 	if (c->proc == RPCRDMA_V1_ERROR) {
 		/* A v1-format ERR_VERS answering our v2 opener. */
-		struct rpcrdma_v1_hdr *h = &e->rx_hdr;
+		struct rpcrdma_v1_hdr hdr;
+		struct rpcrdma_v1_hdr *h = &hdr;
 		if (e->negotiating && c->xid == e->neg_xid &&
 		    c->vers == RPCRDMA_VERSION_1 &&
 		    !rpcrdma_v1_decode(buf, len, &e->cfg.limits, h) &&

@@ -182,10 +182,9 @@ static int reg_remote(struct rpcrdma_engine *e, struct requester_slot *q,
 /* Build the header (registering chunks) for the chosen shape.  Returns 0,
  * AGAIN, or another registration error; on error nothing stays held. */
 static int marshal(struct rpcrdma_engine *e, struct requester_slot *q,
-		   enum message_shape *shape,
+		   struct rpcrdma_v1_hdr *h, enum message_shape *shape,
 		   size_t *inline_len)
 {
-	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
 	const struct rpcrdma_call_req *r = &q->req;
 	uint64_t unreduced = 0, reduced = 0;
 	unsigned nddp = 0;
@@ -420,7 +419,8 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 			b += v->len + rpcrdma_xdr_pad(v->len); /* calloc'd: pads are 0 */
 		}
 	}
-	int rc = marshal(e, q, &shape, &inl);
+	struct rpcrdma_v1_hdr hdr; /* on the stack: why in engine_internal.h */
+	int rc = marshal(e, q, &hdr, &shape, &inl);
 	if (rc == RPCRDMA_ERR_AGAIN) {
 		wait_on(e, q, WAIT_MR);
 		return;
@@ -445,9 +445,9 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 	}
 	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 	/* Draft §3.3: the one handle the Responder may invalidate. */
-	q->inv_handle = rpcrdma_inv_for_call(e, &e->tx_hdr.chunks);
+	q->inv_handle = rpcrdma_inv_for_call(e, &hdr.chunks);
 	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers,
-					  &e->tx_hdr,
+					  &hdr,
 					  false, q->inv_handle)
 		     : RPCRDMA_ERR_NOSPACE;
 	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {

@@ -581,20 +581,22 @@ static void run_error(struct rpcrdma_engine *e, struct responder_slot *s)
 	if (s->err_v2) {
 		/* Draft §5.3.3: xid and vers copied, our grant, F_RESPONSE
 		 * (§3.2 MUST), the code's body. */
-		struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
+		struct rpcrdma_v2_hdr hdr; /* why in engine_internal.h */
+		struct rpcrdma_v2_hdr *h = &hdr;
+		rpcrdma_v2_hdr_init(h);
 		h->xid = s->xid;
 		h->vers = s->err_vers;
 		h->credit = rpcrdma_recv_grant(e);
 		h->htype = RPCRDMA_V2_ERROR;
 		h->flags = RPCRDMA_V2_F_RESPONSE;
 		h->error = s->ebody;
-		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
-					    &e->tx_hdr.chunks);
+		n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &h->chunks);
 	} else {
 		/* RFC 8166 §4.5: v1 knows ERR_VERS and ERR_CHUNK only. */
 		if (code != RPCRDMA_V1_ERR_VERS)
 			code = RPCRDMA_V1_ERR_CHUNK;
-		struct rpcrdma_v1_hdr *h = &e->tx_hdr;
+		struct rpcrdma_v1_hdr hdr;
+		struct rpcrdma_v1_hdr *h = &hdr;
 		rpcrdma_v1_hdr_init(h);
 		h->xid = s->xid;
 		h->vers = s->err_vers; /* §4.5: echo the failing request's */
@@ -626,7 +628,9 @@ static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
 		rpcrdma_rs_enqueue(e, s);
 		return;
 	}
-	struct rpcrdma_v2_hdr *h = &e->tx_hdr2;
+	struct rpcrdma_v2_hdr hdr; /* on the stack: why in engine_internal.h */
+	struct rpcrdma_v2_hdr *h = &hdr;
+	rpcrdma_v2_hdr_init(h);
 	h->xid = s->xid;
 	h->vers = RPCRDMA_VERSION_2;
 	/* Open point (docs/v2.md): an answer carries our grant, an opener
@@ -642,8 +646,7 @@ static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
 	h->props[1].propid = RPCRDMA_V2_PROPID_BRS;
 	h->props[1].has_value = true;
 	h->props[1].value = e->cfg.v2_brs;
-	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h,
-					&e->tx_hdr.chunks);
+	int n = rpcrdma_v2_encode_lists(s->sbuf, e->ssize, h, &h->chunks);
 	if (n < 0) {
 		rpcrdma_ask_close(e, n);
 		return;
@@ -656,7 +659,8 @@ static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
  * cannot be delivered with the chunks the Requester offered. */
 static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 {
-	struct rpcrdma_v1_hdr *h = &e->tx_hdr;
+	struct rpcrdma_v1_hdr hdr; /* on the stack: why in engine_internal.h */
+	struct rpcrdma_v1_hdr *h = &hdr;
 	const struct rpcrdma_chunk_lists *cl = &s->cl;
 	uint32_t w = 0, nwr = 0;
 	uint64_t reduced = 0;
