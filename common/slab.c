@@ -122,7 +122,8 @@ void *rpcrdma_slab_alloc(struct rpcrdma_slab *s)
 	if (++pg->used == pg->cap)
 		list_del(s, pg);
 	pthread_mutex_unlock(&s->lock);
-	/* A fresh record is zero already; a freed one held a link. */
+	/* Cleared whatever it held: a freed record its link and its last
+	 * life, and the records of a page reused as the spare theirs. */
 	memset(r, 0, s->size);
 	return r;
 }

@@ -632,6 +632,8 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
 void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
+/* With tx_lock: the send queue's oldest entry leaves it (iwarp_qp_tx.c). */
+void rpcrdma_iwarp_sq_pop(struct iw_qp *qp);
 int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
 			 const void *payload, size_t len);
 

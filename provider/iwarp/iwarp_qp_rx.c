@@ -370,9 +370,7 @@ static void got_terminate(struct iw_qp *qp)
 			: RPCRDMA_WC_SEND;
 		if (!w->in_orq)
 			rpcrdma_iwarp_complete(qp, true, w->wr_id, op, st, 0, 0, 0, vendor);
-		qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
-		if (!--qp->sq_count)
-			qp->sq_head = 0; /* as sq_pop */
+		rpcrdma_iwarp_sq_pop(qp);
 	}
 	/* Nothing more goes out (the batch in flight may name the WR just
 	 * completed); the flush below takes the rest. */

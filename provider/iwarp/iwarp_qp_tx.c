@@ -164,7 +164,7 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 	return rc;
 }
 
-static void sq_pop(struct iw_qp *qp)
+void rpcrdma_iwarp_sq_pop(struct iw_qp *qp)
 {
 	qp->sq_head = (qp->sq_head + 1) % qp->sq_cap;
 	/* Empty: start again at the front (as the CQ does), so that the
@@ -221,7 +221,7 @@ static void local_fail(struct iw_qp *qp, struct iw_swqe *w,
 		       enum rpcrdma_wc_status st)
 {
 	rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode), st, 0, 0, 0, 0);
-	sq_pop(qp);
+	rpcrdma_iwarp_sq_pop(qp);
 	rpcrdma_iwarp_qp_error(qp, st);
 }
 
@@ -272,7 +272,7 @@ static bool pick(struct iw_qp *qp)
 			if (w->signaled)
 				rpcrdma_iwarp_complete(qp, true, w->wr_id, RPCRDMA_WC_LOCAL_INV,
 						       RPCRDMA_WC_SUCCESS, 0, 0, 0, 0);
-			sq_pop(qp);
+			rpcrdma_iwarp_sq_pop(qp);
 			continue;
 		}
 		if (w->opcode == RPCRDMA_WR_BIND_MW) {
@@ -285,7 +285,7 @@ static bool pick(struct iw_qp *qp)
 			if (w->signaled)
 				rpcrdma_iwarp_complete(qp, true, w->wr_id, RPCRDMA_WC_BIND_MW,
 						       RPCRDMA_WC_SUCCESS, 0, 0, 0, 0);
-			sq_pop(qp);
+			rpcrdma_iwarp_sq_pop(qp);
 			continue;
 		}
 		if (w->opcode == RPCRDMA_WR_RDMA_READ) {
@@ -497,13 +497,13 @@ static void retire(struct iw_qp *qp, const struct iw_txf *f)
 				rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
 						       RPCRDMA_WC_SUCCESS, (uint32_t)w->len,
 						       0, 0, 0);
-			sq_pop(qp);
+			rpcrdma_iwarp_sq_pop(qp);
 			qp->sq_built--;
 		}
 		break;
 	case IW_RET_SQ_READ:
 		if (qp->sq_count) {
-			sq_pop(qp);
+			rpcrdma_iwarp_sq_pop(qp);
 			qp->sq_built--;
 		}
 		break;
@@ -599,7 +599,7 @@ void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_inf
 		if (!w->in_orq)
 			rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
 					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
-		sq_pop(qp);
+		rpcrdma_iwarp_sq_pop(qp);
 	}
 	while (qp->orq_count) {
 		struct iw_orqe *o = &qp->orq[qp->orq_head];
