@@ -13,8 +13,8 @@
  *    messages per call as fit one batch: iwarp_qp_tx.c).  Only when TCP
  *    pushes back (EAGAIN) does the QP ask the progress thread for EPOLLOUT;
  *    poll_cq() also retries a blocked TX inline.
- *  - RX: poll_cq() and ack_cq_events() run inline (trylock of the QP's RX
- *    side) the RX engine of every QP of the CQ whose socket has data,
+ *  - RX: poll_cq() and ack_cq_events() run inline (poll_cq tries the QP's
+ *    RX lock, ack_cq_events waits for it) the RX engine of every QP of the CQ whose socket has data,
  *    before returning, so a busy-polling consumer never waits for another
  *    thread.  One pass takes apart everything the socket holds; large
  *    payloads are received straight into place (iwarp_qp_rx.c).

@@ -157,8 +157,9 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 /* Runs on this thread the engines of the attached QPs whose sockets are
  * ready, as the CQ's epoll set reports them without waiting: with many
  * QPs on the CQ, a pass costs what the QPs with data cost (one
- * epoll_wait, not a recv per QP).  Never blocks on a QP lock another
- * thread holds: that thread is already making progress.  Level-triggered,
+ * epoll_wait, not a recv per QP).  A poll never blocks on a QP lock
+ * another thread holds: that thread is already making progress; an
+ * acknowledgement does (below).  Level-triggered,
  * so a socket a pass leaves readable (its RX engine busy elsewhere, or
  * beyond IW_POLL_QPS ready ones) is reported again by the next pass;
  * the RX engine leaves nothing staged when it returns (iwarp_qp_rx.c), so
@@ -186,8 +187,13 @@ static void inline_progress(struct iw_cq *cq, bool ack)
 		struct iw_qp *qp = ev[i].data.ptr;
 		if (!qp || atomic_load(&qp->state) != IW_QP_RTS)
 			continue; /* the eventfd, or a QP going down */
+		/* ack_cq_events waits for the RX side: the progress thread
+		 * may hold it for a moment (woken by the same socket, it
+		 * takes the lock to decide whether to defer to us), and a
+		 * pass that skipped the QP then would leave the socket, and
+		 * so cq_fd, readable after the acknowledgement. */
 		if (ev[i].events & ~(uint32_t)EPOLLOUT)
-			rpcrdma_iwarp_rx_progress(qp, false);
+			rpcrdma_iwarp_rx_progress(qp, ack);
 		if (atomic_load(&qp->want_out))
 			rpcrdma_iwarp_tx_progress(qp);
 	}
