@@ -523,14 +523,34 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 		rpcrdma_progress(e);
 }
 
-bool rpcrdma_engine_quiet(const struct rpcrdma_engine *e)
+/* Is work queued for a registration refused for now (AGAIN)? */
+static bool waits_for_mr(const struct rpcrdma_engine *e)
 {
-	/* Responder slots may stay taken without waiting on time: a reply
-	 * whose Send is unsignalled completes with a later request, a
-	 * handler runs; only RDMA operations are timed (rdma_timeout.c). */
-	return e->connected && !e->close_asked && !e->negotiating &&
-	       e->nrq_free == e->nrq && e->rq_pending.head == RPCRDMA_NIL &&
-	       e->rs_pending.head == RPCRDMA_NIL && !rpcrdma_rs_rdma_watched(e);
+	for (uint32_t i = e->rq_pending.head; i != RPCRDMA_NIL; i = e->rq[i].next)
+		if (e->rq[i].wait == WAIT_MR)
+			return true;
+	for (uint32_t i = e->rs_pending.head; i != RPCRDMA_NIL; i = e->rs[i].next)
+		if (e->rs[i].mr_stalled)
+			return true;
+	return false;
+}
+
+uint64_t rpcrdma_engine_next_deadline(const struct rpcrdma_engine *e,
+				      uint64_t now)
+{
+	if (!e->connected)
+		return UINT64_MAX; /* ticks do nothing until it is */
+	/* A close asked is carried out by the connection's owner on its next
+	 * tick, and work queued for a registration is retried on every tick
+	 * (a shortage has no clock of its own): tick at once.  Work queued
+	 * for a credit, the send queue or the opener's answer moves on the
+	 * next input, which makes the loop tick the connection anyway. */
+	if (e->close_asked || waits_for_mr(e))
+		return now;
+	uint64_t next = rpcrdma_rs_rdma_next_deadline(e, now);
+	if (e->negotiating && e->neg_deadline < next)
+		next = e->neg_deadline; /* §7.2: the opener's time-out */
+	return next;
 }
 
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)

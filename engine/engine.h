@@ -286,16 +286,21 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 /* Time passes: a client's unanswered v2 opener times out here (§7.2),
  * registrations that were short (mem->reg's AGAIN) are tried again, and
  * the Responder's RDMA operations that outlived rdma_timeout_ms close the
- * connection.  Call it now and then (the RPC loop does on every tick,
- * 20 ms); a time-out is noticed at the first tick past it. */
+ * connection.  Call it now and then: a time-out is noticed at the first
+ * tick past it.  The RPC loop ticks a connection every 20 ms after an
+ * input, then at rpcrdma_engine_next_deadline. */
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 
-/* Nothing in the engine waits on time: connected, no v2 opener out, no
- * close asked, no Requester slot in use, no Responder slot with RDMA
- * operations the time-out watches (rdma_timeout_ms) and nothing queued
- * for a credit or a registration.  Until its next input, tick() would do nothing: the RPC
- * loop then ticks the connection rarely (rpc/loop.c). */
-bool rpcrdma_engine_quiet(const struct rpcrdma_engine *e);
+/* The earliest time tick() has something to do, given that it just ran
+ * at now (same clock): the v2 opener's time-out, the Responder's RDMA
+ * operations' (rdma_timeout_ms), now while a close is asked or work waits
+ * for a registration refused for now, UINT64_MAX when nothing waits on
+ * time (a Requester slot in use has no clock here: its call's time-out is
+ * the RPC layer's; a wait for a credit or the send queue ends with an
+ * input).  Any later input may move it earlier: the caller asks again
+ * after one. */
+uint64_t rpcrdma_engine_next_deadline(const struct rpcrdma_engine *e,
+				      uint64_t now);
 
 /* The connection is gone.  Every work request the engine handed out is
  * forgotten (their flushed completions may still be fed in; they are

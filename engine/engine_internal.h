@@ -586,7 +586,10 @@ void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
  * Writes and Send, have been outstanding longer than rdma_timeout_ms; the
  * engine has then asked to close. */
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now);
-/* Does a Responder slot have RDMA operations the time-out watches? */
-bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e);
+/* When the next tick must come for the watched operations: the earliest
+ * deadline; now for an operation no tick has timed yet (its deadline is
+ * set by the next); UINT64_MAX when none is watched. */
+uint64_t rpcrdma_rs_rdma_next_deadline(const struct rpcrdma_engine *e,
+				       uint64_t now);
 
 #endif

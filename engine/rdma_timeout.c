@@ -13,7 +13,10 @@
  *
  * Time comes only from tick(): a slot's deadline is set at the first tick
  * that sees it reading or sending, and set again whenever it moves from
- * one of those states to the other.
+ * one of those states to the other.  The RPC loop asks when to tick next
+ * (rpcrdma_engine_next_deadline); any pass of the engine makes it tick the
+ * connection at once (rpc/loop.c), so a slot that starts waiting is timed
+ * from its first tick after the change, as before.
  */
 #include "engine/engine_internal.h"
 
@@ -27,17 +30,25 @@ static bool timed(const struct responder_slot *s)
 	       (s->state == RS_SENDING && s->send_waited);
 }
 
-bool rpcrdma_rs_rdma_watched(const struct rpcrdma_engine *e)
+uint64_t rpcrdma_rs_rdma_next_deadline(const struct rpcrdma_engine *e,
+				       uint64_t now)
 {
-	/* No slot taken (an idle connection): nothing to look at. */
-	if (!e->cfg.rdma_timeout_ms || e->nrs_free == e->nrs)
-		return false;
-	/* Slots past rs_used were never taken (a connection that only ever
-	 * had a call or two in flight used one or two). */
-	for (uint32_t i = 0; i < e->rs_used; i++)
-		if (timed(&e->rs[i]) && e->rs[i].epoch == e->epoch)
-			return true;
-	return false;
+	uint64_t next = UINT64_MAX;
+	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked ||
+	    e->nrs_free == e->nrs)
+		return next;
+	for (uint32_t i = 0; i < e->rs_used; i++) {
+		const struct responder_slot *s = &e->rs[i];
+		if (!timed(s) || s->epoch != e->epoch)
+			continue;
+		/* Not timed yet, or timed in the state it has left: the
+		 * next tick starts its clock, so it must come at once. */
+		if (!s->rdma_deadline || s->rdma_timed != s->state)
+			return now;
+		if (s->rdma_deadline < next)
+			next = s->rdma_deadline;
+	}
+	return next;
 }
 
 bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)

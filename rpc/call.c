@@ -434,10 +434,21 @@ static void fail_some(struct rpc_xprt *x, struct rpc_calls *q, int status,
 	}
 }
 
-static void requester_tick(void *state, struct rpc_xprt *x, uint64_t now,
-			   struct rpc_work *w)
+static uint64_t requester_tick(void *state, struct rpc_xprt *x, uint64_t now,
+			       struct rpc_work *w)
 {
-	fail_some(x, state, RPCRDMA_ERR_TIMEOUT, now, NULL, w);
+	struct rpc_calls *q = state;
+	fail_some(x, q, RPCRDMA_ERR_TIMEOUT, now, NULL, w);
+	/* Calls waiting for an engine slot: pumped on the tick too. */
+	if (q->wait_head)
+		return now;
+	/* The earliest deadline of a call still waiting for its outcome. */
+	uint64_t next = UINT64_MAX;
+	for (const struct rpc_call *c = q->all; c; c = c->next)
+		if ((c->state == CALL_QUEUED || c->state == CALL_SENT) &&
+		    c->deadline && c->deadline < next)
+			next = c->deadline;
+	return next;
 }
 
 static void requester_lost(void *state, struct rpc_xprt *x, int status,

@@ -5,12 +5,15 @@
  * eventfd, the CM channel fds it watches (a server's, or one per client)
  * and the CQ fd of every connection it watches (progress.c says which and
  * when).  A readable CQ fd sends its connection to
- * rpcrdma_rpc_xprt_attend(); every 20 ms a tick drives call time-outs,
- * the engines' ticks and the owner's reaping (a client's reconnection),
- * while some connection waits on time.  When none does (all quiet,
- * progress.c) the loop sleeps until the earliest time one of them is to
- * be looked at again, and whatever makes one wait on time again
- * (rpcrdma_rpc_loop_unquiet) wakes it: idle connections cost no CPU.
+ * rpcrdma_rpc_xprt_attend().  A tick drives call time-outs, the engines'
+ * ticks and the owner's reaping (a client's reconnection): every 20 ms
+ * while a connection changes state (an input came, a close is asked, a
+ * registration is short); else at the earliest deadline of its
+ * connections (a call's time-out, an opener's, an RDMA operation's:
+ * progress.c), and every RPC_QUIET_TICK_MS at the latest.  Whatever moves
+ * a connection (rpcrdma_rpc_loop_unquiet) wakes the loop from a long
+ * sleep: idle connections, and calls that wait for a slow server, cost
+ * no CPU.
  *
  * The CQ fds are registered level-triggered with their connection as
  * data: a connection stays armed while the loop is the one to notice its

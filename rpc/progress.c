@@ -330,9 +330,15 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs */
 	rpcrdma_rpc_xprt_note_version(x);
 	rpcrdma_rpc_note_version_locked(x);
-	for (int i = 0; i < RPC_ROLES; i++)
-		if (x->up[i].ops->tick_locked)
-			x->up[i].ops->tick_locked(x->up[i].state, x, now, &w);
+	uint64_t next = UINT64_MAX; /* the earliest deadline on x */
+	for (int i = 0; i < RPC_ROLES; i++) {
+		if (!x->up[i].ops->tick_locked)
+			continue;
+		uint64_t d = x->up[i].ops->tick_locked(x->up[i].state, x,
+							now, &w);
+		if (d < next)
+			next = d;
+	}
 	rpcrdma_rpc_xprt_pump_locked(x, &w);
 	if (x->cq && (!x->driver || x->driver_busy)) {
 		/* Attended by nobody, or its wake-ups were turned off while
@@ -341,21 +347,28 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		arm_poll_locked(x, &w);
 		rpcrdma_rpc_xprt_need_attention_locked(x);
 	}
-	/* Nothing on x waits on time: the loop skips it for a while
-	 * (RPC_QUIET_TICK_MS); any pass of the engine ends that. */
-	const struct rpc_up *rq = &x->up[RPC_REQUESTER];
-	/* The Requester's calls may time out; a Responder's requests hold
-	 * engine slots (rpcrdma_engine_quiet). */
-	bool quiet = x->e && x->connected && !x->dead && !x->close_req &&
-		     !x->reconnecting && x->vers_logged &&
-		     (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w) &&
-		     rpcrdma_engine_quiet(x->e) &&
-		     !rq->ops->busy_locked(rq->state, x);
-	/* On a whole multiple of RPC_QUIET_TICK_MS: the quiet connections
-	 * of a loop come due together, one wake-up for all of them. */
+	/* The loop skips x until its earliest deadline: a call's time-out,
+	 * the engine's (the v2 opener, the Responder's RDMA operations:
+	 * rpcrdma_engine_next_deadline), and at the latest the next whole
+	 * multiple of RPC_QUIET_TICK_MS, so that the quiet connections of a
+	 * loop come due together, one wake-up for all of them.  Any pass of
+	 * the engine ends the skip (rpc_xprt_unquiet).  A connection that is
+	 * changing state (connecting, closing, its version not settled,
+	 * work left) is ticked at the loop's pace. */
+	bool settled = x->e && x->connected && !x->dead && !x->close_req &&
+		       !x->reconnecting && x->vers_logged &&
+		       (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w);
+	if (settled) {
+		uint64_t d = rpcrdma_engine_next_deadline(x->e, now);
+		if (d < next)
+			next = d;
+	}
 	uint64_t until = (now + RPC_QUIET_TICK_MS) / RPC_QUIET_TICK_MS *
 			 RPC_QUIET_TICK_MS;
-	atomic_store_explicit(&x->quiet_until, quiet ? until : 0,
+	if (next < until)
+		until = next;
+	atomic_store_explicit(&x->quiet_until,
+			      settled && until > now ? until : 0,
 			      memory_order_relaxed);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);
 	if (lost)

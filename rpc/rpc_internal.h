@@ -266,9 +266,11 @@ struct rpc_role {
 	/* After the events of a pump (calls waiting for an engine slot). */
 	void (*pumped_locked)(void *state, struct rpc_xprt *x,
 			      struct rpc_work *w);
-	/* The loop's tick (time-outs). */
-	void (*tick_locked)(void *state, struct rpc_xprt *x, uint64_t now,
-			    struct rpc_work *w);
+	/* The loop's tick (time-outs).  Returns the earliest time it must
+	 * come again (ms, the tick's clock; UINT64_MAX: nothing waits on
+	 * time). */
+	uint64_t (*tick_locked)(void *state, struct rpc_xprt *x, uint64_t now,
+				struct rpc_work *w);
 	/* The connection is gone and no other will follow: fail what
 	 * waits with status. */
 	void (*lost_locked)(void *state, struct rpc_xprt *x, int status,
@@ -406,8 +408,9 @@ struct rpc_xprt {
 	bool vers_noted;             /* this connection's version is known
 					(and a v1-only server remembered) */
 	/* The loop skips its ticks until then (ms; 0: every tick): set by
-	 * a tick that found nothing on x waiting on time, cleared by every
-	 * pass of the engine (progress.c, loop.c). */
+	 * a tick to x's earliest deadline (a call's time-out, the engine's)
+	 * or its next quiet tick, cleared by every pass of the engine
+	 * (progress.c, loop.c). */
 	_Atomic uint64_t quiet_until;
 	/* The reply region (reply_region.c); registrations made for calls
 	 * and replies besides it and the engine's buffers (under lock). */
@@ -559,11 +562,13 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm);
  * handled, so completions that preceded it count).  False when another
  * thread is polling. */
 bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
-/* Every loop tick (20 ms): the roles' time-outs, the engine's tick, a
- * disconnect asked for, and a poll of a connection nobody attends. */
-/* How often the loop ticks a connection on which nothing waits on time
- * (no call out, no request in a handler, no RDMA operation, no opener, no
- * close): such a connection costs the loop nothing between two of these.
+/* A loop tick (loop.c): the roles' time-outs, the engine's tick, a
+ * disconnect asked for, and a poll of a connection nobody attends; sets
+ * when x is to be ticked next (quiet_until). */
+/* How often, at the least, the loop ticks a connection that is not
+ * changing state: at its earliest deadline (a call's time-out, an RDMA
+ * operation's, an opener's) if that comes sooner.  Such a connection
+ * costs the loop nothing between two ticks.
  * Its arrivals wake the loop through its CQ fd as ever; the tick only
  * looks at its CQ once more, in case a wake-up was lost. */
 /* The default read_window (struct rpcrdma_opts): with 128 KiB Reads,
@@ -645,9 +650,9 @@ void rpcrdma_rpc_v1_server_remember(const char *key);
  * loop of the process (clnt.c), sleeping in epoll_wait on a wake-up
  * eventfd, the CM channel fds it watches (a server's group 0: the
  * server's; a client loop: each of its clients') and the CQ fd of every
- * connection it watches; ticks every 20 ms for time-outs while one of
- * its connections waits on time, else sleeps until the earliest quiet
- * tick.
+ * connection it watches; ticks every 20 ms while one of its connections
+ * changes state, else sleeps until the earliest deadline or quiet tick
+ * of its connections.
  */
 #define LOOP_HOT 16
 /* A server's poll groups, or the process's client loops, at most

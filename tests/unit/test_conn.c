@@ -274,15 +274,15 @@ static void t_pumped(void *state, struct rpc_xprt *x, struct rpc_work *w)
 	atomic_fetch_add(&q->pumped, 1);
 }
 
-static void t_tick(void *state, struct rpc_xprt *x, uint64_t now,
-		   struct rpc_work *w)
+static uint64_t t_tick(void *state, struct rpc_xprt *x, uint64_t now,
+		       struct rpc_work *w)
 {
-	(void)now;
 	(void)w;
 	struct trole *q = state;
 	if (!lock_held(x))
 		atomic_fetch_add(&q->unlocked, 1);
 	atomic_fetch_add(&q->ticks, 1);
+	return now; /* always waits on time: ticked at the loop's pace */
 }
 
 static void t_lost(void *state, struct rpc_xprt *x, int status,
@@ -1594,14 +1594,37 @@ static void test_quiet(void)
 	rpcrdma_rpc_xprt_tick(k.s.x, t);
 	CHECK(!quiet_after(k.s.x, t));
 
-	/* A call out (it may time out): ticked at once, and after every
-	 * tick while it is out. */
+	/* A call out: ticked at once, then not before its deadline.  A
+	 * deadline past the quiet tick's leaves the quiet tick. */
 	call = (struct rpcrdma_call){.proc = 2, .timeout_ms = 60000};
 	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a1), 0);
 	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
 	rpcrdma_rpc_xprt_tick(k.c.x, t + 1);
+	CHECK(quiet_after(k.c.x, t + 1));
+	CHECK(atomic_load(&k.c.x->quiet_until) <= t + 1 + RPC_QUIET_TICK_MS);
+	/* A second one with a short time-out: its deadline is the next
+	 * tick, and that tick times it out; the first stays out. */
+	struct acall a2 = {0};
+	uint64_t t2 = now_ms();
+	call = (struct rpcrdma_call){.proc = 3, .timeout_ms = 300};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a2), 0);
+	uint64_t t3 = now_ms();
 	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
-	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 2, LIMIT_MS);
+	rpcrdma_rpc_xprt_tick(k.c.x, t + 2);
+	uint64_t due = atomic_load(&k.c.x->quiet_until);
+	CHECK(due >= t2 + 300 && due <= t3 + 300);
+	rpcrdma_rpc_xprt_tick(k.c.x, due - 1);
+	CHECK_EQ(atomic_load(&a2.n), 0);
+	CHECK_EQ(atomic_load(&k.c.x->quiet_until), due);
+	rpcrdma_rpc_xprt_tick(k.c.x, due);
+	CHECK_EQ(atomic_load(&a2.n), 1);
+	CHECK_EQ(a2.status, RPCRDMA_ERR_TIMEOUT);
+	/* (That tick had a callback to run: the next one comes at the
+	 * loop's pace.)  a1 left: the quiet tick. */
+	rpcrdma_rpc_xprt_tick(k.c.x, due + 1);
+	CHECK(quiet_after(k.c.x, due + 1));
+	CHECK(atomic_load(&k.c.x->quiet_until) <= due + 1 + RPC_QUIET_TICK_MS);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 3, LIMIT_MS);
 	CHECK(ok);
 	treply(sresp, &sresp->in[1]);
 	ATTEND_FOR(ok, k.c.x, atomic_load(&a1.n) == 1, LIMIT_MS);

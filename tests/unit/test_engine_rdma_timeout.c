@@ -4,7 +4,8 @@
  * RDMA Read is never answered, or whose reply's Send never completes,
  * closes the connection after rdma_timeout_ms (RFC 8166 §4.5.3, §4.5.5),
  * counted once; operations that complete in time, and idle slots, never
- * trigger it; 0 turns it off.  Time is what tick() is given.
+ * trigger it; 0 turns it off.  Time is what tick() is given, and
+ * next_deadline says when the next tick must come.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -142,16 +143,24 @@ static int count(enum rpcrdma_wr_opcode op)
 static void test_read_never_answered(void)
 {
 	start(300);
+	/* Idle: nothing waits on time. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0), UINT64_MAX);
 	feed_long_call(0x10, false);
 	CHECK_EQ(count(RPCRDMA_WR_RDMA_READ), 1);
+	/* A Read out that no tick has timed: the next tick must come now. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0), T0);
 	rpcrdma_engine_tick(S.e, T0);          /* arms: deadline T0 + 300 */
 	pop_all();
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0), T0 + 300);
 	rpcrdma_engine_tick(S.e, T0 + 299);
 	pop_all();
 	CHECK_EQ(ncloses, 0);
 	CHECK_EQ(timeouts(), 0);
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0 + 299), T0 + 300);
 	rpcrdma_engine_tick(S.e, T0 + 300);
 	pop_all();
+	/* The close asked is carried out on the next tick: at once. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0 + 300), T0 + 300);
 	CHECK_EQ(ncloses, 1);
 	CHECK_EQ(close_reason, RPCRDMA_ERR_TIMEOUT);
 	CHECK_EQ(timeouts(), 1);
@@ -232,6 +241,7 @@ static void test_off(void)
 {
 	start(0);
 	feed_long_call(0x30, false);
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, T0), UINT64_MAX);
 	for (uint64_t t = 0; t < 100; t++)
 		rpcrdma_engine_tick(S.e, T0 + t * 100000);
 	pop_all();

@@ -512,6 +512,7 @@ static void test_reply_waits_for_registration(void)
 static void test_reply_registration_retried_on_tick(void)
 {
 	reply_while_registration_short(0x53);
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, 10), 10);
 	rpcrdma_engine_tick(S.e, 20);
 	drain();
 	CHECK_EQ(nsent, 2);

@@ -355,10 +355,13 @@ static void test_lost_opener(void)
 	C.max_retries = 1;
 	start(true);
 	uint32_t xid = submit(0, 0, 0, 0, 0, 256);
+	/* The opener's time-out is when the next tick must come. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, NOW), NOW + 500);
 	rpcrdma_engine_tick(S.e, NOW + 499);
 	drain();
 	CHECK_EQ(nsent, 0);
 	CHECK(info().negotiating);
+	CHECK_EQ(rpcrdma_engine_next_deadline(S.e, NOW + 499), NOW + 500);
 	rpcrdma_engine_tick(S.e, NOW + 500);
 	drain();
 	/* Not v1 on this connection: a slow server got the opener and

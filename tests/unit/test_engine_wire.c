@@ -840,9 +840,13 @@ static void test_mr_starvation_tick(void)
 	rpcrdma_engine_get_info(A.e, &in);
 	CHECK_EQ(in.calls_in_flight, 0); /* waiting, not failed */
 	CHECK_EQ(ndone, 0);
+	/* A shortage has no clock: the next tick must come at once. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(A.e, 10), 10);
 	rpcrdma_engine_tick(A.e, 20); /* nothing else has moved A */
 	rpcrdma_engine_get_info(A.e, &in);
 	CHECK_EQ(in.calls_in_flight, 1);
+	/* Sent: its reply is an input; nothing waits on time. */
+	CHECK_EQ(rpcrdma_engine_next_deadline(A.e, 20), UINT64_MAX);
 	pump(&A, &B);
 	serve(&B, &A);
 	collect(&A);
