@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Small records that live as long as a connection (the connection record,
- * a role's state, the provider's CQ and MR records), several to a page,
- * each page given back to the system when its last record goes.
+ * a role's state, its reply region, the provider's CQ, MR and MW
+ * records) or come in bursts with connections (the provider's CM
+ * events), several to a page, each page given back to the system when
+ * its last record goes.
  *
  * Why: common/pages.h gives a connection's large blocks back when it
  * closes, but its small records came from malloc.  Allocated between the

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "common/pages.h"
+#include "common/slab.h"
 #include "rpc/rpc_internal.h"
 
 struct rpc_reply_region {
@@ -46,9 +47,12 @@ struct rpc_reply_region {
 	struct rpcrdma_mr *mr;      /* LOCAL_WRITE | MW_BIND over buf */
 };
 
+/* One per connection (common/slab.h). */
+static struct rpcrdma_slab region_slab = RPCRDMA_SLAB(struct rpc_reply_region);
+
 struct rpc_reply_region *rpcrdma_rpc_region_new(struct rpc_dev *rd, size_t len)
 {
-	struct rpc_reply_region *r = calloc(1, sizeof(*r));
+	struct rpc_reply_region *r = rpcrdma_slab_alloc(&region_slab);
 	if (!r)
 		return NULL;
 	pthread_mutex_init(&r->lock, NULL);
@@ -68,7 +72,7 @@ static void region_unref(struct rpc_reply_region *r)
 		return;
 	rpcrdma_pages_free(r->buf, r->len);
 	pthread_mutex_destroy(&r->lock);
-	free(r);
+	rpcrdma_slab_free(&region_slab, r);
 }
 
 void *rpcrdma_rpc_region_get(struct rpc_reply_region *r, size_t need)

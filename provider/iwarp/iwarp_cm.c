@@ -27,7 +27,14 @@
 #include <unistd.h>
 
 #include "common/pages.h"
+#include "common/slab.h"
 #include "provider/iwarp/iwarp.h"
+
+/* CM events come in bursts (a connection storm queues one per connection
+ * until the consumer takes them): from a slab, whose pages go back to the
+ * system when the burst is acknowledged, not from a thread's heap, which
+ * keeps its top under a raised M_TRIM_THRESHOLD (common/slab.h). */
+static struct rpcrdma_slab event_slab = RPCRDMA_SLAB(struct iw_event);
 
 /* ------------------------------------------------------------ channel */
 
@@ -76,7 +83,7 @@ int rpcrdma_iwarp_destroy_channel(struct rpcrdma_cm_channel *c)
 		struct iw_event *n = e->next;
 		event_release(e);
 		if (e->slot < 0)
-			free(e);
+			rpcrdma_slab_free(&event_slab, e);
 		e = n;
 	}
 	close(c->fd);
@@ -93,7 +100,7 @@ void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 	struct iw_channel *ch = (struct iw_channel *)ep->base.channel;
 	if (!ch)
 		return;
-	struct iw_event *e = calloc(1, sizeof(*e));
+	struct iw_event *e = rpcrdma_slab_alloc(&event_slab);
 	int slot = -1;
 	if (!e) {
 		pthread_mutex_lock(&ch->lock);
@@ -172,7 +179,7 @@ int rpcrdma_iwarp_ack_cm_event(struct rpcrdma_cm_event *ev)
 	struct iw_event *e = (struct iw_event *)ev;
 	event_release(e);
 	if (e->slot < 0) {
-		free(e);
+		rpcrdma_slab_free(&event_slab, e);
 		return 0;
 	}
 	pthread_mutex_lock(&e->owner->lock);

@@ -13,7 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/slab.h"
 #include "provider/iwarp/iwarp.h"
+
+/* MR and MW records: a connection's registrations, made and gone with it
+ * (common/slab.h). */
+static struct rpcrdma_slab mr_slab = RPCRDMA_SLAB(struct iw_mr);
+static struct rpcrdma_slab mw_slab = RPCRDMA_SLAB(struct iw_mw);
 
 #define IW_STAG_MAX_INDEX 0xFFFFFFu
 
@@ -81,14 +87,14 @@ int rpcrdma_iwarp_reg_mr(struct rpcrdma_pd *pd, void *addr, size_t length,
 	if ((uint64_t)(uintptr_t)addr + length < (uint64_t)(uintptr_t)addr)
 		return RPCRDMA_ERR_OVERFLOW;
 	struct iw_dev *dev = iw_dev(pd->dev);
-	struct iw_mr *mr = calloc(1, sizeof(*mr));
+	struct iw_mr *mr = rpcrdma_slab_alloc(&mr_slab);
 	if (!mr)
 		return RPCRDMA_ERR_NOMEM;
 	pthread_mutex_lock(&dev->mem_lock);
 	uint32_t i = stag_alloc(dev);
 	if (!i) {
 		pthread_mutex_unlock(&dev->mem_lock);
-		free(mr);
+		rpcrdma_slab_free(&mr_slab, mr);
 		return RPCRDMA_ERR_NOMEM;
 	}
 	struct iw_stag *s = &dev->stags[i];
@@ -120,7 +126,7 @@ int rpcrdma_iwarp_dereg_mr(struct rpcrdma_mr *m)
 	pthread_mutex_lock(&dev->mem_lock);
 	stag_free(dev, mr->index);
 	pthread_mutex_unlock(&dev->mem_lock);
-	free(mr);
+	rpcrdma_slab_free(&mr_slab, mr);
 	return 0;
 }
 
@@ -129,14 +135,14 @@ int rpcrdma_iwarp_alloc_mw(struct rpcrdma_pd *pd, struct rpcrdma_mw **out)
 	if (!pd || !out)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_dev *dev = iw_dev(pd->dev);
-	struct iw_mw *mw = calloc(1, sizeof(*mw));
+	struct iw_mw *mw = rpcrdma_slab_alloc(&mw_slab);
 	if (!mw)
 		return RPCRDMA_ERR_NOMEM;
 	pthread_mutex_lock(&dev->mem_lock);
 	uint32_t i = stag_alloc(dev);
 	if (!i) {
 		pthread_mutex_unlock(&dev->mem_lock);
-		free(mw);
+		rpcrdma_slab_free(&mw_slab, mw);
 		return RPCRDMA_ERR_NOMEM;
 	}
 	struct iw_stag *s = &dev->stags[i];
@@ -161,7 +167,7 @@ int rpcrdma_iwarp_dealloc_mw(struct rpcrdma_mw *m)
 	pthread_mutex_lock(&dev->mem_lock);
 	stag_free(dev, mw->index);
 	pthread_mutex_unlock(&dev->mem_lock);
-	free(mw);
+	rpcrdma_slab_free(&mw_slab, mw);
 	return 0;
 }
 
