@@ -634,6 +634,8 @@ void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
 /* With tx_lock: the send queue's oldest entry leaves it (iwarp_qp_tx.c). */
 void rpcrdma_iwarp_sq_pop(struct iw_qp *qp);
+/* The completion opcode of a send-queue work request's opcode. */
+enum rpcrdma_wc_opcode rpcrdma_iwarp_wc_op(enum rpcrdma_wr_opcode op);
 int rpcrdma_iwarp_tx_raw(struct iw_qp *qp, const struct rpcrdma_iwarp_ddp_hdr *h,
 			 const void *payload, size_t len);
 

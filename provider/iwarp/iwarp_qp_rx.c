@@ -362,14 +362,10 @@ static void got_terminate(struct iw_qp *qp)
 		complete_read(qp, &qp->orq[qp->orq_head], st, vendor);
 	} else if (!matched && qp->sq_count) {
 		struct iw_swqe *w = &qp->sq[qp->sq_head];
-		enum rpcrdma_wc_opcode op = w->opcode == RPCRDMA_WR_RDMA_WRITE
-			? RPCRDMA_WC_RDMA_WRITE
-			: w->opcode == RPCRDMA_WR_RDMA_READ ? RPCRDMA_WC_RDMA_READ
-			: w->opcode == RPCRDMA_WR_LOCAL_INV ? RPCRDMA_WC_LOCAL_INV
-			: w->opcode == RPCRDMA_WR_BIND_MW ? RPCRDMA_WC_BIND_MW
-			: RPCRDMA_WC_SEND;
 		if (!w->in_orq)
-			rpcrdma_iwarp_complete(qp, true, w->wr_id, op, st, 0, 0, 0, vendor);
+			rpcrdma_iwarp_complete(qp, true, w->wr_id,
+					       rpcrdma_iwarp_wc_op(w->opcode), st,
+					       0, 0, 0, vendor);
 		rpcrdma_iwarp_sq_pop(qp);
 	}
 	/* Nothing more goes out (the batch in flight may name the WR just

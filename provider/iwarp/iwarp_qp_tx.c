@@ -52,7 +52,7 @@ static bool sq_op_valid(enum rpcrdma_wr_opcode op)
 	return false;
 }
 
-static enum rpcrdma_wc_opcode wc_op(enum rpcrdma_wr_opcode op)
+enum rpcrdma_wc_opcode rpcrdma_iwarp_wc_op(enum rpcrdma_wr_opcode op)
 {
 	switch (op) {
 	case RPCRDMA_WR_RDMA_WRITE:
@@ -97,7 +97,7 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 		}
 		bool sig = qp->sq_sig_all || (wr->send_flags & RPCRDMA_SEND_SIGNALED);
 		if (atomic_load(&qp->state) == IW_QP_ERROR) {
-			rpcrdma_iwarp_complete(qp, true, wr->wr_id, wc_op(wr->opcode),
+			rpcrdma_iwarp_complete(qp, true, wr->wr_id, rpcrdma_iwarp_wc_op(wr->opcode),
 					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
 			continue;
 		}
@@ -220,7 +220,7 @@ static void msg_init(struct iw_qp *qp, bool tagged, uint8_t opcode,
 static void local_fail(struct iw_qp *qp, struct iw_swqe *w,
 		       enum rpcrdma_wc_status st)
 {
-	rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode), st, 0, 0, 0, 0);
+	rpcrdma_iwarp_complete(qp, true, w->wr_id, rpcrdma_iwarp_wc_op(w->opcode), st, 0, 0, 0, 0);
 	rpcrdma_iwarp_sq_pop(qp);
 	rpcrdma_iwarp_qp_error(qp, st);
 }
@@ -475,7 +475,7 @@ static void hist_add(struct iw_qp *qp, const struct iw_swqe *w,
 {
 	struct iw_hist *h = &qp->hist[qp->hist_n++ % IW_HIST];
 	h->wr_id = w->wr_id;
-	h->op = wc_op(w->opcode);
+	h->op = rpcrdma_iwarp_wc_op(w->opcode);
 	h->tagged = f->tagged;
 	h->signaled = w->signaled;
 	h->stag = f->stag;
@@ -494,7 +494,7 @@ static void retire(struct iw_qp *qp, const struct iw_txf *f)
 			struct iw_swqe *w = &qp->sq[qp->sq_head];
 			hist_add(qp, w, f);
 			if (w->signaled)
-				rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
+				rpcrdma_iwarp_complete(qp, true, w->wr_id, rpcrdma_iwarp_wc_op(w->opcode),
 						       RPCRDMA_WC_SUCCESS, (uint32_t)w->len,
 						       0, 0, 0);
 			rpcrdma_iwarp_sq_pop(qp);
@@ -597,7 +597,7 @@ void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_inf
 		struct iw_swqe *w = &qp->sq[qp->sq_head];
 		/* A Read already in the ORQ is flushed from there. */
 		if (!w->in_orq)
-			rpcrdma_iwarp_complete(qp, true, w->wr_id, wc_op(w->opcode),
+			rpcrdma_iwarp_complete(qp, true, w->wr_id, rpcrdma_iwarp_wc_op(w->opcode),
 					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
 		rpcrdma_iwarp_sq_pop(qp);
 	}
