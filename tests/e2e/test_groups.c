@@ -21,6 +21,13 @@
  *           before 500 ms; started 300 ms into a second, when the loop
  *           would sleep 700 ms or more): the call wakes the sleeping loop
  *           (rpcrdma_rpc_loop_unquiet).  Three times.
+ *  waiting  an asynchronous call (time-out 30 s) waits about a second
+ *           for a handler that answers late: the client's loop is not
+ *           woken on a 20 ms tick meanwhile (that would be some 45
+ *           wake-ups), but at the call's deadline or the quiet tick,
+ *           whichever comes first (rpcrdma_engine_next_deadline and the
+ *           Requester's earliest call deadline, rpc/progress.c); the
+ *           reply then arrives and completes the call.
  *  env      RPCRDMA_THREADS=2 gives two groups; a value out of range is
  *           refused (RPCRDMA_ERR_CONFIG).
  */
@@ -199,20 +206,33 @@ static void on_done(void *arg, struct rpcrdma_reply *rep)
 	atomic_store(&d->at, now_ms());
 }
 
-static void timeout_after_idle(void)
+/* A server with handler workers and one client of it whose first call
+ * was answered (the version settled); NULL (and no server) on failure. */
+static struct rpcrdma_clnt *worker_server_client(struct rpcrdma_svc **out)
 {
+	*out = NULL;
 	struct rpcrdma_svc *s = server(NGROUPS, 2);
 	if (!s)
-		return;
+		return NULL;
 	char addr[64];
 	snprintf(addr, sizeof addr, "127.0.0.1:%u", rpcrdma_svc_port(s));
 	struct rpcrdma_clnt *c = NULL;
 	CHECK_EQ(rpcrdma_clnt_create(addr, PROG, 1, NULL, &c), 0);
 	if (!c) {
 		rpcrdma_svc_destroy(s);
-		return;
+		return NULL;
 	}
 	CHECK(call_group(c) != -100); /* (a worker: not a group's thread) */
+	*out = s;
+	return c;
+}
+
+static void timeout_after_idle(void)
+{
+	struct rpcrdma_svc *s;
+	struct rpcrdma_clnt *c = worker_server_client(&s);
+	if (!c)
+		return;
 	for (unsigned k = 0; k < 3; k++) {
 		/* Idle past a quiet tick (the client's loop sleeps until
 		 * the next multiple of RPC_QUIET_TICK_MS, 2 s, of
@@ -235,6 +255,40 @@ static void timeout_after_idle(void)
 		CHECK_EQ(d.status, RPCRDMA_ERR_TIMEOUT);
 		CHECK(took >= 200 && took < 500);
 	}
+	rpcrdma_clnt_destroy(c);
+	rpcrdma_svc_destroy(s);
+}
+
+static void waiting_sleeps(void)
+{
+	struct rpcrdma_svc *s;
+	struct rpcrdma_clnt *c = worker_server_client(&s);
+	if (!c)
+		return;
+	struct rpcrdma_call call = {.proc = 2, .timeout_ms = 30000};
+	struct done d = {.at = 0};
+	uint64_t t0 = now_ms();
+	CHECK_EQ(rpcrdma_clnt_call_async(c, &call, on_done, &d), 0);
+	/* From 100 ms after the call (it went out) until 900 ms, while the
+	 * handler sleeps: the client loop's wake-ups. */
+	sleep_ms(100);
+	long before[16], after[16];
+	int n = thread_switches("rpcrdma-clnt", before, 16);
+	sleep_ms(800);
+	int n2 = thread_switches("rpcrdma-clnt", after, 16);
+	CHECK(n >= 1);
+	CHECK_EQ(n2, n);
+	CHECK_EQ(atomic_load(&d.at), 0); /* still waiting */
+	long most = 0;
+	for (int i = 0; i < n && i < n2; i++)
+		if (after[i] - before[i] > most)
+			most = after[i] - before[i];
+	printf("a call waiting 0.8 s: at most %ld wake-ups of a client loop "
+	       "thread\n", most);
+	CHECK(most <= 8);
+	while (!atomic_load(&d.at) && now_ms() < t0 + 10000)
+		sleep_ms(1);
+	CHECK_EQ(d.status, 0); /* answered */
 	rpcrdma_clnt_destroy(c);
 	rpcrdma_svc_destroy(s);
 }
@@ -262,6 +316,8 @@ int main(int argc, char **argv)
 		spread_and_idle();
 	if (!strcmp(what, "timeout") || !strcmp(what, "all"))
 		timeout_after_idle();
+	if (!strcmp(what, "waiting") || !strcmp(what, "all"))
+		waiting_sleeps();
 	if (!strcmp(what, "env") || !strcmp(what, "all"))
 		env_threads();
 	TEST_MAIN_END();
