@@ -625,21 +625,8 @@ int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s)
 				if (x->kickfd < 0)
 					x->kickfd = eventfd(0, EFD_NONBLOCK |
 								   EFD_CLOEXEC);
-				/* At most RPC_QUIET_TICK_MS, then a look at
-				 * the CQ whatever the fd said, as the loop's
-				 * quiet tick does for the connections it
-				 * attends: a backstop against a lost
-				 * wake-up.  e2e_ipv4_nopoll's drive_race saw
-				 * every waiter of a connection stall until its
-				 * 30 s time-out twice under load, with busy
-				 * polling off; the race that loses it is not
-				 * found yet. */
-				uint64_t until = rpc_clock_ms(&now) +
-						 RPC_QUIET_TICK_MS;
-				if (s->deadline && s->deadline < until)
-					until = s->deadline;
 				pthread_mutex_unlock(&x->lock);
-				woken = sleep_on_cq(x, until, &now);
+				woken = sleep_on_cq(x, s->deadline, &now);
 				pthread_mutex_lock(&x->lock);
 				continue;
 			}
