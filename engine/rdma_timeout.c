@@ -30,16 +30,30 @@ static bool timed(const struct responder_slot *s)
 	       (s->state == RS_SENDING && s->send_waited);
 }
 
+/* Is anything to be timed at all: the time-out on, connected, no close
+ * asked already, and a slot taken (an idle connection has none). */
+static bool watching(const struct rpcrdma_engine *e)
+{
+	return e->cfg.rdma_timeout_ms && e->connected && !e->close_asked &&
+	       e->nrs_free != e->nrs;
+}
+
+/* A slot whose operations the time-out watches on this connection. */
+static bool watched(const struct rpcrdma_engine *e,
+		    const struct responder_slot *s)
+{
+	return timed(s) && s->epoch == e->epoch;
+}
+
 uint64_t rpcrdma_rs_rdma_next_deadline(const struct rpcrdma_engine *e,
 				       uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
-	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked ||
-	    e->nrs_free == e->nrs)
+	if (!watching(e))
 		return next;
 	for (uint32_t i = 0; i < e->rs_used; i++) {
 		const struct responder_slot *s = &e->rs[i];
-		if (!timed(s) || s->epoch != e->epoch)
+		if (!watched(e, s))
 			continue;
 		/* Not timed yet, or timed in the state it has left: the
 		 * next tick starts its clock, so it must come at once. */
@@ -55,12 +69,11 @@ bool rpcrdma_rs_rdma_timed_out(struct rpcrdma_engine *e, uint64_t now)
 {
 	/* A free slot has no deadline (rpcrdma_rs_free clears it): with
 	 * every slot free there is nothing to look at. */
-	if (!e->cfg.rdma_timeout_ms || !e->connected || e->close_asked ||
-	    e->nrs_free == e->nrs)
+	if (!watching(e))
 		return false;
 	for (uint32_t i = 0; i < e->rs_used; i++) {
 		struct responder_slot *s = &e->rs[i];
-		if (!timed(s) || s->epoch != e->epoch) {
+		if (!watched(e, s)) {
 			s->rdma_deadline = 0;
 			continue;
 		}
