@@ -1566,6 +1566,21 @@ static bool quiet_after(struct rpc_xprt *x, uint64_t now)
 	return atomic_load(&x->quiet_until) > now;
 }
 
+/* Ticks x at now until the tick leaves it skipped (quiet_until set): a
+ * tick that polled a completion just in (the Send of a call, say) has
+ * work to run, and leaves x at the loop's pace until the next, as the
+ * loop would tick it 20 ms later.  Returns quiet_until. */
+static uint64_t tick_settled(struct rpc_xprt *x, uint64_t now)
+{
+	for (int i = 0; i < 500; i++) {
+		rpcrdma_rpc_xprt_tick(x, now);
+		if (atomic_load(&x->quiet_until))
+			break;
+		usleep(1000);
+	}
+	return atomic_load(&x->quiet_until);
+}
+
 static void test_quiet(void)
 {
 	struct conn k;
@@ -1586,6 +1601,11 @@ static void test_quiet(void)
 	treply(sresp, &sresp->in[0]);
 	ATTEND_FOR(ok, k.c.x, atomic_load(&a0.n) == 1, LIMIT_MS);
 	CHECK(ok);
+	/* Early in a quiet-tick period (whole multiples of
+	 * RPC_QUIET_TICK_MS), so that the 300 ms deadline below comes before
+	 * the next quiet tick. */
+	while (now_ms() % RPC_QUIET_TICK_MS >= 500)
+		usleep(10000);
 	uint64_t t = now_ms();
 	rpcrdma_rpc_xprt_tick(k.c.x, t);
 	CHECK(quiet_after(k.c.x, t));
@@ -1599,7 +1619,7 @@ static void test_quiet(void)
 	call = (struct rpcrdma_call){.proc = 2, .timeout_ms = 60000};
 	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a1), 0);
 	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
-	rpcrdma_rpc_xprt_tick(k.c.x, t + 1);
+	tick_settled(k.c.x, t + 1);
 	CHECK(quiet_after(k.c.x, t + 1));
 	CHECK(atomic_load(&k.c.x->quiet_until) <= t + 1 + RPC_QUIET_TICK_MS);
 	/* A second one with a short time-out: its deadline is the next
@@ -1610,18 +1630,16 @@ static void test_quiet(void)
 	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a2), 0);
 	uint64_t t3 = now_ms();
 	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
-	rpcrdma_rpc_xprt_tick(k.c.x, t + 2);
-	uint64_t due = atomic_load(&k.c.x->quiet_until);
+	uint64_t due = tick_settled(k.c.x, t + 2);
 	CHECK(due >= t2 + 300 && due <= t3 + 300);
-	rpcrdma_rpc_xprt_tick(k.c.x, due - 1);
+	CHECK_EQ(tick_settled(k.c.x, due - 1), due);
 	CHECK_EQ(atomic_load(&a2.n), 0);
-	CHECK_EQ(atomic_load(&k.c.x->quiet_until), due);
 	rpcrdma_rpc_xprt_tick(k.c.x, due);
 	CHECK_EQ(atomic_load(&a2.n), 1);
 	CHECK_EQ(a2.status, RPCRDMA_ERR_TIMEOUT);
 	/* (That tick had a callback to run: the next one comes at the
 	 * loop's pace.)  a1 left: the quiet tick. */
-	rpcrdma_rpc_xprt_tick(k.c.x, due + 1);
+	tick_settled(k.c.x, due + 1);
 	CHECK(quiet_after(k.c.x, due + 1));
 	CHECK(atomic_load(&k.c.x->quiet_until) <= due + 1 + RPC_QUIET_TICK_MS);
 	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 3, LIMIT_MS);
