@@ -22,8 +22,10 @@
  *    outcome is in.  The other waiters park on their own condition
  *    variables without the connection's lock (told, they are taken off
  *    the list for them and never take the lock again; their wake-up
- *    runs after the teller drops it); when the driver is done, the role
- *    passes to one of them.
+ *    runs after the teller drops it); when the driver is done, or about
+ *    to run work it polled (which may take long, or wait itself), the
+ *    role passes to one of them that is parked, never to one whose
+ *    thread is running work.
  *    While a driver attends it, the loop's registration of the CQ fd is
  *    disarmed, so an arrival wakes exactly one thread;
  *  - the event loop (loop.c), for everything nobody else waits for:
@@ -391,26 +393,42 @@ static void take_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
 	rpcrdma_rpc_xprt_watch_locked(x, false);
 }
 
+/* With the driver s leaving the role: gives it to another waiter that
+ * will drive, if there is one (true). */
+static bool hand_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
+{
+	for (struct rpc_wait *o = x->waiters; o; o = o->next) {
+		/* Not to a waiter whose thread runs work: it would not drive
+		 * until that work returns, and the work may itself wait on
+		 * x (a synchronous call from a callback, parked as another
+		 * waiter of this list), so nobody would drive meanwhile.  It
+		 * takes the role back, if nobody has it, when its work
+		 * returns. */
+		if (o == s || atomic_load(&o->finished) || o->working)
+			continue;
+		/* It waits anyway: it drives from here, no other wake-up.
+		 * Asleep, it comes back for the lock. */
+		x->driver = o;
+		x->driver_busy = false;
+		pthread_mutex_lock(&o->w->m);
+		if (o->park == PARK_SLEEPING) {
+			o->park = PARK_DRIVE;
+			pthread_cond_signal(&o->w->cv);
+		}
+		pthread_mutex_unlock(&o->w->m);
+		return true;
+	}
+	return false;
+}
+
 static void leave_role_locked(struct rpc_xprt *x, struct rpc_wait *s)
 {
 	if (x->driver != s)
 		return;
 	x->driver = NULL;
 	x->driver_busy = false;
-	for (struct rpc_wait *o = x->waiters; o; o = o->next)
-		if (o != s && !atomic_load(&o->finished)) {
-			/* It waits anyway: it drives from here, no other
-			 * wake-up.  Asleep, it comes back for the lock. */
-			x->driver = o;
-			pthread_mutex_lock(&o->w->m);
-			if (o->park == PARK_SLEEPING) {
-				o->park = PARK_DRIVE;
-				pthread_cond_signal(&o->w->cv);
-			}
-			pthread_mutex_unlock(&o->w->m);
-			return;
-		}
-	rpcrdma_rpc_xprt_need_attention_locked(x);
+	if (!hand_role_locked(x, s))
+		rpcrdma_rpc_xprt_need_attention_locked(x);
 }
 
 static void waiters_remove(struct rpc_xprt *x, struct rpc_wait *s)
@@ -547,18 +565,31 @@ static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
 	return found;
 }
 
-/* With the lock held: runs w without it; another waiter may take the
- * driver's role meanwhile (its outcome may need a poll that this work
- * would hold up). */
+/* With the lock held: runs w without it.  A driver hands its role to a
+ * parked waiter first: that waiter's outcome may need a poll this work
+ * would hold up, for as long as the work takes (a callback may block, or
+ * wait for a call of its own). */
 static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
 			 struct rpc_work *w)
 {
-	x->driver_busy = true;
+	s->working = true;
+	if (x->driver == s && !hand_role_locked(x, s)) {
+		/* Nobody else waits to drive: the role stays, marked busy,
+		 * so that a synchronous call this work makes on x drives it
+		 * and the loop attends it meanwhile (rpcrdma_rpc_xprt_attend;
+		 * take_role_locked stops that again). */
+		x->driver_busy = true;
+		if (needs_watch(x))
+			rpcrdma_rpc_xprt_watch_locked(x, true);
+	}
 	pthread_mutex_unlock(&x->lock);
 	rpcrdma_rpc_work_run_nested(w);
 	pthread_mutex_lock(&x->lock);
-	if (x->driver == s)
+	s->working = false;
+	if (x->driver == s) {
 		x->driver_busy = false;
+		rpcrdma_rpc_xprt_watch_locked(x, false);
+	}
 }
 
 /* True when s's deadline has passed (now: the pass's time). */

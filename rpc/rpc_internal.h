@@ -233,6 +233,11 @@ struct rpc_wait {
 					 the record (call.c) is now the
 					 waiter's */
 	enum rpc_park park;           /* under w->m */
+	bool working;                 /* under the connection's lock: its
+					 thread runs work it polled
+					 (progress.c run_unlocked), and
+					 comes back to the wait only when
+					 that work returns */
 	struct rpc_work_item tell;    /* PARK_TELLING: the wake-up */
 	uint64_t deadline;            /* ms (rpcrdma_rpc_now_ms), 0: none */
 };

@@ -997,6 +997,17 @@ static void test_nested_wait(void)
 	conn_close(&k);
 }
 
+/* The real Requester on the client side and the test Responder on the
+ * server side, with a client handle on the connection. */
+static struct trole *open_tserver(struct conn *k, struct rpcrdma_clnt **cl)
+{
+	struct rpcrdma_opts o;
+	opts_for_test(&o);
+	CHECK(conn_open(k, real_roles, test_roles, &o) == 0);
+	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k->c.x, TPROG, 1, cl), 0);
+	return trole_of(k->s.x, RPC_RESPONDER);
+}
+
 /* =====================================================================
  * The driver's role passes from one waiter to the next
  */
@@ -1022,24 +1033,39 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
+/* s1's thread makes its call and drives the client; returns its wait
+ * once the server has the call. */
+static struct rpc_wait *start_driver(struct conn *k, struct trole *sresp,
+				     struct syncer *s1)
+{
+	CHECK_EQ(pthread_create(&s1->t, NULL, syncer_main, s1), 0);
+	bool ok;
+	ATTEND_FOR(ok, k->s.x, atomic_load(&sresp->nin) >= 1, LIMIT_MS);
+	CHECK(ok);
+	WAIT_FOR(ok, driver_of(k->c.x) != NULL, LIMIT_MS);
+	CHECK(ok);
+	return driver_of(k->c.x);
+}
+
+/* Nobody waits on x, drives it or is inside it any more. */
+static void check_no_waits(struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&x->lock);
+	CHECK(x->driver == NULL);
+	CHECK(x->waiters == NULL);
+	CHECK_EQ(x->inside, 0);
+	pthread_mutex_unlock(&x->lock);
+}
+
 static void test_driver_handoff(void)
 {
 	struct conn k;
-	struct rpcrdma_opts o;
-	opts_for_test(&o);
-	CHECK(conn_open(&k, real_roles, test_roles, &o) == 0);
-	struct trole *sresp = trole_of(k.s.x, RPC_RESPONDER);
 	struct rpcrdma_clnt *cl = NULL;
-	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k.c.x, TPROG, 1, &cl), 0);
+	struct trole *sresp = open_tserver(&k, &cl);
 
 	struct syncer s1 = {.cl = cl, .proc = 1}, s2 = {.cl = cl, .proc = 2};
-	CHECK_EQ(pthread_create(&s1.t, NULL, syncer_main, &s1), 0);
+	struct rpc_wait *d1 = start_driver(&k, sresp, &s1);
 	bool ok;
-	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 1, LIMIT_MS);
-	CHECK(ok);
-	WAIT_FOR(ok, driver_of(k.c.x) != NULL, LIMIT_MS);
-	CHECK(ok);
-	struct rpc_wait *d1 = driver_of(k.c.x);
 
 	/* A second waiter sleeps on its condition variable: one driver. */
 	CHECK_EQ(pthread_create(&s2.t, NULL, syncer_main, &s2), 0);
@@ -1067,11 +1093,106 @@ static void test_driver_handoff(void)
 	pthread_join(s2.t, NULL);
 	CHECK_EQ(s2.rc, 0);
 	CHECK_EQ(s2.word, 102);
-	pthread_mutex_lock(&k.c.x->lock);
-	CHECK(k.c.x->driver == NULL);
-	CHECK(k.c.x->waiters == NULL);
-	CHECK_EQ(k.c.x->inside, 0);
-	pthread_mutex_unlock(&k.c.x->lock);
+	check_no_waits(k.c.x);
+	rpcrdma_clnt_destroy(cl);
+	conn_close(&k);
+}
+
+/* =====================================================================
+ * A driver running work keeps nobody waiting: the role is not handed to
+ * it (e2e drive_race stalled on that until every call's time-out)
+ */
+struct busy_cb {
+	struct rpcrdma_clnt *cl;
+	atomic_int in_cb, go, done;
+	pthread_t thread;
+	int rc;
+	uint32_t word;
+};
+
+/* An asynchronous call's callback that waits to be let go, then makes a
+ * synchronous call on the same connection. */
+static void busy_cb_fn(void *arg, struct rpcrdma_reply *rep)
+{
+	struct busy_cb *b = arg;
+	rpcrdma_reply_free(rep);
+	b->thread = pthread_self();
+	atomic_store(&b->in_cb, 1);
+	bool ok;
+	WAIT_FOR(ok, atomic_load(&b->go) == 1, 3 * LIMIT_MS);
+	b->rc = RPCRDMA_ERR_TIMEOUT;
+	if (ok) {
+		struct rpcrdma_call call = {.proc = 4, .timeout_ms = LIMIT_MS};
+		struct rpcrdma_reply r2;
+		b->rc = rpcrdma_clnt_call(b->cl, &call, &r2);
+		if (b->rc == 0 && r2.len >= 4)
+			b->word = rpcrdma_be32_get(r2.data);
+		rpcrdma_reply_free(&r2);
+	}
+	atomic_store(&b->done, 1);
+}
+
+static void test_busy_driver(void)
+{
+	struct conn k;
+	struct rpcrdma_clnt *cl = NULL;
+	struct trole *sresp = open_tserver(&k, &cl);
+	static struct busy_cb b;
+	memset(&b, 0, sizeof b);
+	b.cl = cl;
+
+	/* s1 drives the client while its call (proc 1) is out. */
+	struct syncer s1 = {.cl = cl, .proc = 1}, s2 = {.cl = cl, .proc = 2};
+	struct rpc_wait *d1 = start_driver(&k, sresp, &s1);
+	bool ok;
+
+	/* An asynchronous call's reply: s1's thread polls it and runs its
+	 * callback, which holds on. */
+	struct rpcrdma_call call = {.proc = 3};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, busy_cb_fn, &b), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 2, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[1]);
+	WAIT_FOR(ok, atomic_load(&b.in_cb) == 1, LIMIT_MS);
+	CHECK(ok);
+	CHECK(pthread_equal(b.thread, s1.t));
+
+	/* Meanwhile a second caller comes: it drives, and sees its reply
+	 * through. */
+	CHECK_EQ(pthread_create(&s2.t, NULL, syncer_main, &s2), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 3, LIMIT_MS);
+	CHECK(ok);
+	WAIT_FOR(ok, driver_of(k.c.x) != d1 && driver_of(k.c.x) != NULL,
+		 LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[2]);
+	WAIT_FOR(ok, atomic_load(&s2.done) == 1, LIMIT_MS);
+	CHECK(ok);
+	CHECK_EQ(s2.rc, 0);
+	CHECK_EQ(s2.word, 102);
+	/* s2 left with s1's thread still in the callback: the role did not
+	 * go to s1, which would not drive until the callback returns. */
+	CHECK(driver_of(k.c.x) != d1);
+
+	/* The callback's own synchronous call then drives the client. */
+	atomic_store(&b.go, 1);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 4, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[3]);
+	WAIT_FOR(ok, atomic_load(&b.done) == 1, 2 * LIMIT_MS);
+	CHECK(ok);
+	CHECK_EQ(b.rc, 0);
+	CHECK_EQ(b.word, 104);
+
+	treply(sresp, &sresp->in[0]);
+	pthread_join(s1.t, NULL);
+	pthread_join(s2.t, NULL);
+	CHECK_EQ(s1.rc, 0);
+	CHECK_EQ(s1.word, 101);
+	static const uint32_t arrived[4] = {1, 3, 2, 4};
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(sresp->in[i].proc, arrived[i]);
+	check_no_waits(k.c.x);
 	rpcrdma_clnt_destroy(cl);
 	conn_close(&k);
 }
@@ -1097,11 +1218,7 @@ static void test_deadline(void)
 	CHECK(now_ms() >= dl);
 	CHECK(!atomic_load(&s.finished));
 	CHECK_EQ(atomic_load(&c1.done), 0);
-	pthread_mutex_lock(&k.c.x->lock);
-	CHECK(k.c.x->waiters == NULL);
-	CHECK(k.c.x->driver == NULL);
-	CHECK_EQ(k.c.x->inside, 0);
-	pthread_mutex_unlock(&k.c.x->lock);
+	check_no_waits(k.c.x);
 
 	/* The reply comes late and sits in the CQ; waiting again, past the
 	 * deadline, sees it first: the outcome wins, no second TIMEOUT. */
@@ -1127,12 +1244,8 @@ static void test_deadline(void)
 static void test_sync_timeout_real(void)
 {
 	struct conn k;
-	struct rpcrdma_opts o;
-	opts_for_test(&o);
-	CHECK(conn_open(&k, real_roles, test_roles, &o) == 0);
-	struct trole *sresp = trole_of(k.s.x, RPC_RESPONDER);
 	struct rpcrdma_clnt *cl = NULL;
-	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k.c.x, TPROG, 1, &cl), 0);
+	struct trole *sresp = open_tserver(&k, &cl);
 
 	struct rpcrdma_call call = {.proc = 4, .timeout_ms = 30};
 	struct rpcrdma_reply rep;
@@ -1502,12 +1615,8 @@ static void acall_cb(void *arg, struct rpcrdma_reply *rep)
 static void test_tick_timeout(void)
 {
 	struct conn k;
-	struct rpcrdma_opts o;
-	opts_for_test(&o);
-	CHECK(conn_open(&k, real_roles, test_roles, &o) == 0);
-	struct trole *sresp = trole_of(k.s.x, RPC_RESPONDER);
 	struct rpcrdma_clnt *cl = NULL;
-	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k.c.x, TPROG, 1, &cl), 0);
+	struct trole *sresp = open_tserver(&k, &cl);
 
 	/* A first call answered: the version is settled (its opener can
 	 * no longer time out on a tick far ahead). */
@@ -1584,12 +1693,8 @@ static uint64_t tick_settled(struct rpc_xprt *x, uint64_t now)
 static void test_quiet(void)
 {
 	struct conn k;
-	struct rpcrdma_opts o;
-	opts_for_test(&o);
-	CHECK(conn_open(&k, real_roles, test_roles, &o) == 0);
-	struct trole *sresp = trole_of(k.s.x, RPC_RESPONDER);
 	struct rpcrdma_clnt *cl = NULL;
-	CHECK_EQ(rpcrdma_rpc_clnt_on_xprt(k.c.x, TPROG, 1, &cl), 0);
+	struct trole *sresp = open_tserver(&k, &cl);
 
 	/* A call answered: the version is settled, nothing is out. */
 	struct acall a0 = {0}, a1 = {0};
@@ -1822,6 +1927,7 @@ int main(void)
 		{"work_chain", test_work_chain},
 		{"nested_wait", test_nested_wait},
 		{"driver_handoff", test_driver_handoff},
+		{"busy_driver", test_busy_driver},
 		{"deadline", test_deadline},
 		{"sync_timeout_real", test_sync_timeout_real},
 		{"kick_attend", test_kick_attend},
