@@ -503,6 +503,11 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	return 0;
 }
 
+void rpcrdma_engine_set_read_window(struct rpcrdma_engine *e, uint32_t bytes)
+{
+	e->cfg.read_window = bytes;
+}
+
 void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 {
 	if (!e->connected)

@@ -302,6 +302,13 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now);
 uint64_t rpcrdma_engine_next_deadline(const struct rpcrdma_engine *e,
 				      uint64_t now);
 
+/* The Responder's RDMA Read bytes in flight at most from now on
+ * (cfg.read_window; 0: only the ORD bounds them).  A poll group shares
+ * its time between its connections with it (docs/SCALE.md, fairness):
+ * Reads a smaller window holds back start as those in flight complete,
+ * and a larger one lets more start from the next input on. */
+void rpcrdma_engine_set_read_window(struct rpcrdma_engine *e, uint32_t bytes);
+
 /* The connection is gone.  Every work request the engine handed out is
  * forgotten (their flushed completions may still be fed in; they are
  * ignored).  A CLOSE event not yet polled is dropped (it named this

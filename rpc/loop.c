@@ -307,18 +307,18 @@ static void hot_add(struct rpc_loop *l, struct rpc_xprt *x)
 	rpcrdma_rpc_xprt_attend(x, false, true); /* no room: armed now */
 }
 
-/* Polls the hot connections once; true when one had work.  A connection
+/* Polls the hot connections once; how many had work.  A connection
  * a driver took over leaves the list (its driver arms it). */
-static bool hot_poll(struct rpc_loop *l)
+static unsigned hot_poll(struct rpc_loop *l)
 {
-	bool found = false;
+	unsigned found = 0;
 	for (unsigned i = 0; i < l->nhot;) {
 		int n = rpcrdma_rpc_xprt_attend(l->hot[i], false, false);
 		if (n < 0) {
 			l->hot[i] = l->hot[--l->nhot];
 			continue;
 		}
-		found |= n > 0;
+		found += n > 0;
 		i++;
 	}
 	return found;
@@ -339,7 +339,7 @@ static bool hot_arm(struct rpc_loop *l)
  * work stays unarmed on the hot list (the loop spins next); else it is
  * armed at once. */
 static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
-		   bool hot)
+		   bool hot, unsigned *conns)
 {
 	bool woken = false;
 	struct rpc_cm_src *cm[64];
@@ -355,7 +355,7 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 			rpcrdma_rpc_stats_serve();
 		else if (cm_of(&evs[i]))
 			cm[ncm++] = cm_of(&evs[i]); /* n <= 64 */
-		else if (!hot)
+		else if (++*conns, !hot)
 			rpcrdma_rpc_xprt_attend(p, true, true);
 		else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
 			hot_add(l, p);
@@ -382,8 +382,12 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	 * whose EPOLL_CTL_DEL this epoll_wait ran before sees it odd). */
 	atomic_store(&l->ext_pass, p + 1);
 	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
-	if (n > 0)
-		handle(l, evs, n, false);
+	unsigned conns = 0;
+	if (n > 0) {
+		handle(l, evs, n, false, &conns);
+		atomic_store_explicit(&l->busy_conns, conns,
+				      memory_order_relaxed);
+	}
 	/* Even: nothing of this pass is touched any more. */
 	atomic_store_explicit(&l->ext_pass, p + 2, memory_order_release);
 }
@@ -527,7 +531,7 @@ static void *loop_main(void *arg)
 		seen = uq;
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
 		int n = 0;
-		bool found = false;
+		unsigned found = 0; /* hot connections the spin found busy */
 		struct rpc_busy busy;
 		/* After work, more is likely soon (the next call of a
 		 * client, the reply to one just sent): poll a while first,
@@ -566,10 +570,19 @@ static void *loop_main(void *arg)
 		 * been asked to close; tick (and reap) soon.  Whether this
 		 * thread may spin looks at the CPU mask every 100 ms
 		 * (busy_poll.c): the pass's first time does. */
+		unsigned conns = 0;
 		bool soon = n > 0 &&
 			    handle(l, evs, n,
 				   rpcrdma_rpc_busy_possible(l->busy_poll_us,
-							     &now_ns));
+							     &now_ns),
+				   &conns);
+		/* Connections with work in this pass (the hot ones are
+		 * unarmed: not among epoll's): each one's share of the
+		 * group's RDMA Reads (rpcrdma_rpc_xprt_attend). */
+		if (worked)
+			atomic_store_explicit(&l->busy_conns,
+					      conns + found,
+					      memory_order_relaxed);
 		now_ns = rpcrdma_rpc_now_ns();
 		now = now_ns / 1000000u;
 		if (soon && next_tick > now + LOOP_TICK_MS)

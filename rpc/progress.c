@@ -292,12 +292,34 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w)
 /* ---------------------------------------------------------------------
  * The loop's side
  */
+/* With the lock held, by x's loop: x's RDMA Read window is its share of
+ * the window while other connections of the loop have work, down to one
+ * Read piece (RFC 8166 §3.3.1 leaves Reads in progress to the
+ * implementation).  One client moving bulk data then cannot keep its
+ * poll group placing Read responses while small calls of other
+ * connections wait behind them; alone, it has the whole window, which
+ * its rate needs (docs/SCALE.md, fairness). */
+static void share_read_window_locked(struct rpc_xprt *x)
+{
+	uint32_t want = x->opts.read_window;
+	unsigned busy = atomic_load_explicit(&x->loop->busy_conns,
+					     memory_order_relaxed);
+	if (busy > 1 && want > RPC_READ_SHARE_MIN)
+		want = RPC_READ_SHARE_MIN;
+	if (want != x->read_window) {
+		x->read_window = want;
+		rpcrdma_engine_set_read_window(x->e, want);
+	}
+}
+
 int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 {
 	struct rpc_work w;
 	rpc_work_init(&w);
 
 	pthread_mutex_lock(&x->lock);
+	if (x->loop && x->e && x->server)
+		share_read_window_locked(x);
 	if ((x->driver && !x->driver_busy) || !x->cq) {
 		/* Its driver attends it (and arms the loop again when it
 		 * leaves); this wake-up raced the disarm. */

@@ -357,6 +357,7 @@ struct rpc_xprt {
 	struct rpcrdma_qp *qp;
 	struct rpcrdma_engine *e;
 	struct rpc_loop *loop;
+	uint32_t read_window;        /* the engine's now (share_read_window) */
 	struct rpc_up up[RPC_ROLES]; /* the Requester and Responder sides */
 	bool server;
 	bool connected;              /* ESTABLISHED seen */
@@ -581,6 +582,9 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
  * poll group still gets round to its other connections between them
  * (`rpcrdma-perf load --fairness`, docs/SCALE.md). */
 #define RPC_READ_WINDOW (512u << 10)
+/* The least a connection's share of it comes to while others of its
+ * poll group have work: one 128 KiB Read piece (progress.c). */
+#define RPC_READ_SHARE_MIN (128u << 10)
 #define RPC_QUIET_TICK_MS 2000
 
 /* Something on x may wait on time now (the engine moved, a close was
@@ -706,6 +710,10 @@ struct rpc_loop {
 	 * spins over their CQs (loop thread only). */
 	struct rpc_xprt *hot[LOOP_HOT];
 	unsigned nhot;
+	/* How many of its connections had work in the loop's last pass
+	 * that had any (written by its thread, read by attends): each
+	 * one's RDMA Read window is its share (progress.c). */
+	atomic_uint busy_conns;
 	struct rpc_dev *rd;
 	struct rpc_xprt *xprts;      /* the connections it ticks; linked and
 					unlinked under *xprts_lock when

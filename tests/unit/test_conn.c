@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/engine_internal.h"
 #include "fake_provider.h"
 #include "rpc/call.h"
 #include "rpc/rpc_internal.h"
@@ -1198,6 +1199,54 @@ static void test_busy_driver(void)
 }
 
 /* =====================================================================
+ * A server connection's RDMA Read window is one Read piece while other
+ * connections of its loop have work, the whole window when it is alone
+ */
+static void test_read_share(void)
+{
+	struct conn k;
+	struct rpcrdma_opts o;
+	opts_for_test(&o);
+	CHECK(conn_open(&k, real_roles, real_roles, &o) == 0);
+	struct rpc_loop l;
+	CHECK_EQ(rpcrdma_rpc_loop_init(&l, &k.s.rd, on_cm_none, NULL, &k), 0);
+	struct rpc_xprt *x = k.s.x;
+	const uint32_t full = x->opts.read_window;
+	CHECK(full > RPC_READ_SHARE_MIN);
+	CHECK_EQ(x->read_window, full);
+	x->loop = &l;
+	k.c.x->loop = &l;
+
+	/* Three connections of the loop had work in its last pass. */
+	atomic_store(&l.busy_conns, 3);
+	CHECK(rpcrdma_rpc_xprt_attend(x, false, false) >= 0);
+	CHECK_EQ(x->read_window, RPC_READ_SHARE_MIN);
+	CHECK_EQ(x->e->cfg.read_window, RPC_READ_SHARE_MIN);
+	/* A client's connection (its Responder serves reverse calls only)
+	 * keeps its window. */
+	CHECK(rpcrdma_rpc_xprt_attend(k.c.x, false, false) >= 0);
+	CHECK_EQ(k.c.x->read_window, full);
+	CHECK_EQ(k.c.x->e->cfg.read_window, full);
+
+	/* Alone again: the whole window. */
+	atomic_store(&l.busy_conns, 1);
+	CHECK(rpcrdma_rpc_xprt_attend(x, false, false) >= 0);
+	CHECK_EQ(x->read_window, full);
+	CHECK_EQ(x->e->cfg.read_window, full);
+
+	/* A window set smaller than one piece stays as it was set. */
+	x->opts.read_window = 64u << 10;
+	atomic_store(&l.busy_conns, 5);
+	CHECK(rpcrdma_rpc_xprt_attend(x, false, false) >= 0);
+	CHECK_EQ(x->e->cfg.read_window, 64u << 10);
+
+	x->loop = NULL;
+	k.c.x->loop = NULL;
+	rpcrdma_rpc_loop_fini(&l);
+	conn_close(&k);
+}
+
+/* =====================================================================
  * Deadlines: TIMEOUT once, and an outcome already there wins
  */
 static void test_deadline(void)
@@ -1928,6 +1977,7 @@ int main(void)
 		{"nested_wait", test_nested_wait},
 		{"driver_handoff", test_driver_handoff},
 		{"busy_driver", test_busy_driver},
+		{"read_share", test_read_share},
 		{"deadline", test_deadline},
 		{"sync_timeout_real", test_sync_timeout_real},
 		{"kick_attend", test_kick_attend},
