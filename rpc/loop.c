@@ -355,12 +355,15 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 			rpcrdma_rpc_stats_serve();
 		else if (cm_of(&evs[i]))
 			cm[ncm++] = cm_of(&evs[i]); /* n <= 64 */
-		else if (++*conns, !hot)
-			rpcrdma_rpc_xprt_attend(p, true, true);
-		else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
-			hot_add(l, p);
-		else
-			rpcrdma_rpc_xprt_attend(p, false, true);
+		else {
+			(*conns)++; /* a connection's CQ */
+			if (!hot)
+				rpcrdma_rpc_xprt_attend(p, true, true);
+			else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
+				hot_add(l, p);
+			else
+				rpcrdma_rpc_xprt_attend(p, false, true);
+		}
 	}
 	/* Completions before CM events: a DISCONNECTED must not overtake
 	 * the completions that preceded it (the connection's own handling

@@ -306,10 +306,7 @@ static void share_read_window_locked(struct rpc_xprt *x)
 					     memory_order_relaxed);
 	if (busy > 1 && want > RPC_READ_SHARE_MIN)
 		want = RPC_READ_SHARE_MIN;
-	if (want != x->read_window) {
-		x->read_window = want;
-		rpcrdma_engine_set_read_window(x->e, want);
-	}
+	rpcrdma_engine_set_read_window(x->e, want);
 }
 
 int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)

@@ -357,7 +357,6 @@ struct rpc_xprt {
 	struct rpcrdma_qp *qp;
 	struct rpcrdma_engine *e;
 	struct rpc_loop *loop;
-	uint32_t read_window;        /* the engine's now (share_read_window) */
 	struct rpc_up up[RPC_ROLES]; /* the Requester and Responder sides */
 	bool server;
 	bool connected;              /* ESTABLISHED seen */

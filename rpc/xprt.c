@@ -68,7 +68,6 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	cfg.max_chunk_bytes = o->max_msg;
 	cfg.rdma_timeout_ms = o->rdma_timeout_ms;
 	cfg.read_window = o->read_window;
-	x->read_window = o->read_window;
 	cfg.xid_seed = (uint32_t)rpcrdma_rpc_now_ms() * 2654435761u ^
 		       (uint32_t)(uintptr_t)x;
 	/* Engine: receives = credits + 2 * max_calls; sends bounded by
