@@ -652,7 +652,12 @@ static void run_connprop(struct rpcrdma_engine *e, struct responder_slot *s)
 		return;
 	}
 	e->ctr.connprop_sent++;
-	emit_send(e, s, (size_t)n, false, false);
+	/* Signalled, unlike other replies: its completion gives the slot
+	 * back at once, so the first call after the exchange takes the same
+	 * slot (rs_free is a stack) instead of a second one.  An idle
+	 * connection then holds the pages of one slot, not two; the one
+	 * completion more per connection costs nothing that matters. */
+	emit_send(e, s, (size_t)n, false, true);
 }
 
 /* Build and emit a ULP reply.  Falls back to ERR_CHUNK when the reply

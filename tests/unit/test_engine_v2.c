@@ -31,6 +31,7 @@ static uint64_t NOW;
 struct sent {
 	enum rpcrdma_wr_opcode op;
 	uint32_t inv_rkey;
+	bool signaled;
 	uint8_t bytes[16384];
 	size_t len;
 };
@@ -62,6 +63,8 @@ static void drain(void)
 					struct sent *s = &sent[nsent++];
 					s->op = w.send.opcode;
 					s->inv_rkey = w.send.invalidate_rkey;
+					s->signaled = (w.send.send_flags &
+						       RPCRDMA_SEND_SIGNALED) != 0;
 					s->len = fake_send_gather(&w.send, s->bytes);
 				}
 			} else if (w.send.opcode == RPCRDMA_WR_RDMA_READ) {
@@ -451,6 +454,8 @@ static void test_server_v2(void)
 	CHECK_EQ(nsent, 1);
 	uint32_t want[] = {0x51, 2, 16, 5, F_RESP, 2, 1, 4, 4096, 2, 4, 2};
 	check_sent_words(0, want, 12);
+	/* Signalled, so that its Responder slot comes back at once. */
+	CHECK(sent[0].signaled);
 	CHECK_EQ(info().peer_rbsiz, 8192);
 	CHECK_EQ(info().send_threshold, 4096); /* our own Sends' limit */
 	/* A v2 call. */
@@ -462,6 +467,9 @@ static void test_server_v2(void)
 	feed_bytes(m, n + 40);
 	CHECK_EQ(nev, 1);
 	CHECK_EQ(evs[0].type, RPCRDMA_EV_INCOMING_CALL);
+	/* The call takes the slot the answer used (the first, 0): an idle
+	 * connection holds one slot's pages, not two. */
+	CHECK_EQ(evs[0].call_id, 0);
 	uint8_t rep[24];
 	rpc_reply_hdr(rep, 0x61);
 	struct rpcrdma_iov rv = {rep, 24, false};
