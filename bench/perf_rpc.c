@@ -17,9 +17,12 @@
  *   NULL latency   synchronous NULL calls one after another: p50, p99 and
  *                  a histogram (raw TCP: a 64-byte ping-pong)
  *   calls/s        NULL calls with 1 and 32 in flight: rpcrdma keeps 32
- *                  asynchronous calls going on one connection; libtirpc
- *                  and rdma-tirpc, whose CLIENT has one call at a time,
- *                  use 32 threads with a CLIENT (connection) each
+ *                  asynchronous calls going on one connection; libtirpc,
+ *                  whose CLIENT has one call at a time, uses 32 threads
+ *                  with a CLIENT (connection) each; rdma-tirpc's CLIENT
+ *                  takes concurrent calls, so its 32 threads share one,
+ *                  and the "32 CLIENTs" row has it with a CLIENT per
+ *                  thread as well, libtirpc's shape
  *   WRITE / READ   4 KiB, 64 KiB, 1 MiB of opaque data to / from the
  *                  server.  rpcrdma: the data is a DDP-eligible argument
  *                  (Read chunk) / result (Write chunk), up to --depth
@@ -1092,6 +1095,9 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 		v[i] = R[i].cpsN;
 	goal_text(t, sizeof(t), ">=4x tirpc@1", R, goal_pipeline, NULL);
 	print_row("calls/s, 32 in flight", v, "%.0f", t);
+	for (int i = 0; i < C_N; i++)
+		v[i] = R[i].cpsT;
+	print_row("calls/s, 32 CLIENTs", v, "%.0f", "");
 	for (int dir = 0; dir < 2; dir++) {
 		for (int k = 0; k < PR_NSIZES; k++) {
 			char name[40];
@@ -1146,7 +1152,9 @@ static void print_pass(const struct ropts *o, const struct pass *ps)
 	       "connection; rdma-tirpc 32 threads on\n"
 	       "       one CLIENT (connection); libtirpc 32 threads x 1 CLIENT "
 	       "(connection) each (its CLIENT\n"
-	       "       serializes calls).\n"
+	       "       serializes calls).  32 CLIENTs: both libtirpc "
+	       "contenders as a libtirpc program does it,\n"
+	       "       32 threads x 1 CLIENT (connection) each.\n"
 	       "       READ/WRITE: rpcrdma with DDP, up to %u calls and %zu KiB "
 	       "in flight (depth per size above);\n"
 	       "       rdma-tirpc with DDP, as many calls in flight from as "
@@ -1185,6 +1193,7 @@ static void json_result(const struct pr_result *r)
 	printf("], ");
 	json_num("calls_per_s_1", r->cps1, true);
 	json_num("calls_per_s_32", r->cpsN, true);
+	json_num("calls_per_s_32_clients", r->cpsT, true);
 	for (int k = 0; k < PR_NSIZES; k++) {
 		char key[40];
 		snprintf(key, sizeof(key), "read_%zu_mibs", pr_sizes[k]);
@@ -1224,6 +1233,8 @@ static void json_ratios(const struct pr_result *R, int c)
 		 true);
 	json_num("calls32_vs_tirpc32", pr_ratio(R[c].cpsN, R[C_TIRPC].cpsN),
 		 true);
+	json_num("calls32_clients_vs_tirpc32",
+		 pr_ratio(R[c].cpsT, R[C_TIRPC].cpsT), true);
 	for (int k = 0; k < PR_NSIZES; k++) {
 		char key[48];
 		snprintf(key, sizeof(key), "read_%zu_vs_tcp", pr_sizes[k]);
@@ -1452,6 +1463,7 @@ static void merge_runs(const struct pass *runs, int n, struct pass *out)
 		MED(r[c].mean_us);
 		MED(r[c].cps1);
 		MED(r[c].cpsN);
+		MED(r[c].cpsT);
 		for (int k = 0; k < PR_NSIZES; k++) {
 			MED(r[c].rd_mibs[k]);
 			MED(r[c].wr_mibs[k]);

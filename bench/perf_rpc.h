@@ -46,6 +46,11 @@ struct pr_result {
 	double p50_us, p99_us, mean_us; /* NULL call / 64 B ping-pong */
 	uint64_t hist[PR_NHIST];
 	double cps1, cpsN;              /* calls/s, 1 and PR_INFLIGHT in flight */
+	/* calls/s from PR_INFLIGHT threads with a CLIENT (connection) each,
+	 * one call at a time on each: a libtirpc program's shape, for both
+	 * libtirpc contenders (libtirpc's cpsN is this already; rdma-tirpc's
+	 * cpsN is 32 threads sharing one CLIENT). */
+	double cpsT;
 	double rd_mibs[PR_NSIZES];      /* READ (server -> client) */
 	double wr_mibs[PR_NSIZES];      /* WRITE (client -> server) */
 	/* Bytes of DDP-eligible data the library copied in user space per
