@@ -180,6 +180,7 @@ static int derive(const struct rpcrdma_engine_config *cfg,
 		  struct rpcrdma_engine_sizes *z)
 {
 	if (!cfg->max_calls || !cfg->credits ||
+	    cfg->credits_start > cfg->credits ||
 	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||
 	    cfg->max_inline_recv < RPCRDMA_V1_DEFAULT_INLINE ||
 	    cfg->max_calls > (1u << 20) || cfg->credits > (1u << 20) ||
@@ -238,6 +239,7 @@ static void apply(struct rpcrdma_engine *e,
 	e->nrq = z->nrq;
 	e->nrs = z->nrs;
 	e->recv_target = z->recv_target;
+	rpcrdma_recv_grant_reset(e);
 	e->nrbuf = z->nrbuf;
 	e->xid_mask = z->xid_map - 1;
 	e->wrq_cap = z->wrq;
@@ -495,6 +497,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	e->sq_avail = e->cfg.sq_depth;
 	rpcrdma_sq_reset(e);
 	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
+	rpcrdma_recv_grant_reset(e);
 	e->ctr.connections++;
 	rpcrdma_recv_refill(e);
 	rpcrdma_neg_start(e, now);
@@ -822,4 +825,5 @@ void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,
 	info->peer_rbsiz = e->peer_rbsiz;
 	info->peer_brs = e->peer_brs;
 	info->call_slots = e->nrs;
+	info->grant = rpcrdma_recv_grant(e);
 }

@@ -148,7 +148,13 @@ struct rpcrdma_engine_config {
 				      credits requested; grants are clamped
 				      to it.  Default 64. */
 	uint32_t credits;          /* Responder: credits granted (RFC 8166
-				      §3.3.1).  Default 64 (as Linux). */
+				      §3.3.1) at most.  Default 64 (as
+				      Linux). */
+	uint32_t credits_start;    /* Responder: a connection's first grant;
+				      it doubles, up to credits, each time a
+				      call arrives with the whole grant in
+				      use (recv_buffers.c).  0 (default):
+				      credits from the start. */
 	uint32_t max_inline_send;  /* largest Send we can post.  Default
 				      4096.  Rounded down to 1 KiB. */
 	uint32_t max_inline_recv;  /* receive buffer size.  Default 4096 */
@@ -554,6 +560,8 @@ struct rpcrdma_engine_counters {
 	uint64_t ord_stalls;       /* RDMA Reads waited for ORD */
 	uint64_t read_window_stalls; /* RDMA Reads waited for read_window */
 	uint64_t send_with_inv;    /* replies sent With Invalidate */
+	uint64_t grant_raised;     /* a connection's grant doubled (it had
+				      all of it in use; credits_start) */
 	/* Both */
 	uint64_t rdma_read_bytes, rdma_write_bytes;
 	uint64_t err_vers_sent, err_chunk_sent;
@@ -604,6 +612,7 @@ struct rpcrdma_engine_info {
 				     it sent none, §4.2.1) */
 	uint32_t peer_brs;        /* peer's Reverse Request Support */
 	uint32_t call_slots;      /* every INCOMING_CALL's call_id is below */
+	uint32_t grant;           /* Responder: credits we grant now */
 };
 
 void rpcrdma_engine_get_info(const struct rpcrdma_engine *e,

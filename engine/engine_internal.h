@@ -195,6 +195,7 @@ struct responder_slot {
 	bool own_reply;      /* an RPC reply the engine made (SYSTEM_ERR):
 				sent like a ULP's, freed without REPLY_SENT */
 	bool send_pending;   /* its Send not completed (send_queue.c) */
+	bool open;           /* counted in rs_open: taken, no Send built */
 	bool event_pending;  /* REPLY_SENT queued, not polled */
 	bool hold;           /* kept after REPLY_SENT until the upper
 				layer releases it (reply_req.hold) */
@@ -366,6 +367,9 @@ struct rpcrdma_engine {
 	uint32_t *recv_posted;         /* ring: posted, oldest first */
 	uint32_t recv_posted_head, nrecv_posted;
 	uint32_t recv_target;
+	uint32_t grant;                /* credits granted now (recv_buffers.c) */
+	uint32_t rs_open;              /* Responder slots taken, Send not yet
+					  built: the peer's calls unanswered */
 
 	/* Output queues. */
 	struct rpcrdma_engine_wr *wrq;
@@ -464,6 +468,11 @@ bool rpcrdma_recv_unpost(struct rpcrdma_engine *e, uint32_t idx);
 void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e);
 /* The credits a Responder grants (rdma_credit, RFC 8166 §3.3.1). */
 uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e);
+/* A connection's first grant, and the receives it needs (established). */
+void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e);
+/* A call arrived with `open` of the peer's calls unanswered, itself
+ * included: the grant grows when they are all of it. */
+void rpcrdma_recv_grant_used(struct rpcrdma_engine *e, uint32_t open);
 
 /* invalidation.c */
 /* The rdma_inv_handle a call names (draft §3.3): 0 for none, always in

@@ -7,7 +7,8 @@
  * grants (RFC 8166 §3.3.1), and a Requester one for the reply of each
  * call it has outstanding (RFC 8167 §4.3: with reverse-direction calls
  * both roles share the connection's receives).  The engine keeps
- * recv_target = credits + max_calls posted while connected.  A Requester
+ * recv_target = grant + max_calls posted while connected (the grant:
+ * credits, or less while the connection uses less, below).  A Requester
  * slot may hold the buffer of an inline reply while its call's
  * LOCAL_INVs complete, so there are max_calls more buffers for those
  * (rpcrdma_engine_create sizes them, in the front of the arena).  Every
@@ -48,6 +49,14 @@ void rpcrdma_recv_refill(struct rpcrdma_engine *e)
 			      e->nrbuf;
 		e->recv_posted[at] = idx;
 	}
+	/* RFC 8166 §3.3.1: every credit granted is backed by a posted
+	 * receive.  The buffers and the work-request queue are sized so that
+	 * the refill always reaches its target; if it ever fell short, the
+	 * next replies would grant receives that are not there, and the
+	 * peer's Send into none is fatal to the connection anyway: close
+	 * now, with the reason. */
+	if (e->connected && e->nrecv_posted < e->recv_target)
+		rpcrdma_ask_close(e, RPCRDMA_ERR_OVERFLOW);
 }
 
 /* Receives complete in posting order on a reliable connection; any order
@@ -83,7 +92,38 @@ void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e)
 uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e)
 {
 	/* Every receive the grant counts on is posted before the Send that
-	 * carries it (the refill ends every input, and the driver posts
-	 * receives before sends), so the grant is the configured one. */
-	return e->cfg.credits;
+	 * carries it: recv_target follows the grant, the refill ends every
+	 * input, and the driver posts receives before sends. */
+	return e->grant;
+}
+
+/*
+ * The grant adapts to the connection's use (docs/SCALE.md, "Shared
+ * receives and credits").  A connection starts at credits_start, and
+ * posts that many receives for calls (beside max_calls for the replies
+ * of its own calls): an idle connection does not hold the work requests
+ * and queue entries of the whole grant.  When a call arrives with every
+ * credit of the grant in use (the peer has as many calls unanswered as
+ * it may), the grant doubles, up to credits.  The receives are posted at
+ * the end of that input, before the Send of any reply that carries the
+ * larger grant, so a grant is never more than posted receives back (RFC
+ * 8166 §3.3.1).  It never shrinks on a connection: the receives posted
+ * stay posted (a receive queue cannot take one back), so a smaller grant
+ * would save nothing until receives are shared between connections.
+ */
+void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e)
+{
+	uint32_t g = e->cfg.credits_start;
+	e->grant = g && g < e->cfg.credits ? g : e->cfg.credits;
+	e->recv_target = e->grant + e->cfg.max_calls;
+}
+
+void rpcrdma_recv_grant_used(struct rpcrdma_engine *e, uint32_t open)
+{
+	if (open < e->grant || e->grant >= e->cfg.credits)
+		return;
+	e->grant = e->grant > e->cfg.credits / 2 ? e->cfg.credits
+						 : 2 * e->grant;
+	e->recv_target = e->grant + e->cfg.max_calls;
+	e->ctr.grant_raised++;
 }

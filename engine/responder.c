@@ -22,7 +22,10 @@ static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 		struct responder_slot *s = &e->rs[i];
 		if (!s->sbuf) /* never taken since create or reset */
 			rpcrdma_rs_first_use(e, i);
-		/* Taken: the caller sets its real state next. */
+		/* Taken: the caller sets its real state next.  Open until
+		 * its Send is built (the grant's use, recv_buffers.c). */
+		s->open = true;
+		e->rs_open++;
 		s->state = RS_WAIT_SQ;
 		s->epoch = e->epoch;
 		s->ulp = false;
@@ -74,8 +77,20 @@ void rpcrdma_buf_put(struct rpcrdma_engine *e, void *p, void *cookie)
 		free(p);
 }
 
+/* s's answer is on its way (or never will be): the peer's credit comes
+ * back with it. */
+static void rs_close(struct rpcrdma_engine *e, struct responder_slot *s)
+{
+	if (!s->open)
+		return;
+	s->open = false;
+	if (e->rs_open)
+		e->rs_open--;
+}
+
 void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
 {
+	rs_close(e, s);
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
@@ -305,6 +320,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
 	}
+	rpcrdma_recv_grant_used(e, e->rs_open);
 	s->xid = h->xid;
 	s->vers = h->vers;
 	s->inv_handle = h->inv_handle;
@@ -556,6 +572,7 @@ static void emit_send(struct rpcrdma_engine *e, struct responder_slot *s,
 	}
 	w->send.send_flags = need ? RPCRDMA_SEND_SIGNALED : 0;
 	s->send_waited = need;
+	rs_close(e, s);
 	w->send.num_sge = 1;
 	w->sge[0].addr = rpcrdma_addr(s->sbuf);
 	w->sge[0].length = (uint32_t)len;

@@ -20,6 +20,13 @@
 #include "common/usdt.h"
 #include "rpc/rpc_internal.h"
 
+/* A server connection's first grant (RFC 8166 §3.3.1): it doubles, up
+ * to the credits option, whenever a call arrives with all of it in use,
+ * so a busy client reaches 32 credits after a few round trips.  Eight
+ * posted receives' work requests fit the engine's first page of its
+ * work-request queue with the backchannel's beside them. */
+#define RPC_GRANT_START 8u
+
 /* Connection records, several to a page (common/slab.h). */
 static struct rpcrdma_slab xprt_slab = RPCRDMA_SLAB(struct rpc_xprt);
 
@@ -55,6 +62,13 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	rpcrdma_engine_config_default(&cfg);
 	cfg.max_calls = server ? o->backchannel_credits : o->credits;
 	cfg.credits = server ? o->credits : o->backchannel_credits;
+	/* A server's grant starts small and grows with the client's use
+	 * (engine/recv_buffers.c): an idle connection posts the receives of
+	 * RPC_GRANT_START credits, not of all of them. */
+	if (server)
+		cfg.credits_start = RPC_GRANT_START < cfg.credits
+					    ? RPC_GRANT_START
+					    : cfg.credits;
 	cfg.max_inline_send = o->inline_send;
 	cfg.max_inline_recv = o->inline_recv;
 	cfg.remote_inv = o->remote_inv && rd->inv.remote_inv;

@@ -26,6 +26,12 @@
 #define PROG 0x20000280u
 #define TMO 10000
 #define QUIET_MS 300
+/* Our server's first grant (rpc/xprt.c, RPC_GRANT_START) and its
+ * credits option at the default: the grant doubles from the one to the
+ * other while the peer keeps all of it in use (case_grant_grows), and
+ * stays at the first for a peer with one call at a time. */
+#define GRANT_START 8
+#define GRANT_MAX 32
 
 enum {
 	P_ECHO = 1,  /* results = arguments (inline or a Long Reply) */
@@ -433,6 +439,17 @@ static void case_long_reply(const char *addr)
  * RFC 8166 §3.3.1 with RFC 6581 §7.1: Reads outstanding never exceed the
  * ORD the peer's IRD allowed (2 here).
  */
+/* Deferred RDMA Read Requests, answered once nothing more came while
+ * they waited. */
+static void answer_reads(struct rpcrdma_iwarp_read_req *pend, unsigned *npend,
+			 unsigned *served)
+{
+	for (unsigned i = 0; i < *npend; i++)
+		iwpeer_answer_read(&P, &pend[i]);
+	*served += *npend;
+	*npend = 0;
+}
+
 static void case_read_chunks(const char *addr)
 {
 	if (!connect_peer(addr, pd_ours, 8, 2))
@@ -482,11 +499,7 @@ static void case_read_chunks(const char *addr)
 	while (served < 6) {
 		int rc = iwpeer_recv(&P, &M, npend ? QUIET_MS : TMO);
 		if (rc == RPCRDMA_ERR_TIMEOUT && npend) {
-			/* Nothing more comes while these wait: answer them. */
-			for (unsigned i = 0; i < npend; i++)
-				iwpeer_answer_read(&P, &pend[i]);
-			served += npend;
-			npend = 0;
+			answer_reads(pend, &npend, &served);
 			continue;
 		}
 		if (rc || M.kind != IWPEER_READ_REQ)
@@ -504,6 +517,89 @@ static void case_read_chunks(const char *addr)
 	CHECK_EQ(M.len, r.hdr_len + 24 + 2400);
 	if (M.len == r.hdr_len + 2424)
 		CHECK_MEM(M.msg + r.hdr_len + 24, data, 2400);
+	iwpeer_close(&P);
+}
+
+/* An echo call with no arguments; its reply must grant `want`. */
+static void echo_grant(uint32_t xid, uint32_t want)
+{
+	struct pp_hdr h, r;
+	v1(&h, xid);
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_success(&r, xid));
+	CHECK_EQ(r.credit, want);
+}
+
+/* n calls at once, each with its argument in a Read chunk, whose RDMA
+ * Read Requests the peer answers only once no more come: all n are open
+ * on the server together.  Every reply must carry grant `want`. */
+static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
+{
+	struct pp_hdr h, r;
+	uint8_t lenw[4];
+	pp_put32(lenw, 1001);
+	P.defer_reads = true;
+	for (unsigned i = 0; i < n; i++) {
+		v1(&h, xid0 + i);
+		h.nreads = 1;
+		h.reads[0].pos = 40 + 4;
+		seg(&h.reads[0].seg, 0x6000, 1001, 0x10000);
+		send_call(&h, P_ECHO, lenw, 4);
+	}
+	static struct rpcrdma_iwarp_read_req pend[64];
+	unsigned npend = 0, served = 0, replies = 0, right = 0;
+	while (replies < n) {
+		int rc = iwpeer_recv(&P, &M, npend ? QUIET_MS : TMO);
+		if (rc == RPCRDMA_ERR_TIMEOUT && npend) {
+			answer_reads(pend, &npend, &served);
+			continue;
+		}
+		if (rc)
+			break;
+		if (M.kind == IWPEER_READ_REQ && npend < 64) {
+			pend[npend++] = M.rr;
+		} else if (M.kind == IWPEER_SEND) {
+			replies++;
+			if (pp_parse(M.msg, M.len, &r) == 0 &&
+			    r.xid - xid0 < n && is_success(&r, r.xid) &&
+			    r.credit == want)
+				right++;
+			else
+				fprintf(stderr, "held_calls: xid %#x credit %u, "
+					"want %u\n", r.xid, r.credit, want);
+		} else if (M.kind != IWPEER_WRITE) {
+			break;
+		}
+	}
+	P.defer_reads = false;
+	CHECK_EQ(served, n);
+	CHECK_EQ(replies, n);
+	CHECK_EQ(right, n);
+}
+
+/* RFC 8166 §3.3.1, §3.3.3; docs/SCALE.md "Shared receives and credits":
+ * our server grants GRANT_START at first, and doubles the grant each
+ * time a call arrives with all of it in use, up to its credits option.
+ * The peer always sends as many calls as it was granted and keeps them
+ * open (their Read chunks unanswered): a grant the server's posted
+ * receives did not back would make one of them land in no receive,
+ * which is fatal to the connection (RFC 5040 §7.2; the peer would see a
+ * Terminate and no replies). */
+static void case_grant_grows(const char *addr)
+{
+	if (!connect_peer(addr, pd_ours, 8, 64))
+		return;
+	static uint8_t data[3000];
+	fill(data, sizeof data, 9);
+	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
+	echo_grant(0xb00, GRANT_START); /* one open of 8: no growth */
+	held_calls(0xb10, GRANT_START, 2 * GRANT_START);
+	held_calls(0xb40, 2 * GRANT_START, GRANT_MAX);
+	held_calls(0xb80, GRANT_MAX, GRANT_MAX); /* never past credits */
+	/* Used no more, the connection keeps its grant (its receives stay
+	 * posted). */
+	echo_grant(0xbf0, GRANT_MAX);
 	iwpeer_close(&P);
 }
 
@@ -554,7 +650,7 @@ static void case_err_chunk(const char *addr)
 			fprintf(stderr, "err_chunk case %zu: xid %x proc %u err %u "
 				"len %zu\n", i, r.xid, r.proc, r.err, M.len);
 		CHECK(is_error(&r, xid, 1, PP_ERR_CHUNK) && M.len == 20);
-		CHECK_EQ(r.credit, 32);
+		CHECK_EQ(r.credit, GRANT_START);
 	}
 	/* RPC XID not the transport XID. */
 	struct pp_hdr h;
@@ -668,11 +764,7 @@ static void case_limits(const char *addr)
 	call_180_writes(&h);
 	CHECK(next_send(&r));
 	CHECK(is_error(&r, 0x703, 1, PP_ERR_CHUNK));
-	v1(&h, 0x704);
-	send_call(&h, P_ECHO, NULL, 0);
-	CHECK(next_send(&r));
-	CHECK(is_success(&r, 0x704));
-	CHECK_EQ(r.credit, 32);
+	echo_grant(0x704, GRANT_START);
 	iwpeer_close(&P);
 }
 
@@ -802,7 +894,7 @@ static void case_v2_server(const char *addr)
 	send_msg(&h, NULL, 0);
 	CHECK(next_send(&r));
 	CHECK(r.xid == 0x901 && r.vers == 2 && r.proc == PP_CONNPROP &&
-	      r.flags == PP_F_RESPONSE && r.credit == 32);
+	      r.flags == PP_F_RESPONSE && r.credit == GRANT_START);
 	/* props: count, then (id, len, value)... */
 	bool rbsiz = false, brs = false;
 	for (uint32_t i = 1; i + 2 < r.nbody + 0u; i += 3) {
@@ -1086,6 +1178,7 @@ static const struct named cases[] = {
 	{"write_chunk", RPCRDMA_V1_ONLY, false, case_write_chunk},
 	{"long_reply", RPCRDMA_V1_ONLY, false, case_long_reply},
 	{"read_chunks", RPCRDMA_V1_ONLY, false, case_read_chunks},
+	{"grant_grows", RPCRDMA_V1_ONLY, false, case_grant_grows},
 	{"err_chunk", RPCRDMA_V1_ONLY, false, case_err_chunk},
 	{"msgp_accepted", RPCRDMA_V1_ONLY, true, case_msgp_accepted},
 	{"limits", RPCRDMA_V1_ONLY, false, case_limits},

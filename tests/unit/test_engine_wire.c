@@ -31,7 +31,7 @@ static uint8_t res_data[70000], big_data[70000];
 static uint8_t reply_hdr[64];
 static uint8_t last_call[300000];
 static size_t last_call_len;
-static uint32_t held_calls[64];
+static uint32_t held_calls[64], held_xids[64];
 static unsigned nheld;
 static int reply_sent_events, reply_sent_status;
 
@@ -55,6 +55,7 @@ static void serve(struct side *srv, struct side *cli)
 			last_call_len = ev.call_len;
 			memcpy(last_call, ev.call, ev.call_len);
 			if (mode == SERVE_HOLD) {
+				held_xids[nheld] = ev.xid;
 				held_calls[nheld++] = ev.call_id;
 				continue;
 			}
@@ -96,8 +97,9 @@ static void collect(struct side *cli)
 			done[ndone++] = ev;
 }
 
-/* Side B's cfg.read_piece and cfg.read_window when not 0 (test_read_pieces). */
-static uint32_t b_read_piece, b_read_window;
+/* Side B's cfg.read_piece and cfg.read_window when not 0 (test_read_pieces),
+ * and its cfg.credits_start (test_grant_grows). */
+static uint32_t b_read_piece, b_read_window, b_credits_start;
 
 /* local_inv_a: side A's cfg.local_inv. */
 static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
@@ -124,6 +126,7 @@ static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
 		c.read_piece = b_read_piece;
 	if (b_read_window)
 		c.read_window = b_read_window;
+	c.credits_start = b_credits_start;
 	CHECK_EQ(side_create(&B, &c), 0);
 	connect_pair(&A, &B, ord);
 	ndone = 0;
@@ -531,6 +534,88 @@ static void test_credit_limit(void)
 	teardown();
 }
 
+static struct rpcrdma_engine_info info_of(const struct side *s)
+{
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(s->e, &in);
+	return in;
+}
+
+/* B answers every call it holds (SERVE_HOLD), then serves what that lets
+ * through. */
+static void answer_held(void)
+{
+	unsigned n = nheld;
+	nheld = 0;
+	for (unsigned i = 0; i < n; i++) {
+		rpc_reply_hdr(reply_hdr, held_xids[i]);
+		struct rpcrdma_iov v = {reply_hdr, 24, false};
+		struct rpcrdma_reply_req rr = {&v, 1, NULL, false};
+		CHECK_EQ(rpcrdma_engine_submit_reply(B.e, held_calls[i], &rr, 0),
+			 0);
+	}
+	serve(&B, &A);
+}
+
+/* RFC 8166 §3.3.1 with credits_start: the server's grant starts small,
+ * doubles each time a call comes with all of it in use, never passes
+ * credits, and is always backed by posted receives (the fake counts a
+ * Send with no receive posted as a violation, and a Requester over its
+ * grant as a credit violation).  A new connection starts small again. */
+static void test_grant_grows(void)
+{
+	b_credits_start = 2;
+	setup(32, 16, true, true, 4);
+	b_credits_start = 0;
+	/* B's max_calls (32) receives for its own calls' replies beside. */
+	CHECK_EQ(info_of(&B).grant, 2);
+	CHECK_EQ(info_of(&B).recvs_posted, 2 + 32);
+	mode = SERVE_HOLD;
+	uint32_t xid;
+	for (int i = 0; i < 30; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 1); /* §3.3.3: one until the first reply */
+	CHECK_EQ(info_of(&B).grant, 2); /* 1 open of 2: not all of it */
+	/* Each round the client sends as many as it was granted; the server
+	 * sees all of the grant in use and doubles it: 2, 4, 8, 16, 16. */
+	const uint32_t want[] = {2, 4, 8, 16, 16};
+	unsigned sent = 1;
+	for (unsigned r = 0; r < 5 && sent < 30; r++) {
+		answer_held();
+		collect(&A);
+		CHECK_EQ(info_of(&A).credits_granted, want[r]);
+		unsigned got = nheld;
+		CHECK_EQ(got, want[r] < 30 - sent ? want[r] : 30 - sent);
+		sent += got;
+		struct rpcrdma_engine_info b = info_of(&B);
+		CHECK_EQ(b.grant, r + 1 < 5 ? want[r + 1] : 16);
+		CHECK(b.grant <= 16);
+		CHECK(b.recvs_posted >= b.grant + 32);
+	}
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 30);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(B.e, &c);
+	CHECK_EQ(c.grant_raised, 3); /* 2 -> 4 -> 8 -> 16 */
+	/* A new connection starts at credits_start again. */
+	disconnect_pair(&A, &B);
+	connect_pair(&A, &B, 4);
+	CHECK_EQ(info_of(&B).grant, 2);
+	CHECK_EQ(info_of(&B).recvs_posted, 2 + 32);
+	mode = SERVE_ECHO;
+	CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 31);
+	CHECK_EQ(info_of(&A).credits_granted, 2);
+	teardown();
+}
+
 /* RFC 8166 §3.3.1: RDMA Reads within the ORD; more segments than the
  * ORD queue (a stall), the call still arrives intact. */
 static void test_ord(void)
@@ -871,6 +956,7 @@ int main(void)
 	test_invalidation_by_deregistration();
 	test_reverse_direction();
 	test_credit_limit();
+	test_grant_grows();
 	test_ord();
 	test_read_pieces();
 	test_conn_loss();
