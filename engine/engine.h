@@ -97,14 +97,30 @@ struct rpcrdma_engine_mr {
 	 * (by the peer's Send With Invalidate or a LOCAL_INV that completed),
 	 * so the driver may reuse what backed it (a memory window).  False
 	 * for a local-only registration and for an rkey whose connection
-	 * died while it was exposed: the driver must kill it itself. */
+	 * died while it was exposed: the driver must kill it itself.  True
+	 * as well for a window never bound (bind_pending still set): its
+	 * rkey was never valid. */
 	bool invalidated;
+	/* Set by reg() when the rkey becomes valid only once a memory
+	 * window is bound over the registration (a type 2 window: a
+	 * BIND_MW work request).  The engine posts that bind itself, in its
+	 * send queue's order ahead of the Send that advertises the rkey and
+	 * within its send-queue accounting, and clears bind_pending then.
+	 * bind_mw/bind_mr/bind_access/bind_key are what the work request
+	 * carries (provider.h, RPCRDMA_WR_BIND_MW); the window covers
+	 * [addr, addr + length). */
+	bool bind_pending;
+	struct rpcrdma_mw *bind_mw;
+	struct rpcrdma_mr *bind_mr;
+	unsigned bind_access;
+	uint8_t bind_key;
 };
 
 struct rpcrdma_engine_mem_ops {
 	void *ctx;
 	/* Register [addr, addr+len) with access (enum rpcrdma_access; 0 or
-	 * LOCAL_WRITE for local-only use).  Returns 0; RPCRDMA_ERR_AGAIN
+	 * LOCAL_WRITE for local-only use), posting nothing (a window to
+	 * bind is left to the engine: bind_pending).  Returns 0; RPCRDMA_ERR_AGAIN
 	 * when no registration resource is free right now (the engine
 	 * queues the RPC and retries after its next release); any other
 	 * error fails that RPC. */

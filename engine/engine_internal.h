@@ -122,7 +122,7 @@ enum rpcrdma_rs_state {
 /* What a work request is for, named by its wr_id (rpcrdma_wr_id): the
  * kind of slot (or a receive buffer) and the operation. */
 enum wr_kind { WRK_RECV = 1, WRK_RQ = 2, WRK_RS = 3 };
-enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE };
+enum wr_op { WRO_RECV = 1, WRO_SEND, WRO_LINV, WRO_READ, WRO_WRITE, WRO_BIND };
 
 /* A Requester's call slot: one RPC call from submission to completion. */
 struct requester_slot {
@@ -440,8 +440,9 @@ static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 /* A new work request at the tail, its send part zeroed; NULL when the
  * queue is full (an engine bug: the caller asks to close). */
 struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e);
-/* Take back the one just pushed (its message could not be built). */
-void rpcrdma_wr_unpush(struct rpcrdma_engine *e);
+/* Room for n more work requests (a call's binds and Send go in
+ * together or not at all). */
+bool rpcrdma_wr_room(const struct rpcrdma_engine *e, uint32_t n);
 /* The connection is lost: what was never handed out is forgotten. */
 void rpcrdma_wr_forget(struct rpcrdma_engine *e);
 

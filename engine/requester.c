@@ -42,7 +42,9 @@ void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q)
 void rpcrdma_rq_release_mrs(struct rpcrdma_engine *e, struct requester_slot *q)
 {
 	for (uint32_t i = 0; i < q->nmr; i++) {
-		q->mr[i].invalidated = q->mr_remote[i] && q->mr_dead[i];
+		/* A window never bound never had a valid rkey. */
+		q->mr[i].invalidated = (q->mr_remote[i] && q->mr_dead[i]) ||
+				       q->mr[i].bind_pending;
 		e->mem.release(e->mem.ctx, &q->mr[i]);
 	}
 	q->nmr = 0;
@@ -166,6 +168,7 @@ static int reg_remote(struct rpcrdma_engine *e, struct requester_slot *q,
 		      size_t len, unsigned access, struct rpcrdma_segment *seg)
 {
 	struct rpcrdma_engine_mr *mr = &q->mr[q->nmr];
+	mr->bind_pending = false;
 	int rc = e->mem.reg(e->mem.ctx, addr, len, access, mr);
 	if (rc)
 		return rc;
@@ -348,11 +351,44 @@ fail:
 	return rc;
 }
 
-/* Upper bound of the send queue entries a call needs: its Send and one
- * LOCAL_INV per registration it may expose. */
+/* Upper bound of the send queue entries a call needs: its Send and, per
+ * registration it may expose, a BIND_MW and a LOCAL_INV. */
 static uint32_t sq_need(const struct requester_slot *q)
 {
-	return 1 + q->req.nmsg * 2 + q->req.nresults + 1;
+	return 1 + 2 * (q->req.nmsg * 2 + q->req.nresults + 1);
+}
+
+/* The windows q's registrations wait for (engine_mr.bind_pending). */
+static uint32_t binds_of(const struct requester_slot *q)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < q->nmr; i++)
+		n += q->mr[i].bind_pending;
+	return n;
+}
+
+/* Queues q's BIND_MWs, unsignalled, ahead of its Send: a reliable
+ * connection runs its send queue in order, so each rkey is valid before
+ * the Send that advertises it reaches the peer.  The send queue entries
+ * were reserved with the Send's, and the room in the work-request queue
+ * checked (rpcrdma_wr_room). */
+static void push_binds(struct rpcrdma_engine *e, struct requester_slot *q)
+{
+	for (uint32_t i = 0; i < q->nmr; i++) {
+		struct rpcrdma_engine_mr *mr = &q->mr[i];
+		if (!mr->bind_pending)
+			continue;
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_BIND, q->idx);
+		w->send.opcode = RPCRDMA_WR_BIND_MW;
+		w->send.bind_mw.mw = mr->bind_mw;
+		w->send.bind_mw.mr = mr->bind_mr;
+		w->send.bind_mw.addr = rpcrdma_addr(mr->addr);
+		w->send.bind_mw.length = mr->length;
+		w->send.bind_mw.access = mr->bind_access;
+		w->send.bind_mw.key = mr->bind_key;
+		mr->bind_pending = false;
+	}
 }
 
 void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
@@ -429,10 +465,11 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 		complete_call(e, q, rc); /* §4.5.4: fails immediately */
 		return;
 	}
-	/* The Send plus one LOCAL_INV per registration at most.  A call
-	 * that can never fit the send queue fails (§4.5.4) instead of
-	 * waiting forever. */
-	need = 1 + q->nmr;
+	/* The Send, its windows' binds, and one LOCAL_INV per registration
+	 * at most.  A call that can never fit the send queue fails (§4.5.4)
+	 * instead of waiting forever. */
+	uint32_t nbind = binds_of(q);
+	need = 1 + nbind + q->nmr;
 	if (need > e->cfg.sq_depth) {
 		rpcrdma_rq_release_mrs(e, q);
 		complete_call(e, q, RPCRDMA_ERR_NOSPACE);
@@ -443,20 +480,18 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 		wait_on(e, q, WAIT_SQ);
 		return;
 	}
-	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 	/* Draft §3.3: the one handle the Responder may invalidate. */
 	q->inv_handle = rpcrdma_inv_for_call(e, &hdr.chunks);
-	int hlen = w ? rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers,
-					  &hdr,
-					  false, q->inv_handle)
-		     : RPCRDMA_ERR_NOSPACE;
-	if (hlen < 0 || (size_t)hlen + inl > e->thr.send) {
-		if (w)
-			rpcrdma_wr_unpush(e);
+	int hlen = rpcrdma_hdr_encode(q->sbuf, e->ssize, e->vers, &hdr, false,
+				      q->inv_handle);
+	if (hlen < 0 || (size_t)hlen + inl > e->thr.send ||
+	    !rpcrdma_wr_room(e, nbind + 1)) {
 		rpcrdma_rq_release_mrs(e, q);
 		complete_call(e, q, hlen < 0 ? hlen : RPCRDMA_ERR_NOSPACE);
 		return;
 	}
+	push_binds(e, q);
+	struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
 	uint8_t *p = q->sbuf + hlen;
 	if (inl) {
 		for (unsigned i = 0; i < q->req.nmsg; i++) {
@@ -481,7 +516,7 @@ void rpcrdma_rq_run(struct rpcrdma_engine *e, struct requester_slot *q)
 	w->sge[0].length = (uint32_t)(p - q->sbuf);
 	w->sge[0].lkey = e->arena_mr.lkey;
 	e->sq_avail -= need;
-	q->sq_held = need - 1; /* the LOCAL_INVs to come */
+	q->sq_held = q->nmr; /* the LOCAL_INVs to come */
 	rpcrdma_credits_take(e, q);
 	q->epoch = e->epoch;
 	q->state = RQ_SENT;

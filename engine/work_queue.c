@@ -31,9 +31,9 @@ struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
 	return w;
 }
 
-void rpcrdma_wr_unpush(struct rpcrdma_engine *e)
+bool rpcrdma_wr_room(const struct rpcrdma_engine *e, uint32_t n)
 {
-	e->wrq_count--;
+	return e->wrq_cap - e->wrq_count >= n;
 }
 
 void rpcrdma_wr_forget(struct rpcrdma_engine *e)

@@ -314,26 +314,17 @@ int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 		rc = mw_get(x, &r->mw);
 		if (rc < 0)
 			goto fail;
-		/* Unsignalled, posted now: it precedes, in send queue
-		 * order, the Send that advertises the window. */
-		struct rpcrdma_send_wr w, *bad = NULL;
-		memset(&w, 0, sizeof(w));
-		w.opcode = RPCRDMA_WR_BIND_MW;
-		w.bind_mw.mw = r->mw;
-		w.bind_mw.mr = base;
-		w.bind_mw.addr = (uint64_t)(uintptr_t)addr;
-		w.bind_mw.length = len;
-		w.bind_mw.access = remote;
-		w.bind_mw.key = ++x->mw_key;
-		rc = rpcrdma_post_send(x->qp, &w, &bad);
-		if (rc < 0) {
-			/* Never bound: its old binding, if any, was
-			 * invalidated before it entered the pool. */
-			mw_put(x, r->mw, true);
-			r->mw = NULL;
-			goto fail;
-		}
-		mr->rkey = r->mw->rkey;
+		/* The bind is the engine's to post, in its send queue ahead
+		 * of the Send that advertises the window (engine.h,
+		 * bind_pending).  Its rkey is known now: the window's index
+		 * with a fresh 8-bit key, as both providers form it at post,
+		 * when they set mw->rkey (provider.h, RPCRDMA_WR_BIND_MW). */
+		mr->bind_pending = true;
+		mr->bind_mw = r->mw;
+		mr->bind_mr = base;
+		mr->bind_access = remote;
+		mr->bind_key = ++x->mw_key;
+		mr->rkey = (r->mw->rkey & ~0xFFu) | mr->bind_key;
 	}
 	/* xprtrdma_mr_map: what the peer may now reach, through which
 	 * handle (a window's or the region's own). */

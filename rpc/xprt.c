@@ -113,12 +113,9 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = x->cq;
 	qa.recv_cq = x->cq;
-	/* Room for the BIND_MW of every registration the engine may hold
-	 * beside its own sq_depth accounting. */
-	qa.max_send_wr = nsend + 2 * (cfg.max_calls + 2 * cfg.credits) *
-					 (RPCRDMA_MAX_DDP_RESULTS + 2);
-	if (rd->attr.max_qp_wr && qa.max_send_wr > rd->attr.max_qp_wr)
-		qa.max_send_wr = rd->attr.max_qp_wr;
+	/* Every work request on the send queue is the engine's, BIND_MWs
+	 * included, and its sq_depth accounting bounds them. */
+	qa.max_send_wr = nsend;
 	qa.max_recv_wr = nrecv;
 	qa.max_send_sge = RPCRDMA_ENGINE_MAX_SGE;
 	if (rd->attr.max_sge && qa.max_send_sge > rd->attr.max_sge)

@@ -46,6 +46,11 @@ struct fake {
 	bool release_invalidates[2];
 	int dereg_invs[2];
 	int local_inv_wrs[2]; /* LOCAL_INVs executed per side */
+	/* Side i's remote registrations are windows the engine must bind
+	 * (engine_mr.bind_pending): their rkeys are valid only once the
+	 * BIND_MW has run; counted in binds. */
+	bool bind_mode[2];
+	int binds[2];
 };
 
 struct side {
@@ -96,7 +101,7 @@ static inline int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
 	r->addr = addr;
 	r->len = len;
 	r->access = access;
-	r->rvalid = remote;
+	r->rvalid = remote && !f->bind_mode[m->id];
 	if (remote)
 		f->live_remote[m->id]++;
 	mr->addr = addr;
@@ -105,6 +110,15 @@ static inline int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
 	mr->rkey = remote ? key : 0;
 	mr->remote_addr = (uint64_t)(uintptr_t)addr;
 	mr->cookie = r;
+	if (remote && f->bind_mode[m->id]) {
+		/* The fake's window is the registration itself. */
+		mr->bind_pending = true;
+		mr->bind_mw = NULL;
+		mr->bind_mr = (struct rpcrdma_mr *)(void *)r;
+		mr->bind_access = access & (RPCRDMA_ACCESS_REMOTE_READ |
+					    RPCRDMA_ACCESS_REMOTE_WRITE);
+		mr->bind_key = (uint8_t)key;
+	}
 	return 0;
 }
 
@@ -300,6 +314,25 @@ static inline void execute(struct side *s, struct side *o, struct rpcrdma_engine
 		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
 			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_RDMA_READ, 0,
 			       0, 0);
+		return;
+	}
+	case RPCRDMA_WR_BIND_MW: {
+		/* Valid from here on: it must name one of this side's
+		 * windows, not yet bound, over exactly what it registered. */
+		struct fake_mr *r = (struct fake_mr *)(void *)sw->bind_mw.mr;
+		if (!f->bind_mode[s->id] || !r || r < f->mr ||
+		    r >= f->mr + FAKE_MAX_MR || !r->used || r->owner != s->id ||
+		    r->rvalid || sw->bind_mw.addr != (uintptr_t)r->addr ||
+		    sw->bind_mw.length != r->len ||
+		    sw->bind_mw.key != (uint8_t)(r - f->mr)) {
+			f->violations++;
+			return;
+		}
+		r->rvalid = true;
+		f->binds[s->id]++;
+		if (sw->send_flags & RPCRDMA_SEND_SIGNALED)
+			cq_add(s, sw->wr_id, RPCRDMA_WC_SUCCESS, RPCRDMA_WC_BIND_MW,
+			       0, 0, 0);
 		return;
 	}
 	case RPCRDMA_WR_LOCAL_INV: {

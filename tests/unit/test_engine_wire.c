@@ -291,6 +291,61 @@ static void test_chunked_call(void)
 	teardown();
 }
 
+/* B answers with a DDP result of len bytes (pattern seed), A collects. */
+static void serve_result(size_t len, uint32_t seed)
+{
+	mode = SERVE_RESULT;
+	res_len = len;
+	fill_pattern(res_data, res_len, seed);
+	serve(&B, &A);
+	collect(&A);
+}
+
+/* The opcodes side A hands out, in order (fake_on_wr). */
+static enum rpcrdma_wr_opcode a_ops[64];
+static int na_ops;
+
+static void log_a_ops(const struct side *s, const struct rpcrdma_engine_wr *w)
+{
+	if (s == &A && !w->is_recv && na_ops < 64)
+		a_ops[na_ops++] = w->send.opcode;
+}
+
+/* RFC 8166 §4.4.1 with memory windows: a registration whose rkey needs a
+ * BIND_MW gets it from the engine's own send queue, in order before the
+ * Send that advertises the rkey, counted in its send-queue accounting
+ * (rpc/registration.c posted it itself before, outside both).  The fake
+ * validates each rkey only once its bind has run, and counts a peer's
+ * access through an rkey not bound as a violation. */
+static void test_bind_before_send(void)
+{
+	setup(16, 8, true, true, 4);
+	F->bind_mode[0] = true;
+	static uint8_t result[8192];
+	struct rpcrdma_iov res = {result, sizeof result, false};
+	na_ops = 0;
+	fake_on_wr = log_a_ops;
+	uint32_t xid;
+	/* A Read chunk (the 10001-byte argument) and a Write chunk. */
+	CHECK_EQ(start_call(&A, 200, 10001, 200, &res, 1, &xid), 0);
+	serve_result(5001, 3);
+	fake_on_wr = NULL;
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_EQ(done[0].result_len[0], 5001);
+	CHECK_MEM(result, res_data, 5001);
+	check_call_seen(200, 10001, xid);
+	/* Two windows, bound first, then the Send. */
+	CHECK_EQ(F->binds[0], 2);
+	CHECK(na_ops >= 3);
+	CHECK_EQ(a_ops[0], RPCRDMA_WR_BIND_MW);
+	CHECK_EQ(a_ops[1], RPCRDMA_WR_BIND_MW);
+	CHECK_EQ(a_ops[2], RPCRDMA_WR_SEND);
+	CHECK_EQ(fake_open_rkeys(F, 0), 0);
+	F->bind_mode[0] = false;
+	teardown();
+}
+
 /* RFC 8166 §3.5.3 Long Call whose reduced form is still too large: the
  * whole stream (DDP item and its padding included) in the PZRC. */
 static void test_long_call_with_ddp(void)
@@ -324,11 +379,7 @@ static void test_write_chunk(void)
 	struct rpcrdma_iov res = {result, sizeof result, false};
 	uint32_t xid;
 	CHECK_EQ(start_call(&A, 8, 0, 200, &res, 1, &xid), 0);
-	mode = SERVE_RESULT;
-	res_len = 5001;
-	fill_pattern(res_data, res_len, 9);
-	serve(&B, &A);
-	collect(&A);
+	serve_result(5001, 9);
 	CHECK_EQ(ndone, 1);
 	CHECK_EQ(done[0].status, 0);
 	CHECK_EQ(done[0].nresults, 1);
@@ -949,6 +1000,7 @@ int main(void)
 	test_short();
 	test_call_threshold();
 	test_chunked_call();
+	test_bind_before_send();
 	test_long_call_with_ddp();
 	test_write_chunk();
 	test_long_reply();
