@@ -103,17 +103,11 @@ struct rpcrdma_engine_mr {
 	bool invalidated;
 	/* Set by reg() when the rkey becomes valid only once a memory
 	 * window is bound over the registration (a type 2 window: a
-	 * BIND_MW work request).  The engine posts that bind itself, in its
-	 * send queue's order ahead of the Send that advertises the rkey and
-	 * within its send-queue accounting, and clears bind_pending then.
-	 * bind_mw/bind_mr/bind_access/bind_key are what the work request
-	 * carries (provider.h, RPCRDMA_WR_BIND_MW); the window covers
-	 * [addr, addr + length). */
+	 * BIND_MW work request, which mem_ops.bind describes).  The engine
+	 * posts that bind itself, in its send queue's order ahead of the
+	 * Send that advertises the rkey and within its send-queue
+	 * accounting, and clears bind_pending then. */
 	bool bind_pending;
-	struct rpcrdma_mw *bind_mw;
-	struct rpcrdma_mr *bind_mr;
-	unsigned bind_access;
-	uint8_t bind_key;
 };
 
 struct rpcrdma_engine_mem_ops {
@@ -141,6 +135,11 @@ struct rpcrdma_engine_mem_ops {
 	 * *cookie is passed back to buf_free. */
 	void *(*buf_alloc)(void *ctx, size_t len, void **cookie);
 	void (*buf_free)(void *ctx, void *p, void *cookie);
+	/* Required if reg() may set bind_pending: fills in w's bind_mw (w
+	 * zeroed, its opcode RPCRDMA_WR_BIND_MW; wr_id and flags are the
+	 * engine's) with the bind that makes mr's rkey valid (provider.h). */
+	void (*bind)(void *ctx, const struct rpcrdma_engine_mr *mr,
+		     struct rpcrdma_send_wr *w);
 };
 
 /* ---------------------------------------------------------------------

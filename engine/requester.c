@@ -172,6 +172,12 @@ static int reg_remote(struct rpcrdma_engine *e, struct requester_slot *q,
 	int rc = e->mem.reg(e->mem.ctx, addr, len, access, mr);
 	if (rc)
 		return rc;
+	if (mr->bind_pending && !e->mem.bind) {
+		/* A window nobody can bind: its rkey would never be valid. */
+		mr->invalidated = true;
+		e->mem.release(e->mem.ctx, mr);
+		return RPCRDMA_ERR_INVAL;
+	}
 	q->mr_remote[q->nmr] = true;
 	q->mr_dead[q->nmr] = false;
 	q->mr_linv[q->nmr] = false;
@@ -379,14 +385,12 @@ static void push_binds(struct rpcrdma_engine *e, struct requester_slot *q)
 		if (!mr->bind_pending)
 			continue;
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_BIND, q->idx);
 		w->send.opcode = RPCRDMA_WR_BIND_MW;
-		w->send.bind_mw.mw = mr->bind_mw;
-		w->send.bind_mw.mr = mr->bind_mr;
-		w->send.bind_mw.addr = rpcrdma_addr(mr->addr);
-		w->send.bind_mw.length = mr->length;
-		w->send.bind_mw.access = mr->bind_access;
-		w->send.bind_mw.key = mr->bind_key;
+		e->mem.bind(e->mem.ctx, mr, &w->send);
+		w->send.opcode = RPCRDMA_WR_BIND_MW;
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_BIND, q->idx);
+		w->send.send_flags = 0;
+		w->send.num_sge = 0;
 		mr->bind_pending = false;
 	}
 }

@@ -1086,7 +1086,7 @@ static void run_input(const uint8_t *data, size_t size)
 					  0xffffffff, 0x80000000, 0xdead0000, 7};
 	C.xid_seed = seeds[(b2 >> 4) & 7];
 	static const struct rpcrdma_engine_mem_ops ops = {
-		NULL, fake_reg, fake_release, NULL, NULL,
+		NULL, fake_reg, fake_release, NULL, NULL, NULL,
 	};
 	int rc = harness_engine(&C, &ops, &E);
 	if (rc)

@@ -1209,7 +1209,7 @@ static void run_input(const uint8_t *data, size_t size)
 	C.xid_seed = u32(&in);
 
 	static const struct rpcrdma_engine_mem_ops ops = {
-		NULL, fake_reg, fake_release, NULL, NULL,
+		NULL, fake_reg, fake_release, NULL, NULL, NULL,
 	};
 	int rc = harness_engine(&C, &ops, &E);
 	if (rc)

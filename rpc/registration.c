@@ -76,6 +76,10 @@ struct rpc_mreg {
 	struct rpcrdma_mr *mr;      /* made for this use, or NULL */
 	struct rpc_cache_ent *ent;  /* cache entry used, or NULL */
 	struct rpcrdma_mw *mw;      /* window exposing it, or NULL */
+	/* The window's bind, posted by the engine (rpcrdma_rpc_mem_bind). */
+	struct rpcrdma_mr *base;    /* the registration it covers part of */
+	unsigned access;            /* REMOTE_READ / REMOTE_WRITE */
+	uint8_t key;                /* its new 8-bit key */
 };
 
 /* Registration records: a connection keeps those it used (reg_free), so
@@ -320,11 +324,10 @@ int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 		 * with a fresh 8-bit key, as both providers form it at post,
 		 * when they set mw->rkey (provider.h, RPCRDMA_WR_BIND_MW). */
 		mr->bind_pending = true;
-		mr->bind_mw = r->mw;
-		mr->bind_mr = base;
-		mr->bind_access = remote;
-		mr->bind_key = ++x->mw_key;
-		mr->rkey = (r->mw->rkey & ~0xFFu) | mr->bind_key;
+		r->base = base;
+		r->access = remote;
+		r->key = ++x->mw_key;
+		mr->rkey = (r->mw->rkey & ~0xFFu) | r->key;
 	}
 	/* xprtrdma_mr_map: what the peer may now reach, through which
 	 * handle (a window's or the region's own). */
@@ -343,6 +346,19 @@ fail:
 		ops->dereg_mr(r->mr);
 	reg_free(x, r);
 	return rc == RPCRDMA_ERR_NOMEM ? RPCRDMA_ERR_AGAIN : rc;
+}
+
+void rpcrdma_rpc_mem_bind(void *ctx, const struct rpcrdma_engine_mr *mr,
+			  struct rpcrdma_send_wr *w)
+{
+	(void)ctx;
+	const struct rpc_mreg *r = mr->cookie;
+	w->bind_mw.mw = r->mw;
+	w->bind_mw.mr = r->base;
+	w->bind_mw.addr = (uint64_t)(uintptr_t)mr->addr;
+	w->bind_mw.length = mr->length;
+	w->bind_mw.access = r->access;
+	w->bind_mw.key = r->key;
 }
 
 void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr)

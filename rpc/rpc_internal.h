@@ -452,6 +452,9 @@ void rpcrdma_rpc_reg_cache_stats(struct rpc_reg_cache *c, uint64_t *hits,
 int rpcrdma_rpc_mem_reg(void *ctx, void *addr, size_t len, unsigned access,
 			struct rpcrdma_engine_mr *mr);
 void rpcrdma_rpc_mem_release(void *ctx, struct rpcrdma_engine_mr *mr);
+/* The BIND_MW of a window mem_reg left to the engine (bind_pending). */
+void rpcrdma_rpc_mem_bind(void *ctx, const struct rpcrdma_engine_mr *mr,
+			  struct rpcrdma_send_wr *w);
 void *rpcrdma_rpc_mem_buf_alloc(void *ctx, size_t len, void **cookie);
 void rpcrdma_rpc_mem_buf_free(void *ctx, void *p, void *cookie);
 /* The engine is destroyed: free the connection's pooled windows. */

@@ -130,6 +130,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	struct rpcrdma_engine_mem_ops mem = {
 		.ctx = x, .reg = rpcrdma_rpc_mem_reg,
 		.release = rpcrdma_rpc_mem_release,
+		.bind = rpcrdma_rpc_mem_bind,
 		.buf_alloc = rpcrdma_rpc_mem_buf_alloc,
 		.buf_free = rpcrdma_rpc_mem_buf_free,
 	};

@@ -110,16 +110,23 @@ static inline int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
 	mr->rkey = remote ? key : 0;
 	mr->remote_addr = (uint64_t)(uintptr_t)addr;
 	mr->cookie = r;
-	if (remote && f->bind_mode[m->id]) {
-		/* The fake's window is the registration itself. */
-		mr->bind_pending = true;
-		mr->bind_mw = NULL;
-		mr->bind_mr = (struct rpcrdma_mr *)(void *)r;
-		mr->bind_access = access & (RPCRDMA_ACCESS_REMOTE_READ |
-					    RPCRDMA_ACCESS_REMOTE_WRITE);
-		mr->bind_key = (uint8_t)key;
-	}
+	/* The fake's window is the registration itself (fake_bind). */
+	mr->bind_pending = remote && f->bind_mode[m->id];
 	return 0;
+}
+
+static inline void fake_bind(void *ctx, const struct rpcrdma_engine_mr *mr,
+			     struct rpcrdma_send_wr *w)
+{
+	struct mem_ctx *m = ctx;
+	struct fake_mr *r = &m->f->mr[mr->lkey];
+	w->bind_mw.mw = NULL;
+	w->bind_mw.mr = (struct rpcrdma_mr *)(void *)r;
+	w->bind_mw.addr = (uint64_t)(uintptr_t)mr->addr;
+	w->bind_mw.length = mr->length;
+	w->bind_mw.access = r->access & (RPCRDMA_ACCESS_REMOTE_READ |
+					 RPCRDMA_ACCESS_REMOTE_WRITE);
+	w->bind_mw.key = (uint8_t)mr->lkey;
 }
 
 static inline void fake_release(void *ctx, struct rpcrdma_engine_mr *mr)
@@ -453,6 +460,7 @@ static inline int side_create(struct side *s, const struct rpcrdma_engine_config
 		.ctx = &mem_ctx_storage[s->id],
 		.reg = fake_reg,
 		.release = fake_release,
+		.bind = fake_bind,
 	};
 	return rpcrdma_engine_create(cfg, &ops, &s->e);
 }
