@@ -180,7 +180,6 @@ static int derive(const struct rpcrdma_engine_config *cfg,
 		  struct rpcrdma_engine_sizes *z)
 {
 	if (!cfg->max_calls || !cfg->credits ||
-	    cfg->credits_start > cfg->credits ||
 	    cfg->max_inline_send < RPCRDMA_V1_DEFAULT_INLINE ||
 	    cfg->max_inline_recv < RPCRDMA_V1_DEFAULT_INLINE ||
 	    cfg->max_calls > (1u << 20) || cfg->credits > (1u << 20) ||
@@ -238,8 +237,7 @@ static void apply(struct rpcrdma_engine *e,
 	e->ssize = z->ssize;
 	e->nrq = z->nrq;
 	e->nrs = z->nrs;
-	e->recv_target = z->recv_target;
-	rpcrdma_recv_grant_reset(e);
+	rpcrdma_recv_grant_reset(e); /* recv_target with the grant */
 	e->nrbuf = z->nrbuf;
 	e->xid_mask = z->xid_map - 1;
 	e->wrq_cap = z->wrq;

@@ -135,9 +135,9 @@ struct rpcrdma_engine_mem_ops {
 	 * *cookie is passed back to buf_free. */
 	void *(*buf_alloc)(void *ctx, size_t len, void **cookie);
 	void (*buf_free)(void *ctx, void *p, void *cookie);
-	/* Required if reg() may set bind_pending: fills in w's bind_mw (w
-	 * zeroed, its opcode RPCRDMA_WR_BIND_MW; wr_id and flags are the
-	 * engine's) with the bind that makes mr's rkey valid (provider.h). */
+	/* Required if reg() may set bind_pending: fills in w->bind_mw, and
+	 * nothing else of w (the engine's), with the bind that makes mr's
+	 * rkey valid (provider.h, RPCRDMA_WR_BIND_MW). */
 	void (*bind)(void *ctx, const struct rpcrdma_engine_mr *mr,
 		     struct rpcrdma_send_wr *w);
 };
@@ -165,11 +165,11 @@ struct rpcrdma_engine_config {
 	uint32_t credits;          /* Responder: credits granted (RFC 8166
 				      §3.3.1) at most.  Default 64 (as
 				      Linux). */
-	uint32_t credits_start;    /* Responder: a connection's first grant;
-				      it doubles, up to credits, each time a
-				      call arrives with the whole grant in
-				      use (recv_buffers.c).  0 (default):
-				      credits from the start. */
+	uint32_t credits_start;    /* Responder: a connection's first grant
+				      (at most credits); it doubles, up to
+				      credits, each time a call arrives with
+				      the whole grant in use (recv_buffers.c).
+				      0 (default): credits from the start. */
 	uint32_t max_inline_send;  /* largest Send we can post.  Default
 				      4096.  Rounded down to 1 KiB. */
 	uint32_t max_inline_recv;  /* receive buffer size.  Default 4096 */

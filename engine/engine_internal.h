@@ -471,9 +471,9 @@ void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e);
 uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e);
 /* A connection's first grant, and the receives it needs (established). */
 void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e);
-/* A call arrived with `open` of the peer's calls unanswered, itself
- * included: the grant grows when they are all of it. */
-void rpcrdma_recv_grant_used(struct rpcrdma_engine *e, uint32_t open);
+/* A call arrived (rs_open counts it with the peer's other calls not yet
+ * answered): the grant grows when they are all of it. */
+void rpcrdma_recv_grant_used(struct rpcrdma_engine *e);
 
 /* invalidation.c */
 /* The rdma_inv_handle a call names (draft §3.3): 0 for none, always in

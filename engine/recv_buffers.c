@@ -118,9 +118,9 @@ void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e)
 	e->recv_target = e->grant + e->cfg.max_calls;
 }
 
-void rpcrdma_recv_grant_used(struct rpcrdma_engine *e, uint32_t open)
+void rpcrdma_recv_grant_used(struct rpcrdma_engine *e)
 {
-	if (open < e->grant || e->grant >= e->cfg.credits)
+	if (e->rs_open < e->grant || e->grant >= e->cfg.credits)
 		return;
 	e->grant = e->grant > e->cfg.credits / 2 ? e->cfg.credits
 						 : 2 * e->grant;

@@ -385,12 +385,9 @@ static void push_binds(struct rpcrdma_engine *e, struct requester_slot *q)
 		if (!mr->bind_pending)
 			continue;
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_BIND, q->idx);
 		w->send.opcode = RPCRDMA_WR_BIND_MW;
 		e->mem.bind(e->mem.ctx, mr, &w->send);
-		w->send.opcode = RPCRDMA_WR_BIND_MW;
-		w->send.wr_id = rpcrdma_wr_id(e, WRK_RQ, WRO_BIND, q->idx);
-		w->send.send_flags = 0;
-		w->send.num_sge = 0;
 		mr->bind_pending = false;
 	}
 }

@@ -320,7 +320,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
 		return;
 	}
-	rpcrdma_recv_grant_used(e, e->rs_open);
+	rpcrdma_recv_grant_used(e);
 	s->xid = h->xid;
 	s->vers = h->vers;
 	s->inv_handle = h->inv_handle;

@@ -66,9 +66,7 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	 * (engine/recv_buffers.c): an idle connection posts the receives of
 	 * RPC_GRANT_START credits, not of all of them. */
 	if (server)
-		cfg.credits_start = RPC_GRANT_START < cfg.credits
-					    ? RPC_GRANT_START
-					    : cfg.credits;
+		cfg.credits_start = RPC_GRANT_START;
 	cfg.max_inline_send = o->inline_send;
 	cfg.max_inline_recv = o->inline_recv;
 	cfg.remote_inv = o->remote_inv && rd->inv.remote_inv;
