@@ -34,6 +34,7 @@
 #ifndef RPCRDMA_PROVIDER_H
 #define RPCRDMA_PROVIDER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -381,6 +382,18 @@ struct rpcrdma_qp_attr {
 	void *context;
 	struct rpcrdma_srq *srq; /* receives come from it (NULL: the QP's
 				    own receive queue of max_recv_wr) */
+	/* Optional: a mutex the consumer holds around every call it makes
+	 * on this QP and on its CQs (create_qp and destroy_qp, post_send,
+	 * post_recv, poll_cq, req_notify_cq, ack_cq_events, and disconnect
+	 * of its id), the CQs serving this QP alone.  A software provider
+	 * then takes no lock of its own on those paths, and takes this one,
+	 * never waiting for it, before its own thread does work of the QP
+	 * (iwarp: a peer that closed, a send queue TCP held back).  In the
+	 * manner of rdma-core's thread domains (ibv_alloc_td), which let a
+	 * driver drop the locks its consumer makes redundant.  NULL: the
+	 * provider locks as usual.  Hardware, and iwarp without manual
+	 * progress, ignore it. */
+	pthread_mutex_t *serial_lock;
 };
 
 struct rpcrdma_cm_id;

@@ -1038,7 +1038,9 @@ static void clnt_teardown(struct rpcrdma_clnt *c)
 		 * sees the end before the QP goes. */
 		struct rpc_cm_ev ev;
 		rpcrdma_rpc_trace("%s: closing", x->name);
+		pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 		c->rd.ops->disconnect(x->id);
+		pthread_mutex_unlock(&x->lock);
 		uint64_t end = rpcrdma_rpc_now_ms() + 1000;
 		while (rpcrdma_rpc_now_ms() < end &&
 		       rpcrdma_rpc_wait_cm(&c->rd, 100, &ev) == 0)

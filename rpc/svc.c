@@ -546,7 +546,9 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	unsigned live = 0;
 	SVC_FOR_EACH_XPRT(s, x)
 		if (!x->dead) {
+			pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 			ops->disconnect(x->id);
+			pthread_mutex_unlock(&x->lock);
 			live++;
 		}
 	uint64_t end = rpcrdma_rpc_now_ms() + 1000;

@@ -120,9 +120,15 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 		qa.max_send_sge = rd->attr.max_sge;
 	qa.max_recv_sge = 1;
 	qa.context = x;
+	/* Every call on the QP and its CQ is made under x->lock (progress.c
+	 * runs the connection under it; create, destroy, reconnect and
+	 * disconnect take it too): a software provider need not lock again. */
+	qa.serial_lock = &x->lock;
 	x->qa = qa;
 	x->client = !server;
+	pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 	rc = rd->ops->create_qp(id, rd->pd, &qa, &x->qp);
+	pthread_mutex_unlock(&x->lock);
 	if (rc < 0)
 		goto fail;
 	struct rpcrdma_engine_mem_ops mem = {
@@ -185,8 +191,11 @@ void rpcrdma_rpc_xprt_destroy(struct rpc_xprt *x)
 			x->up[i].ops->detach(x, x->up[i].state);
 	rpcrdma_rpc_reg_conn_free(x);
 	rpcrdma_rpc_region_close(x->rr);
-	if (x->qp)
+	if (x->qp) {
+		pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 		ops->destroy_qp(x->qp);
+		pthread_mutex_unlock(&x->lock);
+	}
 	if (x->id)
 		ops->destroy_id(x->id);
 	if (x->cq)
@@ -359,7 +368,9 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 	 * all been acknowledged by the loop. */
 	if (oqp) {
 		placed_copies_add(x, oqp);
+		pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 		ops->destroy_qp(oqp);
+		pthread_mutex_unlock(&x->lock);
 	}
 	if (oid)
 		ops->destroy_id(oid);
@@ -368,8 +379,11 @@ void rpcrdma_rpc_xprt_reconnect_due(struct rpc_xprt *x, uint64_t now)
 	int rc = ops->create_id(x->rd->ch, x, &id);
 	if (rc >= 0)
 		rc = ops->resolve(id, (struct sockaddr *)&x->peer, x->peer_len);
-	if (rc >= 0)
+	if (rc >= 0) {
+		pthread_mutex_lock(&x->lock); /* qa.serial_lock */
 		rc = ops->create_qp(id, x->rd->pd, &x->qa, &qp);
+		pthread_mutex_unlock(&x->lock);
+	}
 	if (rc < 0) {
 		if (id)
 			ops->destroy_id(id);

@@ -49,6 +49,13 @@
  * no pass can still name a QP once that returns.  A shared receive queue
  * (iwarp_srq.c) is one lock: QPs progressed by different threads take
  * receives from it under their own rx_lock, and posting takes only it.
+ * A serialized QP (rpcrdma_qp_attr.serial_lock, manual progress): its
+ * consumer holds that lock for every call on the QP and its CQ, so the
+ * data path takes none of the QP's and CQ's locks (iw_lock); the progress
+ * thread, holding rx_lock, tries that lock and runs the QP only if it got
+ * it (else the consumer is there and it tries again at the next event):
+ *   consumer's lock -> qp->rx_lock ...; the progress thread never waits
+ * for the consumer's lock, so holding rx_lock while trying it is safe.
  * Object lifetime: an endpoint (cm_id + its embedded QP) that the progress
  * thread may reference is freed only by that thread, at the top of its
  * loop, after destroy_id() moved it to the graveyard and removed its fds
@@ -211,6 +218,10 @@ struct iw_cq {
 				    directly, a recv() rather than an
 				    epoll_wait() and a recv() */
 	_Atomic uint64_t last_active_ns;
+	bool serial;             /* its QP's consumer serializes every call
+				    (iw_qp.serial): lock and qps_lock are
+				    not taken; set while that QP is
+				    attached, alone */
 };
 
 /* A posted receive of a shared receive queue; its SGEs are the max_sge
@@ -459,6 +470,16 @@ struct iw_qp {
 	struct iw_rx rx;
 	struct iw_lkey_cache rx_lkc; /* under rx_lock */
 
+	/* rpcrdma_qp_attr.serial_lock (with manual progress only): the
+	 * consumer holds it for every call on the QP and its CQ, so the
+	 * data path takes none of tx_lock, rx_lock, rq_lock (iw_lock below);
+	 * the progress thread takes it with trylock, under rx_lock (which
+	 * pins the QP against destroy_qp), before it runs the QP. */
+	pthread_mutex_t *serial;
+	bool rx_running;         /* serial: the RX engine is on the stack
+				    (what rx_lock being held tells
+				    otherwise) */
+
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
 	bool in_armed, deferred;
 	_Atomic bool want_out;   /* written under ep_lock, read without */
@@ -585,6 +606,8 @@ void rpcrdma_iwarp_cq_detach(struct iw_qp *qp);
  * the send CQ's EPOLLOUT from qp->want_out. */
 void rpcrdma_iwarp_cq_watch(struct iw_qp *qp, bool on);
 void rpcrdma_iwarp_cq_watch_out(struct iw_qp *qp);
+/* May a QP (serialized by `serial`, or not: NULL) be created on cq. */
+bool rpcrdma_iwarp_cq_may_attach(struct iw_cq *cq, const pthread_mutex_t *serial);
 bool rpcrdma_iwarp_cq_active(struct iw_qp *qp, uint64_t now);
 
 /* iwarp_srq.c */
@@ -626,11 +649,28 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 			    enum rpcrdma_wc_status st, uint32_t byte_len,
 			    unsigned flags, uint32_t inv_rkey, uint32_t vendor);
 
+/* A QP lock on the data path: not taken when the consumer serializes
+ * the QP (iw_qp.serial), whose lock then orders everything these would. */
+static inline void iw_lock(const struct iw_qp *qp, pthread_mutex_t *m)
+{
+	if (!qp->serial)
+		pthread_mutex_lock(m);
+}
+
+static inline void iw_unlock(const struct iw_qp *qp, pthread_mutex_t *m)
+{
+	if (!qp->serial)
+		pthread_mutex_unlock(m);
+}
+
 /* iwarp_qp_tx.c */
 int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			    struct rpcrdma_send_wr **bad);
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
 void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
+/* TX has work it could not run now: the consumer's poll, or the progress
+ * thread on EPOLLOUT, runs it. */
+void rpcrdma_iwarp_tx_want_out(struct iw_qp *qp);
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t);
 /* With tx_lock: the send queue's oldest entry leaves it (iwarp_qp_tx.c). */
 void rpcrdma_iwarp_sq_pop(struct iw_qp *qp);
@@ -667,6 +707,9 @@ int rpcrdma_iwarp_reject(struct rpcrdma_cm_id *id, const void *private_data,
 int rpcrdma_iwarp_disconnect(struct rpcrdma_cm_id *id);
 void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events);
 void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now);
+/* The progress thread's work on a serialized QP (events: what epoll said,
+ * or EPOLLIN | EPOLLOUT when it comes back to a deferred one). */
+void rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events);
 void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 				 enum rpcrdma_cm_event_type type, int status,
 				 const void *pd, size_t pd_len, uint8_t ird,

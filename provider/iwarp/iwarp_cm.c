@@ -746,9 +746,43 @@ static void accept_conns(struct iw_ep *l)
 	}
 }
 
+/* qp_event for a serialized QP: the progress thread runs it only under
+ * its consumer's lock, which it tries without waiting (iwarp.h, Locks).
+ * rx_lock first: destroy_qp takes it, so the QP, and the consumer that
+ * owns the lock, are still there while it is held.  When the consumer is
+ * inside, its own pass may well take care of it; if not, the QP is
+ * deferred (IW_DEFER_NS) and run_deferred (iwarp_dev.c) comes back, rather
+ * than a registration re-armed at once that would fire again and again
+ * while the consumer holds its lock. */
+void rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events)
+{
+	pthread_mutex_lock(&qp->rx_lock);
+	bool ran = !qp->created;
+	if (!ran && pthread_mutex_trylock(qp->serial) == 0) {
+		if (events & EPOLLOUT)
+			rpcrdma_iwarp_tx_progress(qp);
+		if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			rpcrdma_iwarp_rx_progress(qp, true);
+		pthread_mutex_unlock(qp->serial);
+		ran = true;
+	}
+	pthread_mutex_unlock(&qp->rx_lock);
+	pthread_mutex_lock(&qp->ep_lock);
+	qp->deferred = !ran;
+	if (!ran)
+		qp->defer_until = rpcrdma_iwarp_now_ns() + IW_DEFER_NS;
+	qp->in_armed = ran;
+	pthread_mutex_unlock(&qp->ep_lock);
+	rpcrdma_iwarp_qp_update_arm(qp);
+}
+
 static void qp_event(struct iw_ep *ep, uint32_t events)
 {
 	struct iw_qp *qp = &ep->qp;
+	if (qp->serial) {
+		rpcrdma_iwarp_serial_event(qp, events);
+		return;
+	}
 	if (events & EPOLLOUT)
 		rpcrdma_iwarp_tx_progress(qp);
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {

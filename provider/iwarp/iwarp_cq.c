@@ -81,9 +81,22 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 static _Thread_local struct iw_cq *consuming;
 static _Thread_local bool consuming_ack; /* ...inside ack_cq_events */
 
+/* The CQ's own locks: none when its QP's consumer serializes it. */
+static void cq_lock(struct iw_cq *cq, pthread_mutex_t *m)
+{
+	if (!cq->serial)
+		pthread_mutex_lock(m);
+}
+
+static void cq_unlock(struct iw_cq *cq, pthread_mutex_t *m)
+{
+	if (!cq->serial)
+		pthread_mutex_unlock(m);
+}
+
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
-	pthread_mutex_lock(&cq->lock);
+	cq_lock(cq, &cq->lock);
 	uint32_t count = atomic_load_explicit(&cq->count, memory_order_relaxed);
 	bool room = count < cq->cap;
 	if (!room) {
@@ -128,7 +141,7 @@ void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 		atomic_store_explicit(&cq->efd_set, true,
 				      memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&cq->lock);
+	cq_unlock(cq, &cq->lock);
 }
 
 static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
@@ -136,7 +149,7 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 	if (!atomic_load(&cq->count))
 		return 0;
 	int got = 0;
-	pthread_mutex_lock(&cq->lock);
+	cq_lock(cq, &cq->lock);
 	uint32_t count = atomic_load_explicit(&cq->count, memory_order_relaxed);
 	while (got < n && count) {
 		wc[got++] = cq->ring[cq->head];
@@ -150,7 +163,7 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 	if (!count)
 		cq->head = 0;
 	atomic_store(&cq->count, count);
-	pthread_mutex_unlock(&cq->lock);
+	cq_unlock(cq, &cq->lock);
 	return got;
 }
 
@@ -172,7 +185,7 @@ static void inline_progress(struct iw_cq *cq, bool ack)
 	struct epoll_event ev[IW_POLL_QPS];
 	consuming = cq;
 	consuming_ack = ack;
-	pthread_mutex_lock(&cq->qps_lock);
+	cq_lock(cq, &cq->qps_lock);
 	int n = 0;
 	if (cq->solo) {
 		/* A connection's own CQ: asking epoll first would cost a
@@ -197,7 +210,7 @@ static void inline_progress(struct iw_cq *cq, bool ack)
 		if (atomic_load(&qp->want_out))
 			rpcrdma_iwarp_tx_progress(qp);
 	}
-	pthread_mutex_unlock(&cq->qps_lock);
+	cq_unlock(cq, &cq->qps_lock);
 	consuming = outer;
 	consuming_ack = outer_ack;
 }
@@ -259,7 +272,7 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 	 * ack, as if it had taken the lock after us. */
 	if (!atomic_load_explicit(&cq->efd_set, memory_order_relaxed))
 		return 0;
-	pthread_mutex_lock(&cq->lock);
+	cq_lock(cq, &cq->lock);
 	if (atomic_load_explicit(&cq->efd_set, memory_order_relaxed)) {
 		uint64_t v;
 		ssize_t r = read(cq->efd, &v, sizeof(v));
@@ -267,7 +280,7 @@ int rpcrdma_iwarp_ack_cq_events(struct rpcrdma_cq *c)
 		atomic_store_explicit(&cq->efd_set, false,
 				      memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&cq->lock);
+	cq_unlock(cq, &cq->lock);
 	return 0;
 }
 
@@ -279,6 +292,16 @@ static int qp_cqs(struct iw_qp *qp, struct iw_cq *cqs[2])
 	return cqs[1] != cqs[0] ? 2 : 1;
 }
 
+bool rpcrdma_iwarp_cq_may_attach(struct iw_cq *cq, const pthread_mutex_t *serial)
+{
+	/* A serialized QP's consumer lock orders only that QP's work: a CQ
+	 * it shares with another QP would be polled under the wrong lock. */
+	pthread_mutex_lock(&cq->qps_lock);
+	bool ok = !cq->nqps || (!serial && !cq->serial);
+	pthread_mutex_unlock(&cq->qps_lock);
+	return ok;
+}
+
 void rpcrdma_iwarp_cq_attach(struct iw_qp *qp)
 {
 	struct iw_cq *cqs[2];
@@ -286,6 +309,10 @@ void rpcrdma_iwarp_cq_attach(struct iw_qp *qp)
 		pthread_mutex_lock(&cqs[i]->qps_lock);
 		cqs[i]->nqps++;
 		cqs[i]->solo = cqs[i]->nqps == 1 ? qp : NULL;
+		/* create_qp refused a serialized QP beside another.  Written
+		 * only when it changes: the data path reads it unlocked. */
+		if (cqs[i]->serial != (qp->serial != NULL))
+			cqs[i]->serial = qp->serial != NULL;
 		pthread_mutex_unlock(&cqs[i]->qps_lock);
 	}
 }

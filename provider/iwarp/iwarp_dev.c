@@ -81,7 +81,15 @@ static void run_deferred(struct iw_dev *dev, uint64_t now, uint64_t *next)
 		if (d)
 			qp->deferred = false;
 		pthread_mutex_unlock(&qp->ep_lock);
-		if (d) {
+		if (d && qp->serial) {
+			/* Its consumer was inside: try again, and again
+			 * later if it still is. */
+			rpcrdma_iwarp_serial_event(qp, EPOLLIN | EPOLLOUT);
+			pthread_mutex_lock(&qp->ep_lock);
+			if (qp->deferred && qp->defer_until < *next)
+				*next = qp->defer_until;
+			pthread_mutex_unlock(&qp->ep_lock);
+		} else if (d) {
 			rpcrdma_iwarp_rx_progress(qp, true);
 			pthread_mutex_lock(&qp->ep_lock);
 			qp->in_armed = true;

@@ -96,6 +96,14 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 		      attr->max_recv_sge > IW_MAX_SGE)) ||
 	    (srq && srq->base.dev != id->dev))
 		return RPCRDMA_ERR_INVAL;
+	/* A serialized QP's CQs serve it alone (provider.h); without manual
+	 * progress the progress thread places data on its own, so the
+	 * consumer's lock cannot stand for the QP's. */
+	pthread_mutex_t *serial = ep->dev->manual_progress ? attr->serial_lock
+							   : NULL;
+	if (!rpcrdma_iwarp_cq_may_attach((struct iw_cq *)attr->send_cq, serial) ||
+	    !rpcrdma_iwarp_cq_may_attach((struct iw_cq *)attr->recv_cq, serial))
+		return RPCRDMA_ERR_INVAL;
 	uint32_t sq = attr->max_send_wr ? attr->max_send_wr : IW_DEFAULT_WR;
 	uint32_t ssge = attr->max_send_sge ? attr->max_send_sge : IW_MAX_SGE;
 	uint32_t inl = attr->max_inline_data;
@@ -155,6 +163,8 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->fd = -1;
 	qp->flushed = false;
+	qp->serial = serial;
+	qp->rx_running = false;
 	atomic_store(&qp->state, IW_QP_IDLE);
 	qp->base.dev = id->dev;
 	qp->base.pd = pd;
@@ -227,7 +237,7 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
 		return RPCRDMA_ERR_INVAL;
 	struct iw_qp *qp = (struct iw_qp *)b;
 	int rc = 0;
-	pthread_mutex_lock(&qp->rq_lock);
+	iw_lock(qp, &qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		/* A QP on a shared receive queue has none of its own. */
 		if (!qp->created || qp->srq || wr->num_sge < 0 ||
@@ -255,7 +265,7 @@ int rpcrdma_iwarp_post_recv(struct rpcrdma_qp *b, struct rpcrdma_recv_wr *wr,
 			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(r->sge[0]));
 		qp->rq_count++;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	iw_unlock(qp, &qp->rq_lock);
 	if (rc && bad)
 		*bad = wr;
 	return rc;
@@ -267,9 +277,9 @@ int rpcrdma_iwarp_get_terminate(struct rpcrdma_qp *b,
 	if (!b || !info)
 		return RPCRDMA_ERR_INVAL;
 	struct iw_qp *qp = (struct iw_qp *)b;
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	*info = qp->term;
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
 	return 0;
 }
 
@@ -310,7 +320,9 @@ void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
 				ev |= qp->dev->manual_progress
 					      ? EPOLLRDHUP
 					      : EPOLLIN | EPOLLRDHUP;
-			if (qp->want_out)
+			/* A serialized QP deferred waits for its retry
+			 * (rpcrdma_iwarp_serial_event), not for room. */
+			if (qp->want_out && !(qp->serial && qp->deferred))
 				ev |= EPOLLOUT;
 		}
 		struct epoll_event e = { .events = ev, .data.ptr = qp->ep };
@@ -358,13 +370,24 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	qp->deferred = false;
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
-	/* Anything posted before the connection completed goes out now. */
-	rpcrdma_iwarp_tx_progress(qp);
+	/* Anything posted before the connection completed goes out now (the
+	 * RTR first).  This thread holds the endpoint's lock, which the
+	 * consumer of a serialized QP may be waiting for under its own: it
+	 * only tries that one, and else leaves TX to the consumer's next
+	 * poll or to EPOLLOUT. */
+	if (!qp->serial) {
+		rpcrdma_iwarp_tx_progress(qp);
+	} else if (pthread_mutex_trylock(qp->serial) == 0) {
+		rpcrdma_iwarp_tx_progress_locked(qp);
+		pthread_mutex_unlock(qp->serial);
+	} else {
+		rpcrdma_iwarp_tx_want_out(qp);
+	}
 }
 
 static void flush_rq(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->rq_lock);
+	iw_lock(qp, &qp->rq_lock);
 	while (qp->rq && qp->rq_count) {
 		struct iw_rwqe *r = &qp->rq[qp->rq_head];
 		rpcrdma_iwarp_complete(qp, false, r->wr_id, RPCRDMA_WC_RECV,
@@ -372,7 +395,7 @@ static void flush_rq(struct iw_qp *qp)
 		qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
 		qp->rq_count--;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	iw_unlock(qp, &qp->rq_lock);
 }
 
 void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status)
@@ -387,12 +410,14 @@ void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status)
 		rpcrdma_iwarp_cq_watch(qp, false);
 		rpcrdma_iwarp_qp_update_arm(qp);
 	}
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	rpcrdma_iwarp_tx_flush(qp, NULL);
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
 	/* The receive in progress belongs to the RX engine: flush it here if
 	 * the engine is idle, else it flushes it itself before unlocking. */
-	if (pthread_mutex_trylock(&qp->rx_lock) == 0) {
+	bool rx_idle = qp->serial ? !qp->rx_running
+				  : pthread_mutex_trylock(&qp->rx_lock) == 0;
+	if (rx_idle) {
 		if (qp->rx.recv_active) {
 			qp->rx.recv_active = false;
 			rpcrdma_iwarp_complete(qp, false, qp->rx.recv.wr_id,
@@ -400,7 +425,7 @@ void rpcrdma_iwarp_qp_error(struct iw_qp *qp, int status)
 					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
 		}
 		qp->rx.st = IW_RX_DEAD;
-		pthread_mutex_unlock(&qp->rx_lock);
+		iw_unlock(qp, &qp->rx_lock);
 	}
 	flush_rq(qp);
 	if (old == IW_QP_RTS && qp->ep) {
@@ -452,7 +477,7 @@ void rpcrdma_iwarp_qp_terminate(struct iw_qp *qp, uint8_t layer,
 	}
 	uint8_t body[RPCRDMA_IWARP_TERM_MAX_LEN];
 	int bl = rpcrdma_iwarp_term_build(&t, body, sizeof(body));
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	qp->term.valid = true;
 	qp->term.sent = true;
 	qp->term.layer = layer;
@@ -471,6 +496,6 @@ void rpcrdma_iwarp_qp_terminate(struct iw_qp *qp, uint8_t layer,
 		};
 		rpcrdma_iwarp_tx_raw(qp, &h, body, (size_t)bl);
 	}
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
 	rpcrdma_iwarp_qp_error(qp, RPCRDMA_WC_FATAL_ERR);
 }

@@ -141,7 +141,7 @@ static size_t payload_len(const struct iw_rx *rx)
 /* Takes the oldest receive of the QP's own queue into *out. */
 static bool rq_take(struct iw_qp *qp, struct iw_rwqe *out)
 {
-	pthread_mutex_lock(&qp->rq_lock);
+	iw_lock(qp, &qp->rq_lock);
 	bool have = qp->rq_count > 0;
 	if (have) {
 		/* The SGEs in use only, into the RX's own room. */
@@ -152,7 +152,7 @@ static bool rq_take(struct iw_qp *qp, struct iw_rwqe *out)
 		qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
 		qp->rq_count--;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	iw_unlock(qp, &qp->rq_lock);
 	return have;
 }
 
@@ -185,9 +185,9 @@ static bool start_segment(struct iw_qp *qp)
 		return true;
 	}
 	if (h->tagged) { /* Read Response: must answer our oldest Read */
-		pthread_mutex_lock(&qp->tx_lock);
+		iw_lock(qp, &qp->tx_lock);
 		if (!qp->orq_count) {
-			pthread_mutex_unlock(&qp->tx_lock);
+			iw_unlock(qp, &qp->tx_lock);
 			term(qp, RPCRDMA_IWARP_LAYER_RDMAP, RPCRDMA_IWARP_RDMAP_ET_OP,
 			     RPCRDMA_IWARP_RDMAP_EC_BAD_OPCODE, false);
 			return false;
@@ -202,7 +202,7 @@ static bool start_segment(struct iw_qp *qp)
 			memcpy(rx->place.seg, o->seg, sizeof(o->seg));
 			rx->place.off = off;
 		}
-		pthread_mutex_unlock(&qp->tx_lock);
+		iw_unlock(qp, &qp->tx_lock);
 		if (bad_stag || bad_bounds) {
 			term(qp, RPCRDMA_IWARP_LAYER_DDP, RPCRDMA_IWARP_DDP_ET_TAGGED,
 			     bad_stag ? RPCRDMA_IWARP_DDP_EC_T_INV_STAG
@@ -277,9 +277,9 @@ static bool start_segment(struct iw_qp *qp)
 		struct rpcrdma_iwarp_read_req rr;
 		size_t hl = RPCRDMA_IWARP_DDP_UNTAGGED_HLEN;
 		rpcrdma_iwarp_read_req_parse(rx->hdr + 2 + hl, rx->have - 2 - hl, &rr);
-		pthread_mutex_lock(&qp->tx_lock);
+		iw_lock(qp, &qp->tx_lock);
 		bool full = qp->irq_count >= qp->ird || qp->irq_count >= IW_MAX_RD;
-		pthread_mutex_unlock(&qp->tx_lock);
+		iw_unlock(qp, &qp->tx_lock);
 		if (full) {
 			/* Peer exceeded the IRD it was given (RFC 6581 §9.1). */
 			term(qp, RPCRDMA_IWARP_LAYER_DDP, RPCRDMA_IWARP_DDP_ET_UNTAGGED,
@@ -321,7 +321,7 @@ static void got_terminate(struct iw_qp *qp)
 		memset(&t, 0, sizeof(t));
 	enum rpcrdma_wc_status st = term_status(t.layer, t.etype, t.ecode);
 	uint32_t vendor = (uint32_t)t.layer << 12 | (uint32_t)t.etype << 8 | t.ecode;
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	qp->term.valid = true;
 	qp->term.sent = false;
 	qp->term.layer = t.layer;
@@ -371,7 +371,7 @@ static void got_terminate(struct iw_qp *qp)
 	/* Nothing more goes out (the batch in flight may name the WR just
 	 * completed); the flush below takes the rest. */
 	qp->tx_stopped = true;
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
 	/* RFC 5040 §6.9: after a Terminate the stream is closed; it is never
 	 * answered with another Terminate. */
 	rx->st = IW_RX_DEAD;
@@ -385,16 +385,16 @@ static bool segment_done(struct iw_qp *qp)
 	struct rpcrdma_iwarp_ddp_hdr *h = &rx->ddp;
 	if (!rx->first_seen) {
 		rx->first_seen = true;
-		pthread_mutex_lock(&qp->tx_lock);
+		iw_lock(qp, &qp->tx_lock);
 		bool held = qp->tx_hold;
 		qp->tx_hold = false;
-		pthread_mutex_unlock(&qp->tx_lock);
+		iw_unlock(qp, &qp->tx_lock);
 		if (held)
 			rx->kick_tx = true;
 	}
 	uint64_t plen = payload_len(rx);
 	if (h->tagged && h->opcode == RPCRDMA_IWARP_OP_READ_RESP) {
-		pthread_mutex_lock(&qp->tx_lock);
+		iw_lock(qp, &qp->tx_lock);
 		bool more = false;
 		if (qp->orq_count) {
 			struct iw_orqe *o = &qp->orq[qp->orq_head];
@@ -404,7 +404,7 @@ static bool segment_done(struct iw_qp *qp)
 				more = qp->sq_count > 0;
 			}
 		}
-		pthread_mutex_unlock(&qp->tx_lock);
+		iw_unlock(qp, &qp->tx_lock);
 		if (more) /* ORD slot or fence released */
 			rx->kick_tx = true;
 		return true;
@@ -448,14 +448,14 @@ static bool segment_done(struct iw_qp *qp)
 		struct rpcrdma_iwarp_read_req rr;
 		size_t hl = RPCRDMA_IWARP_DDP_UNTAGGED_HLEN;
 		rpcrdma_iwarp_read_req_parse(rx->hdr + 2 + hl, rx->have - 2 - hl, &rr);
-		pthread_mutex_lock(&qp->tx_lock);
+		iw_lock(qp, &qp->tx_lock);
 		struct iw_irqe *e = &qp->irq[(qp->irq_head + qp->irq_count) % IW_MAX_RD];
 		e->src = (const uint8_t *)(uintptr_t)rr.src_to;
 		e->size = rr.size;
 		e->sink_stag = rr.sink_stag;
 		e->sink_to = rr.sink_to;
 		qp->irq_count++;
-		pthread_mutex_unlock(&qp->tx_lock);
+		iw_unlock(qp, &qp->tx_lock);
 		/* Answered once this batch of input is taken apart, so the
 		 * responses to a burst of requests leave in one sendmsg. */
 		rx->kick_tx = true;
@@ -668,6 +668,14 @@ static bool consume(struct iw_qp *qp)
 
 void rpcrdma_iwarp_rx_progress(struct iw_qp *qp, bool blocking_lock)
 {
+	if (qp->serial) {
+		/* The caller holds the consumer's lock: nobody else can be
+		 * in the RX engine.  rx_running tells qp_error it is. */
+		qp->rx_running = true;
+		rpcrdma_iwarp_rx_progress_locked(qp);
+		qp->rx_running = false;
+		return;
+	}
 	if (blocking_lock)
 		pthread_mutex_lock(&qp->rx_lock);
 	else if (pthread_mutex_trylock(&qp->rx_lock) != 0)

@@ -75,7 +75,7 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 		return RPCRDMA_ERR_INVAL;
 	struct iw_qp *qp = (struct iw_qp *)b;
 	int rc = 0;
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	for (; wr; wr = wr->next) {
 		if (!qp->created || !sq_op_valid(wr->opcode) || wr->num_sge < 0 ||
 		    (uint32_t)wr->num_sge > qp->sq_max_sge ||
@@ -160,7 +160,7 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 		*bad = wr;
 	/* Run to completion: the poster's thread writes the socket. */
 	rpcrdma_iwarp_tx_progress_locked(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
 	return rc;
 }
 
@@ -558,9 +558,14 @@ static int push_upto(struct iw_qp *qp, int upto)
 
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
 {
-	pthread_mutex_lock(&qp->tx_lock);
+	iw_lock(qp, &qp->tx_lock);
 	rpcrdma_iwarp_tx_progress_locked(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	iw_unlock(qp, &qp->tx_lock);
+}
+
+void rpcrdma_iwarp_tx_want_out(struct iw_qp *qp)
+{
+	set_want_out(qp, true);
 }
 
 void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp)

@@ -13,6 +13,7 @@
 
 #include "provider/provider.h"
 #include "test.h"
+#include "unit/iwarp_loopback.h"
 
 
 #if defined(__SANITIZE_THREAD__)
@@ -28,36 +29,10 @@ static void tsan_reads_end(void) {}
 
 static const struct rpcrdma_provider_ops *ops;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static struct rpcrdma_cm_event *wait_event(struct rpcrdma_cm_channel *ch,
-					   enum rpcrdma_cm_event_type type)
-{
-	uint64_t end = now_ms() + 5000;
-	while (now_ms() < end) {
-		struct rpcrdma_cm_event *ev;
-		if (ops->get_cm_event(ch, &ev) == 0) {
-			if (ev->type == type)
-				return ev;
-			fprintf(stderr, "unexpected cm event %d (want %d)\n", ev->type, type);
-			ops->ack_cm_event(ev);
-			return NULL;
-		}
-		usleep(1000);
-	}
-	fprintf(stderr, "timed out waiting for cm event %d\n", type);
-	return NULL;
-}
-
 static int wait_wc(struct rpcrdma_cq *cq, struct rpcrdma_wc *wc)
 {
-	uint64_t end = now_ms() + 5000;
-	while (now_ms() < end) {
+	uint64_t end = iwl_now_ms() + 5000;
+	while (iwl_now_ms() < end) {
 		int n = ops->poll_cq(cq, 1, wc);
 		if (n)
 			return n;
@@ -66,19 +41,10 @@ static int wait_wc(struct rpcrdma_cq *cq, struct rpcrdma_wc *wc)
 	return 0;
 }
 
-struct side {
-	struct rpcrdma_cm_channel *ch;
-	struct rpcrdma_cm_id *id;
-	struct rpcrdma_pd *pd;
-	struct rpcrdma_cq *cq;
-	struct rpcrdma_qp *qp;
-	uint8_t *buf;
-	struct rpcrdma_mr *mr;
-};
 
 #define BUFSZ (256 * 1024)
 
-static void make_qp(struct rpcrdma_dev *dev, struct side *s)
+static void make_qp(struct rpcrdma_dev *dev, struct iwl_side *s)
 {
 	CHECK_EQ(ops->alloc_pd(dev, &s->pd), 0);
 	CHECK_EQ(ops->create_cq(dev, 64, NULL, &s->cq), 0);
@@ -92,42 +58,16 @@ static void make_qp(struct rpcrdma_dev *dev, struct side *s)
 				     RPCRDMA_ACCESS_REMOTE_READ, &s->mr), 0);
 }
 
-static void free_side(struct side *s)
+static void free_side(struct iwl_side *s)
 {
-	if (s->qp)
-		ops->destroy_qp(s->qp);
-	if (s->id)
-		ops->destroy_id(s->id);
-	if (s->mr)
-		ops->dereg_mr(s->mr);
-	if (s->cq)
-		ops->destroy_cq(s->cq);
-	if (s->pd)
-		ops->dealloc_pd(s->pd);
-	free(s->buf);
-	if (s->ch)
-		ops->destroy_channel(s->ch);
+	iwl_side_free(ops, s);
 }
 
 static int post(struct rpcrdma_qp *qp, uint64_t id, enum rpcrdma_wr_opcode op,
 		void *p, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)p, len, lkey };
-	struct rpcrdma_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				      .opcode = op, .send_flags = RPCRDMA_SEND_SIGNALED };
-	wr.rdma.remote_addr = raddr;
-	wr.rdma.rkey = rkey;
-	struct rpcrdma_send_wr *bad;
-	return ops->post_send(qp, &wr, &bad);
-}
-
-static int post_recv(struct rpcrdma_qp *qp, uint64_t id, void *p, uint32_t len,
-		     uint32_t lkey)
-{
-	struct rpcrdma_sge sge = { (uint64_t)(uintptr_t)p, len, lkey };
-	struct rpcrdma_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
-	struct rpcrdma_recv_wr *bad;
-	return ops->post_recv(qp, &wr, &bad);
+	return iwl_post_send(ops, qp, id, op, RPCRDMA_SEND_SIGNALED, p, len,
+			     lkey, raddr, rkey);
 }
 
 static void run(const char *addr, bool crc)
@@ -138,7 +78,7 @@ static void run(const char *addr, bool crc)
 		CHECK(0);
 		return;
 	}
-	struct side c = { 0 }, s = { 0 }, l = { 0 };
+	struct iwl_side c = { 0 }, s = { 0 }, l = { 0 };
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
 	socklen_t sl;
@@ -167,7 +107,7 @@ static void run(const char *addr, bool crc)
 					 .responder_resources = 4, .initiator_depth = 4 };
 	CHECK_EQ(ops->connect(c.id, &cp), 0);
 
-	struct rpcrdma_cm_event *ev = wait_event(l.ch, RPCRDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rpcrdma_cm_event *ev = iwl_wait_event(ops, l.ch, RPCRDMA_CM_EVENT_CONNECT_REQUEST);
 	CHECK(ev != NULL);
 	if (!ev)
 		goto out;
@@ -179,11 +119,11 @@ static void run(const char *addr, bool crc)
 	s.id = ev->id;
 	ops->ack_cm_event(ev);
 	make_qp(dev, &s);
-	CHECK_EQ(post_recv(s.qp, 100, s.buf, 4096, s.mr->lkey), 0);
+	CHECK_EQ(iwl_post_recv(ops, s.qp, 100, s.buf, 4096, s.mr->lkey), 0);
 	struct rpcrdma_conn_param ap = { .private_data = "world!", .private_data_len = 6,
 					 .responder_resources = 2, .initiator_depth = 2 };
 	CHECK_EQ(ops->accept(s.id, &ap), 0);
-	ev = wait_event(c.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
+	ev = iwl_wait_event(ops, c.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
 	CHECK(ev != NULL);
 	if (!ev)
 		goto out;
@@ -191,7 +131,7 @@ static void run(const char *addr, bool crc)
 	CHECK(ev->private_data && memcmp(ev->private_data, "world!", 6) == 0);
 	CHECK_EQ(ev->responder_resources, 2);
 	ops->ack_cm_event(ev);
-	ev = wait_event(l.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
+	ev = iwl_wait_event(ops, l.ch, RPCRDMA_CM_EVENT_ESTABLISHED);
 	CHECK(ev && ev->id == s.id);
 	if (ev)
 		ops->ack_cm_event(ev);
@@ -219,9 +159,9 @@ static void run(const char *addr, bool crc)
 	 * orders these reads after the progress thread's placement (an RDMA
 	 * Write completes nothing at its target), so ThreadSanitizer is
 	 * told to look away from them. */
-	uint64_t end = now_ms() + 5000;
+	uint64_t end = iwl_now_ms() + 5000;
 	tsan_reads_begin();
-	while (memcmp(s.buf + 16, c.buf, wl) != 0 && now_ms() < end)
+	while (memcmp(s.buf + 16, c.buf, wl) != 0 && iwl_now_ms() < end)
 		usleep(1000);
 	CHECK(memcmp(s.buf + 16, c.buf, wl) == 0);
 	tsan_reads_end();
@@ -240,8 +180,8 @@ static void run(const char *addr, bool crc)
 	CHECK_EQ(post(c.qp, 4, RPCRDMA_WR_RDMA_WRITE, c.buf, 2, c.mr->lkey,
 		      (uint64_t)(uintptr_t)s.buf + BUFSZ - 1, s.mr->rkey), 0);
 	struct rpcrdma_terminate_info ti = { 0 };
-	end = now_ms() + 5000;
-	while (now_ms() < end) {
+	end = iwl_now_ms() + 5000;
+	while (iwl_now_ms() < end) {
 		ops->poll_cq(s.cq, 1, &wc); /* drive it; may flush */
 		ops->get_terminate(s.qp, &ti);
 		if (ti.valid)
@@ -251,9 +191,9 @@ static void run(const char *addr, bool crc)
 	CHECK(ti.valid && ti.sent);
 	CHECK(ti.layer == 1 && ti.etype == 1 && ti.ecode == 1); /* DDP bounds */
 	CHECK_EQ(s.buf[BUFSZ - 1], before);
-	end = now_ms() + 5000;
+	end = iwl_now_ms() + 5000;
 	struct rpcrdma_terminate_info ci = { 0 };
-	while (now_ms() < end) {
+	while (iwl_now_ms() < end) {
 		ops->poll_cq(c.cq, 1, &wc);
 		ops->get_terminate(c.qp, &ci);
 		if (ci.valid)
@@ -261,7 +201,7 @@ static void run(const char *addr, bool crc)
 		usleep(1000);
 	}
 	CHECK(ci.valid && !ci.sent && ci.layer == 1 && ci.etype == 1 && ci.ecode == 1);
-	ev = wait_event(c.ch, RPCRDMA_CM_EVENT_DISCONNECTED);
+	ev = iwl_wait_event(ops, c.ch, RPCRDMA_CM_EVENT_DISCONNECTED);
 	CHECK(ev != NULL);
 	if (ev)
 		ops->ack_cm_event(ev);
