@@ -548,7 +548,8 @@ static void *loop_main(void *arg)
 				n = epoll_wait(l->epfd, evs, 64, 0);
 			} while (!found && n == 0 &&
 				 rpcrdma_rpc_busy_more(&busy, &now_ns));
-			rpcrdma_rpc_busy_end(&l->spin, found || n > 0);
+			rpcrdma_rpc_busy_end(&l->spin, &busy, found || n > 0,
+					     now_ns);
 		}
 		if (!found && n == 0 && !(l->nhot && hot_arm(l))) {
 			bool long_sleep = timeout > LOOP_TICK_MS;

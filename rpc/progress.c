@@ -580,7 +580,7 @@ static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
 		found = atomic_load(&s->finished) || x->driver != s ||
 			poll_locked(x, w) > 0 || !rpc_work_empty(w);
 	} while (!found && more);
-	rpcrdma_rpc_busy_end(&x->spin, found);
+	rpcrdma_rpc_busy_end(&x->spin, &b, found, *now);
 	return found;
 }
 

@@ -56,10 +56,14 @@ static inline uint64_t rpc_clock_ms(uint64_t *now)
 struct rpc_spin {
 	unsigned skip;               /* sleeps left without a spin */
 	unsigned misses;             /* fruitless spins in a row */
-	uint64_t hits, fruitless, skipped; /* for the curious (tests) */
+	unsigned win_us;             /* this poller's spin (0: not yet) */
+	unsigned base_us;            /* the busy_poll_us it was given */
+	uint64_t slept_at;           /* when it last went to sleep without
+					finding work (0: it did not) */
+	uint64_t hits, fruitless, skipped, grown; /* for the curious */
 };
 struct rpc_busy {
-	uint64_t end_ns;
+	uint64_t start_ns, end_ns;
 };
 /* Whether to poll at all before this sleep (us > 0, more than one CPU,
  * spinning paid lately); then more yields and says whether the time is
@@ -71,7 +75,9 @@ bool rpcrdma_rpc_busy_start(int us, struct rpc_spin *sp, struct rpc_busy *b,
 bool rpcrdma_rpc_busy_more(struct rpc_busy *b, uint64_t *now);
 /* us > 0 and this thread may run on more than one CPU. */
 bool rpcrdma_rpc_busy_possible(int us, uint64_t *now);
-void rpcrdma_rpc_busy_end(struct rpc_spin *sp, bool found);
+/* now: the time the spin ended (busy_more leaves it in its *now). */
+void rpcrdma_rpc_busy_end(struct rpc_spin *sp, const struct rpc_busy *b,
+			  bool found, uint64_t now);
 
 /* "host", "host:port", "[v6]:port" -> sockaddr.  RPCRDMA_ERR_ADDR. */
 int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,

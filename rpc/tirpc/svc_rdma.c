@@ -345,7 +345,7 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 			if (more_calls(s))
 				st = XPRT_MOREREQS;
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
-		rpcrdma_rpc_busy_end(&run_spin, st != XPRT_IDLE);
+		rpcrdma_rpc_busy_end(&run_spin, &busy, st != XPRT_IDLE, now);
 	}
 	attending = NULL;
 	return st;
