@@ -145,7 +145,7 @@ void rpcrdma_rpc_busy_end(struct rpc_spin *sp, const struct rpc_busy *b,
 		}
 		return;
 	}
-	sp->slept_at = now ? now : b->end_ns;
+	sp->slept_at = now;
 	/* 1, 3, 7, ... sleeps without a spin after 1, 2, 3 ... misses. */
 	sp->skip = (1u << (sp->misses < 6 ? sp->misses + 1 : 6)) - 1;
 	if (sp->skip > SKIP_MAX)

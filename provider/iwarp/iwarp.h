@@ -708,8 +708,9 @@ int rpcrdma_iwarp_disconnect(struct rpcrdma_cm_id *id);
 void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events);
 void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now);
 /* The progress thread's work on a serialized QP (events: what epoll said,
- * or EPOLLIN | EPOLLOUT when it comes back to a deferred one). */
-void rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events);
+ * or EPOLLIN | EPOLLOUT when it comes back to a deferred one).  Returns
+ * when to try again (its consumer was inside), or 0 when it ran. */
+uint64_t rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events);
 void rpcrdma_iwarp_post_cm_event(struct iw_ep *ep,
 				 enum rpcrdma_cm_event_type type, int status,
 				 const void *pd, size_t pd_len, uint8_t ird,

@@ -754,7 +754,7 @@ static void accept_conns(struct iw_ep *l)
  * deferred (IW_DEFER_NS) and run_deferred (iwarp_dev.c) comes back, rather
  * than a registration re-armed at once that would fire again and again
  * while the consumer holds its lock. */
-void rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events)
+uint64_t rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events)
 {
 	pthread_mutex_lock(&qp->rx_lock);
 	bool ran = !qp->created;
@@ -767,20 +767,21 @@ void rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events)
 		ran = true;
 	}
 	pthread_mutex_unlock(&qp->rx_lock);
+	uint64_t again = ran ? 0 : rpcrdma_iwarp_now_ns() + IW_DEFER_NS;
 	pthread_mutex_lock(&qp->ep_lock);
 	qp->deferred = !ran;
-	if (!ran)
-		qp->defer_until = rpcrdma_iwarp_now_ns() + IW_DEFER_NS;
+	qp->defer_until = again;
 	qp->in_armed = ran;
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
+	return again;
 }
 
 static void qp_event(struct iw_ep *ep, uint32_t events)
 {
 	struct iw_qp *qp = &ep->qp;
 	if (qp->serial) {
-		rpcrdma_iwarp_serial_event(qp, events);
+		(void)rpcrdma_iwarp_serial_event(qp, events);
 		return;
 	}
 	if (events & EPOLLOUT)

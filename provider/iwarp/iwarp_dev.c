@@ -84,11 +84,10 @@ static void run_deferred(struct iw_dev *dev, uint64_t now, uint64_t *next)
 		if (d && qp->serial) {
 			/* Its consumer was inside: try again, and again
 			 * later if it still is. */
-			rpcrdma_iwarp_serial_event(qp, EPOLLIN | EPOLLOUT);
-			pthread_mutex_lock(&qp->ep_lock);
-			if (qp->deferred && qp->defer_until < *next)
-				*next = qp->defer_until;
-			pthread_mutex_unlock(&qp->ep_lock);
+			uint64_t again =
+				rpcrdma_iwarp_serial_event(qp, EPOLLIN | EPOLLOUT);
+			if (again && again < *next)
+				*next = again;
 		} else if (d) {
 			rpcrdma_iwarp_rx_progress(qp, true);
 			pthread_mutex_lock(&qp->ep_lock);

@@ -371,18 +371,14 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
 	/* Anything posted before the connection completed goes out now (the
-	 * RTR first).  This thread holds the endpoint's lock, which the
-	 * consumer of a serialized QP may be waiting for under its own: it
-	 * only tries that one, and else leaves TX to the consumer's next
-	 * poll or to EPOLLOUT. */
-	if (!qp->serial) {
-		rpcrdma_iwarp_tx_progress(qp);
-	} else if (pthread_mutex_trylock(qp->serial) == 0) {
-		rpcrdma_iwarp_tx_progress_locked(qp);
-		pthread_mutex_unlock(qp->serial);
-	} else {
+	 * RTR first).  A serialized QP's TX runs only under its consumer's
+	 * lock, which this thread (holding the endpoint's lock) must not
+	 * wait for: EPOLLOUT, which the socket reports at once, brings it
+	 * to rpcrdma_iwarp_serial_event, or the consumer's poll runs it. */
+	if (qp->serial)
 		rpcrdma_iwarp_tx_want_out(qp);
-	}
+	else
+		rpcrdma_iwarp_tx_progress(qp);
 }
 
 static void flush_rq(struct iw_qp *qp)

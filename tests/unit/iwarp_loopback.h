@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * What the iwarp provider's loopback unit tests (test_iwarp_basic.c,
- * test_iwarp_serial.c) share: a clock, waiting for a CM event, one side
+ * test_iwarp_serial.c) share: waiting for a CM event, one side
  * of a connection and its teardown, and posting one work request through
  * the ops table.
  */
@@ -12,17 +12,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "e2e/threads.h" /* now_ms */
 #include "provider/provider.h"
-
-static inline uint64_t iwl_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* The next event on ch, within 5 s, if it has type `type` (acknowledge
  * it); NULL, and why on stderr, when another comes or none does. */
@@ -30,8 +23,8 @@ static inline struct rpcrdma_cm_event *
 iwl_wait_event(const struct rpcrdma_provider_ops *ops,
 	       struct rpcrdma_cm_channel *ch, enum rpcrdma_cm_event_type type)
 {
-	uint64_t end = iwl_now_ms() + 5000;
-	while (iwl_now_ms() < end) {
+	uint64_t end = now_ms() + 5000;
+	while (now_ms() < end) {
 		struct rpcrdma_cm_event *ev;
 		if (ops->get_cm_event(ch, &ev) == 0) {
 			if (ev->type == type)

@@ -31,8 +31,8 @@ static const struct rpcrdma_provider_ops *ops;
 
 static int wait_wc(struct rpcrdma_cq *cq, struct rpcrdma_wc *wc)
 {
-	uint64_t end = iwl_now_ms() + 5000;
-	while (iwl_now_ms() < end) {
+	uint64_t end = now_ms() + 5000;
+	while (now_ms() < end) {
 		int n = ops->poll_cq(cq, 1, wc);
 		if (n)
 			return n;
@@ -159,9 +159,9 @@ static void run(const char *addr, bool crc)
 	 * orders these reads after the progress thread's placement (an RDMA
 	 * Write completes nothing at its target), so ThreadSanitizer is
 	 * told to look away from them. */
-	uint64_t end = iwl_now_ms() + 5000;
+	uint64_t end = now_ms() + 5000;
 	tsan_reads_begin();
-	while (memcmp(s.buf + 16, c.buf, wl) != 0 && iwl_now_ms() < end)
+	while (memcmp(s.buf + 16, c.buf, wl) != 0 && now_ms() < end)
 		usleep(1000);
 	CHECK(memcmp(s.buf + 16, c.buf, wl) == 0);
 	tsan_reads_end();
@@ -180,8 +180,8 @@ static void run(const char *addr, bool crc)
 	CHECK_EQ(post(c.qp, 4, RPCRDMA_WR_RDMA_WRITE, c.buf, 2, c.mr->lkey,
 		      (uint64_t)(uintptr_t)s.buf + BUFSZ - 1, s.mr->rkey), 0);
 	struct rpcrdma_terminate_info ti = { 0 };
-	end = iwl_now_ms() + 5000;
-	while (iwl_now_ms() < end) {
+	end = now_ms() + 5000;
+	while (now_ms() < end) {
 		ops->poll_cq(s.cq, 1, &wc); /* drive it; may flush */
 		ops->get_terminate(s.qp, &ti);
 		if (ti.valid)
@@ -191,9 +191,9 @@ static void run(const char *addr, bool crc)
 	CHECK(ti.valid && ti.sent);
 	CHECK(ti.layer == 1 && ti.etype == 1 && ti.ecode == 1); /* DDP bounds */
 	CHECK_EQ(s.buf[BUFSZ - 1], before);
-	end = iwl_now_ms() + 5000;
+	end = now_ms() + 5000;
 	struct rpcrdma_terminate_info ci = { 0 };
-	while (iwl_now_ms() < end) {
+	while (now_ms() < end) {
 		ops->poll_cq(c.cq, 1, &wc);
 		ops->get_terminate(c.qp, &ci);
 		if (ci.valid)

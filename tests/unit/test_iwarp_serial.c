@@ -85,7 +85,7 @@ static int post_recv(struct iwl_side *s, uint64_t i)
  * without it.  1, or 0 after 10 s. */
 static int next_wc(struct iwl_side *s, struct rpcrdma_wc *wc)
 {
-	uint64_t end = iwl_now_ms() + 10000;
+	uint64_t end = now_ms() + 10000;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		int n = ops->poll_cq(s->cq, 1, wc);
@@ -94,7 +94,7 @@ static int next_wc(struct iwl_side *s, struct rpcrdma_wc *wc)
 		pthread_mutex_unlock(&s->lock);
 		if (n != 0)
 			return n > 0 ? 1 : 0;
-		if (iwl_now_ms() > end)
+		if (now_ms() > end)
 			return 0;
 		struct pollfd p = { .fd = ops->cq_fd(s->cq), .events = POLLIN };
 		poll(&p, 1, 100);
@@ -254,8 +254,8 @@ static void close_while_held(struct iwl_side *l, struct iwl_side *c, struct iwl_
 	/* Every receive the server had posted is flushed, once. */
 	struct rpcrdma_wc wc[2 * NRECV];
 	int n = 0;
-	uint64_t end = iwl_now_ms() + 2000;
-	while (iwl_now_ms() < end) {
+	uint64_t end = now_ms() + 2000;
+	while (now_ms() < end) {
 		pthread_mutex_lock(&s->lock);
 		int k = ops->poll_cq(s->cq, 2 * NRECV - n, wc + n);
 		pthread_mutex_unlock(&s->lock);
