@@ -374,6 +374,9 @@ struct rpc_xprt {
 					direction client handles using it */
 	uint32_t ord, ird;           /* RDMA Reads out / in we allow */
 	uint8_t mw_key;              /* last memory window key used */
+	unsigned tirpc_turn;         /* the svc_run() turn that last took a
+					call of x (rpc/tirpc/svc_rdma.c,
+					next_call); svc_run()'s thread only */
 
 	/* Progress (progress.c). */
 	struct rpc_spin spin;        /* whether its drivers' spins paid */

@@ -73,6 +73,11 @@ struct svc_rdma {
 	atomic_bool queued;             /* shared.head != NULL */
 	bool closing;                   /* under lock */
 	struct req_queue own;           /* svc_run()'s thread only */
+	unsigned turn;                  /* own's round robin (take_own);
+					   its thread only */
+	uint64_t looked_ns;             /* when l_recv last looked at the
+					   connections at a turn's end; its
+					   thread only */
 	struct tirpc_call cur;          /* being dispatched (req NULL: none);
 					   svc_run()'s thread only */
 	struct ulb_table ulb;
@@ -105,6 +110,59 @@ static struct rpcrdma_svc_req *queue_take(struct req_queue *q)
 	return r;
 }
 
+/* How long a turn may go on without a look at the connections (l_recv). */
+#define LOOK_NS 100000ull
+
+/* Whether r's connection has had no call taken in this turn. */
+static bool turn_due(const struct svc_rdma *s,
+		     const struct rpcrdma_svc_req *r)
+{
+	return !r->x || r->x->tirpc_turn != s->turn;
+}
+
+/* Whether our own queue holds a call due in this turn. */
+static bool own_due(const struct svc_rdma *s)
+{
+	for (const struct rpcrdma_svc_req *r = s->own.head; r; r = r->next)
+		if (turn_due(s, r))
+			return true;
+	return false;
+}
+
+/* On svc_run()'s thread: the next call of our own queue, round robin
+ * between connections: the oldest call of a connection that has had no
+ * call taken in this turn; when each connection with a call queued has
+ * had one, a new turn.  A connection's own calls keep their order.  In
+ * plain arrival order, a client with 32 calls out (each answered with
+ * 1 MiB, the reply waited for, rpcrdma_rpc_req_reply_sync) had all of
+ * them ahead of the single call of each other connection. */
+static struct rpcrdma_svc_req *take_own(struct svc_rdma *s)
+{
+	struct req_queue *q = &s->own;
+	struct rpcrdma_svc_req *prev = NULL, *r = q->head;
+	while (r && !turn_due(s, r)) {
+		prev = r;
+		r = r->next;
+	}
+	if (!r) {
+		s->turn++; /* everyone with a call had one: a new turn */
+		prev = NULL;
+		r = q->head;
+	}
+	if (!r)
+		return NULL;
+	if (prev)
+		prev->next = r->next;
+	else
+		q->head = r->next;
+	if (q->tail == r)
+		q->tail = prev;
+	r->next = NULL;
+	if (r->x)
+		r->x->tirpc_turn = s->turn;
+	return r;
+}
+
 /* On svc_run()'s thread: the next call for it, first from the shared
  * queue (the older calls, as a rule), or NULL. */
 static struct rpcrdma_svc_req *next_call(struct svc_rdma *s)
@@ -117,7 +175,7 @@ static struct rpcrdma_svc_req *next_call(struct svc_rdma *s)
 		if (r)
 			return r;
 	}
-	return queue_take(&s->own);
+	return take_own(s);
 }
 
 /* Calls that will never be dispatched (the transport goes): each
@@ -281,19 +339,42 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
 static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
-	struct rpcrdma_svc_req *r = next_call(s);
-	if (!r) {
+	bool look = !more_calls(s);
+	if (!look && !atomic_load(&s->queued) && !own_due(s)) {
+		/* Calls wait, but each of their connections has had one in
+		 * this turn (take_own): look at the connections too, once
+		 * LOOK_NS has passed since the last look.  A connection with
+		 * more calls out than one at a time, whose calls a finish
+		 * lets through at once (a Responder slot freed, l_stat),
+		 * would otherwise keep the queue full, and the calls of
+		 * other connections would wait in their sockets until it
+		 * stopped.  Not at every turn: alone, such a connection's
+		 * turns are single calls, and it would pay a look
+		 * (epoll_wait, a poll of its CQ) for every call. */
+		uint64_t now = rpcrdma_rpc_now_ns();
+		look = now - s->looked_ns >= LOOK_NS;
+		if (look)
+			s->looked_ns = now; /* (the clock is read only here) */
+	}
+	if (look) {
 		/* Poll the connections with work on this very thread; their
 		 * calls land on our own queue (queue_handler). */
 		attending = s;
 		rpcrdma_rpc_loop_attend_external(s->loop);
 		attending = NULL;
-		r = next_call(s);
 	}
+	struct rpcrdma_svc_req *r = next_call(s);
 	s->cur.req = r;
 	s->cur.replied = false;
 	if (!r)
 		return FALSE;
+	/* Until l_stat: calls that come while this one is dispatched (its
+	 * reply's wait polls the connection, rpcrdma_rpc_req_reply_sync)
+	 * join our own queue behind those waiting already.  On the shared
+	 * queue, which next_call takes first, a client with more calls
+	 * out than slots had the next one there every time a reply of its
+	 * was waited for, and the calls of our own queue never came up. */
+	attending = s;
 	/* svc_getrpccaller(): the address of the peer this call came from
 	 * (a duplicate-request cache keys on it). */
 	socklen_t alen = 0;
