@@ -104,6 +104,18 @@
 #define IW_TX_FPDUS 64          /* FPDUs in one sendmsg */
 #define IW_TX_IOV 512           /* iovecs in one sendmsg (<= IOV_MAX) */
 #define IW_TX_BYTES (64u << 10) /* wire bytes in one sendmsg */
+/* Wire bytes one TX pass of a QP writes before it lets the caller go on
+ * to other QPs and connections (iwarp_qp_tx.c), as IW_RX_BUDGET does for
+ * RX: a bulk transfer goes out in pieces, so a thread serving many
+ * connections interleaves small messages with it.  A pass is a poll of
+ * the consumer (or an event of the progress thread); the posts made
+ * within it share its budget.  Server on one CPU, 8 connections of NULL
+ * calls beside one of 32 x 1 MiB READs (`rpcrdma-perf load --fairness
+ * --greedy-mix r1m`): without a budget 0.9-1.2 k calls/s, p99 24 ms;
+ * 64 KiB 63-66 k, 219-244 us; 128 KiB 54-64 k, 244-274 us; 256 KiB
+ * 43-51 k, 299-356 us.  A lone connection's 1 MiB READs lost 3-5 % at
+ * 64 KiB, 1-3 % at 128 KiB (docs/SCALE.md, "Fairness"). */
+#define IW_TX_PASS (128u << 10)
 #define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 #define IW_MAX_SRQ 65536        /* shared receive queues per device, as
 				   reported (memory is the real limit) */
@@ -359,6 +371,7 @@ struct iw_tx {
 	int rf;               /* next FPDU to retire */
 	int iovidx;           /* next iovec to send */
 	size_t bytes, sent;   /* wire bytes built, sent */
+	size_t pass_sent;     /* wire bytes of this pass's batches before */
 	/* Last, and never read past nf and niov: create_qp clears the
 	 * fields above only (these are 13 KiB of pages an idle QP would
 	 * otherwise hold). */
@@ -483,6 +496,9 @@ struct iw_qp {
 	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
 	bool in_armed, deferred;
 	_Atomic bool want_out;   /* written under ep_lock, read without */
+	_Atomic bool out_room;   /* want_out with room in the socket: TX
+				    stopped at its pass's share (IW_TX_PASS);
+				    ep_lock */
 	uint64_t defer_until;
 	bool flushed;
 };
@@ -666,7 +682,10 @@ static inline void iw_unlock(const struct iw_qp *qp, pthread_mutex_t *m)
 /* iwarp_qp_tx.c */
 int rpcrdma_iwarp_post_send(struct rpcrdma_qp *qp, struct rpcrdma_send_wr *wr,
 			    struct rpcrdma_send_wr **bad);
+/* A pass of TX: at most IW_TX_PASS bytes, then want_out for the rest. */
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp);
+/* More TX within the caller's pass (RX answering a Read Request). */
+void rpcrdma_iwarp_tx_more(struct iw_qp *qp);
 void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp); /* tx_lock held */
 /* TX has work it could not run now: the consumer's poll, or the progress
  * thread on EPOLLOUT, runs it. */

@@ -321,8 +321,16 @@ void rpcrdma_iwarp_qp_update_arm(struct iw_qp *qp)
 					      ? EPOLLRDHUP
 					      : EPOLLIN | EPOLLRDHUP;
 			/* A serialized QP deferred waits for its retry
-			 * (rpcrdma_iwarp_serial_event), not for room. */
-			if (qp->want_out && !(qp->serial && qp->deferred))
+			 * (rpcrdma_iwarp_serial_event), not for room.  One
+			 * whose TX stopped at its pass's share, with room in
+			 * the socket, is its consumer's to go on with: cq_fd
+			 * reports it (rpcrdma_iwarp_cq_watch_out), and this
+			 * thread, woken at once by the room, would only
+			 * compete with the consumer for its lock and its
+			 * CPU, running the bulk transfer that the share is
+			 * there to interleave with other connections. */
+			if (qp->want_out &&
+			    !(qp->serial && (qp->deferred || qp->out_room)))
 				ev |= EPOLLOUT;
 		}
 		struct epoll_event e = { .events = ev, .data.ptr = qp->ep };
@@ -367,6 +375,7 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	pthread_mutex_lock(&qp->ep_lock);
 	qp->in_armed = true;
 	qp->want_out = false;
+	qp->out_room = false;
 	qp->deferred = false;
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);

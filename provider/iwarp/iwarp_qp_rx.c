@@ -807,7 +807,7 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 		bool ok = consume(qp);
 		if (rx->kick_tx) {
 			rx->kick_tx = false;
-			rpcrdma_iwarp_tx_progress(qp);
+			rpcrdma_iwarp_tx_more(qp);
 		}
 		if (!ok)
 			break;

@@ -11,7 +11,13 @@
  *          retired in order: its message's last FPDU completes the WR
  *          (a Send/Write completes once TCP owns its bytes, like siw),
  *          pops the Read Response owed, or lets a Read Request's WR go;
- *   EAGAIN: wait for EPOLLOUT (progress thread or the next poll_cq).
+ *   EAGAIN: wait for EPOLLOUT (progress thread or the next poll_cq);
+ *   share: a pass (a poll_cq, an event of the progress thread, and the
+ *          posts within the pass) pushes batches until IW_TX_PASS bytes
+ *          went, then leaves the next batch built for the next pass
+ *          (want_out with out_room: the consumer's cq_fd reports it at
+ *          once), so that one QP's bulk transfer does not hold a thread
+ *          that serves other QPs for as long as TCP takes its bytes.
  * So many small messages ready at once (a chain of WRs, Read Responses
  * for a burst of Read Requests, a queue TCP held back) cost one syscall,
  * not one per FPDU.  An FPDU of IW_BULK_FPDU bytes or more goes alone,
@@ -158,7 +164,7 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 	}
 	if (rc && bad)
 		*bad = wr;
-	/* Run to completion: the poster's thread writes the socket. */
+	/* The poster's thread writes the socket, up to the pass's share. */
 	rpcrdma_iwarp_tx_progress_locked(qp);
 	iw_unlock(qp, &qp->tx_lock);
 	return rc;
@@ -174,14 +180,19 @@ void rpcrdma_iwarp_sq_pop(struct iw_qp *qp)
 		qp->sq_head = 0;
 }
 
-static void set_want_out(struct iw_qp *qp, bool on)
+/* room: TX stopped with room in the socket (its pass's share), not
+ * because TCP pushed back. */
+static void set_want_out(struct iw_qp *qp, bool on, bool room)
 {
+	room = on && room;
 	/* Nearly always unchanged: no lock then. */
-	if (atomic_load(&qp->want_out) == on)
+	if (atomic_load(&qp->want_out) == on &&
+	    (!on || qp->out_room == room))
 		return;
 	pthread_mutex_lock(&qp->ep_lock);
-	bool changed = qp->want_out != on;
+	bool changed = qp->want_out != on || qp->out_room != room;
 	qp->want_out = on;
+	qp->out_room = room;
 	pthread_mutex_unlock(&qp->ep_lock);
 	if (changed) {
 		rpcrdma_iwarp_qp_update_arm(qp);
@@ -559,13 +570,21 @@ static int push_upto(struct iw_qp *qp, int upto)
 void rpcrdma_iwarp_tx_progress(struct iw_qp *qp)
 {
 	iw_lock(qp, &qp->tx_lock);
+	qp->tx.pass_sent = 0; /* a new pass: its own share */
+	rpcrdma_iwarp_tx_progress_locked(qp);
+	iw_unlock(qp, &qp->tx_lock);
+}
+
+void rpcrdma_iwarp_tx_more(struct iw_qp *qp)
+{
+	iw_lock(qp, &qp->tx_lock);
 	rpcrdma_iwarp_tx_progress_locked(qp);
 	iw_unlock(qp, &qp->tx_lock);
 }
 
 void rpcrdma_iwarp_tx_want_out(struct iw_qp *qp)
 {
-	set_want_out(qp, true);
+	set_want_out(qp, true, false);
 }
 
 void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp)
@@ -574,14 +593,27 @@ void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp)
 	while (qp->created && atomic_load(&qp->state) == IW_QP_RTS &&
 	       !qp->tx_stopped) {
 		if (tx->iovidx == tx->niov) {
+			tx->pass_sent += tx->sent;
 			batch_reset(tx);
 			fill(qp);
-			if (!tx->nf)
+			if (!tx->nf) {
+				tx->pass_sent = 0; /* idle: nothing owed */
 				break;
+			}
+			if (tx->pass_sent >= IW_TX_PASS) {
+				/* This pass has had its share: the batch just
+				 * built waits, and want_out brings the next
+				 * pass (the consumer's poll, woken by cq_fd,
+				 * or the progress thread).  The socket has
+				 * room, so that is at once, after whatever
+				 * else the caller has to do. */
+				set_want_out(qp, true, true);
+				return;
+			}
 		}
 		int r = push_upto(qp, tx->niov);
 		if (r == 0) {
-			set_want_out(qp, true);
+			set_want_out(qp, true, false);
 			return;
 		}
 		if (r < 0) {
@@ -590,7 +622,7 @@ void rpcrdma_iwarp_tx_progress_locked(struct iw_qp *qp)
 		}
 	}
 	if (qp->created && atomic_load(&qp->state) == IW_QP_RTS)
-		set_want_out(qp, false);
+		set_want_out(qp, false, false);
 }
 
 void rpcrdma_iwarp_tx_flush(struct iw_qp *qp, const struct rpcrdma_terminate_info *t)

@@ -15,16 +15,25 @@
  *   posted receive is flushed once) without anybody polling.
  * - A serialized QP's CQ serves it alone: create_qp refuses a second QP
  *   on it, serialized or not.
+ * - A TX pass has its share (IW_TX_PASS): a 4 MiB RDMA Write, posted
+ *   while the peer reads as fast as it can, goes out over many of the
+ *   poster's polls, none writing more than its share and a batch or two,
+ *   and arrives whole.  Without the share, the post itself wrote it all
+ *   while TCP took it, and a thread serving other connections too
+ *   made them wait for that.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "provider/iwarp/iwarp.h" /* IW_TX_PASS, IW_TX_BYTES */
 #include "provider/provider.h"
 #include "test.h"
 #include "unit/iwarp_loopback.h"
@@ -304,6 +313,91 @@ static void cq_alone(struct rpcrdma_dev *dev, struct iwl_side *c)
 	ops->destroy_channel(ch);
 }
 
+struct reader {
+	struct iwl_side *s;
+	_Atomic bool stop;
+};
+
+/* The peer of tx_share: polls (so places what comes) until told. */
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	while (!atomic_load(&r->stop)) {
+		struct rpcrdma_wc wc;
+		pthread_mutex_lock(&r->s->lock);
+		(void)ops->poll_cq(r->s->cq, 1, &wc);
+		pthread_mutex_unlock(&r->s->lock);
+	}
+	return NULL;
+}
+
+static uint64_t tx_bytes(struct iwl_side *x)
+{
+	struct rpcrdma_qp_counters k = { 0 };
+	CHECK_EQ(rpcrdma_qp_counters(x->qp, &k), 0);
+	return k.tx_bytes;
+}
+
+static uint64_t rx_tagged(struct iwl_side *x)
+{
+	struct rpcrdma_qp_counters k = { 0 };
+	CHECK_EQ(rpcrdma_qp_counters(x->qp, &k), 0);
+	return k.rx_tagged_bytes;
+}
+
+static void tx_share(struct iwl_side *c, struct iwl_side *s)
+{
+	for (uint32_t i = 0; i < BULK; i++)
+		c->buf[i] = (uint8_t)(i * 7u + i / 4093u);
+	memset(s->buf, 0, BULK);
+	uint64_t placed0 = rx_tagged(s);
+	struct reader r = { .s = s };
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, reader_main, &r), 0);
+	/* The post is the first pass; every poll after it is one more. */
+	pthread_mutex_lock(&c->lock);
+	uint64_t before = tx_bytes(c);
+	CHECK_EQ(post_send(c, 800, RPCRDMA_WR_RDMA_WRITE, 0, BULK,
+			   (uint64_t)(uintptr_t)s->buf, s->mr->rkey), 0);
+	uint64_t most = tx_bytes(c) - before;
+	pthread_mutex_unlock(&c->lock);
+	unsigned passes = 1;
+	int done = 0, bad = 0;
+	uint64_t end = now_ms() + 10000;
+	while (!done && now_ms() < end) {
+		struct rpcrdma_wc wc;
+		pthread_mutex_lock(&c->lock);
+		before = tx_bytes(c);
+		int n = ops->poll_cq(c->cq, 1, &wc);
+		uint64_t d = tx_bytes(c) - before;
+		pthread_mutex_unlock(&c->lock);
+		passes++;
+		if (d > most)
+			most = d;
+		if (n > 0 && wc.wr_id == 800) {
+			done++;
+			bad += wc.status != RPCRDMA_WC_SUCCESS;
+		}
+	}
+	/* The completion says TCP has it all; the reader may still be
+	 * placing the last of it. */
+	while (rx_tagged(s) - placed0 < BULK && now_ms() < end)
+		usleep(1000);
+	atomic_store(&r.stop, true);
+	pthread_join(t, NULL);
+	CHECK_EQ(done, 1);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(rx_tagged(s) - placed0, (uint64_t)BULK);
+	CHECK(memcmp(s->buf, c->buf, BULK) == 0);
+	/* A pass stops at the first batch that takes it to its share; what
+	 * it retires may include the end of an FPDU an earlier pass began. */
+	CHECK(most <= IW_TX_PASS + 2 * IW_TX_BYTES);
+	CHECK(passes >= BULK / (IW_TX_PASS + 2 * IW_TX_BYTES));
+	if (most > IW_TX_PASS + 2 * IW_TX_BYTES)
+		fprintf(stderr, "a pass wrote %llu bytes\n",
+			(unsigned long long)most);
+}
+
 int main(void)
 {
 	ops = rpcrdma_provider_find("iwarp");
@@ -327,6 +421,7 @@ int main(void)
 		pthread_join(t, NULL);
 		CHECK_EQ(e.echoed, ROUNDS);
 		CHECK_EQ(e.bad, 0);
+		tx_share(&c, &s);
 		cq_alone(dev, &c);
 		close_while_held(&l, &c, &s);
 	}
