@@ -53,7 +53,7 @@
  * consumer holds that lock for every call on the QP and its CQ, so the
  * data path takes none of the QP's and CQ's locks (iw_lock); the progress
  * thread, holding rx_lock, tries that lock and runs the QP only if it got
- * it (else the consumer is there and it tries again at the next event):
+ * it (else the consumer is there, and it tries again IW_DEFER_NS later):
  *   consumer's lock -> qp->rx_lock ...; the progress thread never waits
  * for the consumer's lock, so holding rx_lock while trying it is safe.
  * Object lifetime: an endpoint (cm_id + its embedded QP) that the progress
@@ -114,7 +114,7 @@
  * --greedy-mix r1m`): without a budget 0.9-1.2 k calls/s, p99 24 ms;
  * 64 KiB 63-66 k, 219-244 us; 128 KiB 54-64 k, 244-274 us; 256 KiB
  * 43-51 k, 299-356 us.  A lone connection's 1 MiB READs lost 3-5 % at
- * 64 KiB, 1-3 % at 128 KiB (docs/SCALE.md, "Fairness"). */
+ * 64 KiB, 1-3 % at 128 KiB (docs/SCALE.md, "A TX pass's share"). */
 #define IW_TX_PASS (128u << 10)
 #define IW_ACCEPT_RETRY_NS 100000000ull /* accept() after EMFILE: 100 ms */
 #define IW_MAX_SRQ 65536        /* shared receive queues per device, as

@@ -186,8 +186,7 @@ static void set_want_out(struct iw_qp *qp, bool on, bool room)
 {
 	room = on && room;
 	/* Nearly always unchanged: no lock then. */
-	if (atomic_load(&qp->want_out) == on &&
-	    (!on || qp->out_room == room))
+	if (atomic_load(&qp->want_out) == on && qp->out_room == room)
 		return;
 	pthread_mutex_lock(&qp->ep_lock);
 	bool changed = qp->want_out != on || qp->out_room != room;

@@ -120,22 +120,13 @@ static bool turn_due(const struct svc_rdma *s,
 	return !r->x || r->x->tirpc_turn != s->turn;
 }
 
-/* Whether our own queue holds a call due in this turn. */
-static bool own_due(const struct svc_rdma *s)
-{
-	for (const struct rpcrdma_svc_req *r = s->own.head; r; r = r->next)
-		if (turn_due(s, r))
-			return true;
-	return false;
-}
-
-/* On svc_run()'s thread: the next call of our own queue, round robin
- * between connections: the oldest call of a connection that has had no
- * call taken in this turn; when each connection with a call queued has
- * had one, a new turn.  A connection's own calls keep their order.  In
- * plain arrival order, a client with 32 calls out (each answered with
- * 1 MiB, the reply waited for, rpcrdma_rpc_req_reply_sync) had all of
- * them ahead of the single call of each other connection. */
+/* On svc_run()'s thread: the next call of our own queue due in this turn,
+ * or NULL: round robin between connections, the oldest call of a
+ * connection that has had no call taken in this turn (l_recv starts the
+ * next turn).  A connection's own calls keep their order.  In plain
+ * arrival order, a client with 32 calls out (each answered with 1 MiB,
+ * the reply waited for, rpcrdma_rpc_req_reply_sync) had all of them
+ * ahead of the single call of each other connection. */
 static struct rpcrdma_svc_req *take_own(struct svc_rdma *s)
 {
 	struct req_queue *q = &s->own;
@@ -143,11 +134,6 @@ static struct rpcrdma_svc_req *take_own(struct svc_rdma *s)
 	while (r && !turn_due(s, r)) {
 		prev = r;
 		r = r->next;
-	}
-	if (!r) {
-		s->turn++; /* everyone with a call had one: a new turn */
-		prev = NULL;
-		r = q->head;
 	}
 	if (!r)
 		return NULL;
@@ -164,7 +150,8 @@ static struct rpcrdma_svc_req *take_own(struct svc_rdma *s)
 }
 
 /* On svc_run()'s thread: the next call for it, first from the shared
- * queue (the older calls, as a rule), or NULL. */
+ * queue (the older calls, as a rule), then one due in this turn, or
+ * NULL. */
 static struct rpcrdma_svc_req *next_call(struct svc_rdma *s)
 {
 	if (atomic_load(&s->queued)) {
@@ -339,31 +326,38 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
 static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
-	bool look = !more_calls(s);
-	if (!look && !atomic_load(&s->queued) && !own_due(s)) {
-		/* Calls wait, but each of their connections has had one in
-		 * this turn (take_own): look at the connections too, once
-		 * LOOK_NS has passed since the last look.  A connection with
-		 * more calls out than one at a time, whose calls a finish
-		 * lets through at once (a Responder slot freed, l_stat),
-		 * would otherwise keep the queue full, and the calls of
-		 * other connections would wait in their sockets until it
-		 * stopped.  Not at every turn: alone, such a connection's
-		 * turns are single calls, and it would pay a look
-		 * (epoll_wait, a poll of its CQ) for every call. */
-		uint64_t now = rpcrdma_rpc_now_ns();
-		look = now - s->looked_ns >= LOOK_NS;
-		if (look)
-			s->looked_ns = now; /* (the clock is read only here) */
-	}
-	if (look) {
-		/* Poll the connections with work on this very thread; their
-		 * calls land on our own queue (queue_handler). */
-		attending = s;
-		rpcrdma_rpc_loop_attend_external(s->loop);
-		attending = NULL;
-	}
 	struct rpcrdma_svc_req *r = next_call(s);
+	if (!r) {
+		/* Nothing due in this turn.  Poll the connections with work
+		 * on this very thread (their calls land on our own queue,
+		 * queue_handler) when nothing waits; and when calls wait but
+		 * each of their connections has had one in this turn, once
+		 * LOOK_NS has passed since the last such look.  A connection
+		 * with more calls out than one at a time, whose calls a
+		 * finish lets through at once (a Responder slot freed,
+		 * l_stat), would otherwise keep the queue full, and the
+		 * calls of other connections would wait in their sockets
+		 * until it stopped.  Not at every turn: alone, such a
+		 * connection's turns are single calls, and it would pay a
+		 * look (epoll_wait, a poll of its CQ) for every call. */
+		bool look = !s->own.head;
+		if (!look) {
+			uint64_t now = rpcrdma_rpc_now_ns();
+			look = now - s->looked_ns >= LOOK_NS;
+			if (look)
+				s->looked_ns = now; /* (read only here) */
+		}
+		if (look) {
+			attending = s;
+			rpcrdma_rpc_loop_attend_external(s->loop);
+			attending = NULL;
+			r = next_call(s);
+		}
+		if (!r && s->own.head) {
+			s->turn++; /* each connection with a call had one */
+			r = take_own(s);
+		}
+	}
 	s->cur.req = r;
 	s->cur.replied = false;
 	if (!r)
