@@ -605,7 +605,10 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 		rpcrdma_rpc_call_free(c);
 		return rc;
 	}
-	rpcrdma_rpc_xprt_pump_locked(x, w);
+	if (c->sync)
+		rpcrdma_rpc_xprt_pump_sync_locked(x, w);
+	else
+		rpcrdma_rpc_xprt_pump_locked(x, w);
 	return 0;
 }
 

@@ -101,7 +101,10 @@ static void close_asked(struct rpc_xprt *x, const struct rpcrdma_engine_event *e
 	post_failed(x);
 }
 
-void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
+/* post: the engine's work requests go out now; otherwise they stay in
+ * its queue (which is sized for every one it may hold, engine/work_queue.c)
+ * until a pump that posts. */
+static void pump(struct rpc_xprt *x, struct rpc_work *w, bool post)
 {
 	struct rpcrdma_engine_wr *wr;
 	rpc_xprt_unquiet(x); /* the engine moved, or may have */
@@ -113,7 +116,8 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
 	 * it is for (an iWARP Send with no receive posted is fatal). */
 	struct rpcrdma_send_wr *sh = NULL, **st = &sh;
 	struct rpcrdma_recv_wr *rh = NULL, **rt = &rh;
-	while ((wr = rpcrdma_engine_next_wr(x->e))) {
+	x->wr_owed = !post;
+	while (post && (wr = rpcrdma_engine_next_wr(x->e))) {
 		if (x->dead || x->close_req)
 			continue; /* nothing may go out any more */
 		if (wr->is_recv) {
@@ -171,6 +175,27 @@ void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
 			if (x->up[i].ops->pumped_locked)
 				x->up[i].ops->pumped_locked(x->up[i].state, x,
 							    w);
+}
+
+void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w)
+{
+	pump(x, w, true);
+}
+
+void rpcrdma_rpc_xprt_pump_sync_locked(struct rpc_xprt *x, struct rpc_work *w)
+{
+	/* The driver takes the lock again before it sleeps, runs work or
+	 * leaves the role, and posts what is owed each time
+	 * (post_owed_locked); asleep, busy or absent, it would not come
+	 * soon. */
+	pump(x, w, !x->driver || x->driver_busy || x->driver_asleep);
+}
+
+/* With the lock held, by the driver: posts what callers left for it. */
+static void post_owed_locked(struct rpc_xprt *x, struct rpc_work *w)
+{
+	if (x->wr_owed)
+		pump(x, w, true);
 }
 
 void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w)
@@ -577,6 +602,7 @@ static bool spin_locked(struct rpc_xprt *x, struct rpc_wait *s,
 		pthread_mutex_unlock(&x->lock);
 		more = rpcrdma_rpc_busy_more(&b, now);
 		pthread_mutex_lock(&x->lock);
+		post_owed_locked(x, w);
 		found = atomic_load(&s->finished) || x->driver != s ||
 			poll_locked(x, w) > 0 || !rpc_work_empty(w);
 	} while (!found && more);
@@ -592,6 +618,9 @@ static void run_unlocked(struct rpc_xprt *x, struct rpc_wait *s,
 			 struct rpc_work *w)
 {
 	s->working = true;
+	/* What callers left for this driver goes before the work: whoever
+	 * drives next may not be running soon. */
+	post_owed_locked(x, w);
 	if (x->driver == s && !hand_role_locked(x, s)) {
 		/* Nobody else waits to drive: the role stays, marked busy,
 		 * so that a synchronous call this work makes on x drives it
@@ -657,6 +686,7 @@ int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s)
 		rpc_work_init(&w);
 		if (was_woken)
 			x->rd->ops->ack_cq_events(x->cq);
+		post_owed_locked(x, &w);
 		if ((!look && !was_woken) ||
 		    (poll_locked(x, &w) == 0 && rpc_work_empty(&w) &&
 		     !atomic_load(&s->finished))) {
@@ -675,19 +705,32 @@ int rpcrdma_rpc_xprt_wait_unlock(struct rpc_xprt *x, struct rpc_wait *s)
 				if (x->kickfd < 0)
 					x->kickfd = eventfd(0, EFD_NONBLOCK |
 								   EFD_CLOEXEC);
+				/* Nothing is owed here: the lock has been
+				 * held since the last post_owed_locked.
+				 * Asleep, callers post their own. */
+				x->driver_asleep = true;
 				pthread_mutex_unlock(&x->lock);
 				woken = sleep_on_cq(x, s->deadline, &now);
 				pthread_mutex_lock(&x->lock);
+				x->driver_asleep = false;
 				continue;
 			}
 		}
 		if (!rpc_work_empty(&w))
 			run_unlocked(x, s, &w);
 	}
+	/* A driver leaving posts what callers left for it: the next one
+	 * may be parked, or there may be none. */
+	struct rpc_work w;
+	rpc_work_init(&w);
+	if (x->driver == s)
+		post_owed_locked(x, &w);
 	leave_role_locked(x, s);
 	waiters_remove(x, s);
 	inside_leave_locked(x);
 	pthread_mutex_unlock(&x->lock);
+	if (!rpc_work_empty(&w))
+		rpcrdma_rpc_work_run(&w);
 	return rc;
 }
 

@@ -384,6 +384,11 @@ struct rpc_xprt {
 	struct rpc_wait *driver;     /* the one of them attending x */
 	bool driver_busy;            /* ... now running work: another
 					waiter may take the role over */
+	bool driver_asleep;          /* ... asleep on the CQ fd */
+	bool wr_owed;                /* the engine holds work requests a
+					synchronous caller left for the
+					driver's next pass (progress.c,
+					rpcrdma_rpc_xprt_pump_sync_locked) */
 	unsigned inside;             /* threads inside progress or a wait:
 					destroy waits for none */
 	pthread_cond_t inside_cv;
@@ -567,6 +572,12 @@ void rpcrdma_rpc_xprt_put(struct rpc_xprt *x);
 /* With x->lock held: post every work request the engine has, hand its
  * events to the roles (their deferred work goes on w). */
 void rpcrdma_rpc_xprt_pump_locked(struct rpc_xprt *x, struct rpc_work *w);
+/* The same for a synchronous caller about to wait on x: while another
+ * thread drives x and is awake, the work requests are left for the
+ * driver's next pass, which posts them with its own and everybody
+ * else's (one system call for many calls, and the caller's hold of the
+ * lock is short); otherwise they are posted at once. */
+void rpcrdma_rpc_xprt_pump_sync_locked(struct rpc_xprt *x, struct rpc_work *w);
 /* Unlocks x and runs w. */
 void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w);
 /* The loop (or svc_run) attends x, unless a driver does (-1): after its

@@ -1099,6 +1099,90 @@ static void test_driver_handoff(void)
 }
 
 /* =====================================================================
+ * A synchronous call made while another thread drives, awake, leaves its
+ * work requests to the driver's next pass (one post for many callers'
+ * calls); with the driver asleep on the CQ fd it posts its own
+ */
+static bool driver_asleep(struct rpc_xprt *x)
+{
+	pthread_mutex_lock(&x->lock);
+	bool a = x->driver && x->driver_asleep;
+	pthread_mutex_unlock(&x->lock);
+	return a;
+}
+
+/* s's thread ends, its call answered with word. */
+static void join_answered(struct syncer *s, uint32_t word)
+{
+	pthread_join(s->t, NULL);
+	CHECK_EQ(s->rc, 0);
+	CHECK_EQ(s->word, word);
+}
+
+static void test_owed_sends(void)
+{
+	struct conn k;
+	struct rpcrdma_clnt *cl = NULL;
+	struct trole *sresp = open_tserver(&k, &cl);
+	struct rpc_xprt *x = k.c.x;
+	bool ok;
+
+	/* This thread stands in for a driver that is awake (between two
+	 * polls of its spin): the call waits for its pass. */
+	struct rpc_wait stand_in = {0};
+	pthread_mutex_lock(&x->lock);
+	x->driver = &stand_in;
+	pthread_mutex_unlock(&x->lock);
+	struct syncer s1 = {.cl = cl, .proc = 1};
+	CHECK_EQ(pthread_create(&s1.t, NULL, syncer_main, &s1), 0);
+	WAIT_FOR(ok, waiters_of(x) == 1, LIMIT_MS);
+	CHECK(ok);
+	pthread_mutex_lock(&x->lock);
+	CHECK(x->wr_owed);
+	pthread_mutex_unlock(&x->lock);
+	/* The fake provider delivers a Send when it is posted. */
+	rpcrdma_rpc_xprt_attend(k.s.x, false, false);
+	CHECK_EQ(atomic_load(&sresp->nin), 0);
+
+	/* The driver's pass posts it. */
+	struct rpc_work w;
+	rpc_work_init(&w);
+	pthread_mutex_lock(&x->lock);
+	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	CHECK(!x->wr_owed);
+	x->driver = NULL;
+	pthread_mutex_unlock(&x->lock);
+	rpcrdma_rpc_work_run(&w);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 1, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[0]);
+	ATTEND_FOR(ok, x, atomic_load(&s1.done) == 1, LIMIT_MS);
+	CHECK(ok);
+	join_answered(&s1, 101);
+	check_no_waits(x);
+
+	/* A driver asleep on the CQ fd would not come soon: the next call
+	 * is posted by its own thread. */
+	struct syncer s2 = {.cl = cl, .proc = 2}, s3 = {.cl = cl, .proc = 3};
+	start_driver(&k, sresp, &s2);
+	WAIT_FOR(ok, driver_asleep(x), LIMIT_MS);
+	CHECK(ok);
+	CHECK_EQ(pthread_create(&s3.t, NULL, syncer_main, &s3), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 3, LIMIT_MS);
+	CHECK(ok);
+	pthread_mutex_lock(&x->lock);
+	CHECK(!x->wr_owed);
+	pthread_mutex_unlock(&x->lock);
+	treply(sresp, &sresp->in[1]);
+	treply(sresp, &sresp->in[2]);
+	join_answered(&s2, 102);
+	join_answered(&s3, 103);
+	check_no_waits(x);
+	rpcrdma_clnt_destroy(cl);
+	conn_close(&k);
+}
+
+/* =====================================================================
  * A driver running work keeps nobody waiting: the role is not handed to
  * it (e2e drive_race stalled on that until every call's time-out)
  */
@@ -1965,6 +2049,7 @@ int main(void)
 		{"work_chain", test_work_chain},
 		{"nested_wait", test_nested_wait},
 		{"driver_handoff", test_driver_handoff},
+		{"owed_sends", test_owed_sends},
 		{"busy_driver", test_busy_driver},
 		{"read_share", test_read_share},
 		{"deadline", test_deadline},
