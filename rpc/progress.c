@@ -351,6 +351,9 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 	}
 	if (woken)
 		x->rd->ops->ack_cq_events(x->cq);
+	/* A driver posts what callers left for it before it gives up the
+	 * role; whoever attends x next posts it too, should any be left. */
+	post_owed_locked(x, &w);
 	int n = poll_locked(x, &w);
 	if (arm)
 		n += arm_poll_locked(x, &w);

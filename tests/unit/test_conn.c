@@ -1019,6 +1019,7 @@ static struct trole *open_tserver(struct conn *k, struct rpcrdma_clnt **cl)
 struct syncer {
 	struct rpcrdma_clnt *cl;
 	uint32_t proc;
+	size_t arg_len;   /* bytes of arguments (0: none) */
 	int rc;
 	uint32_t word;
 	atomic_int done;
@@ -1028,7 +1029,23 @@ struct syncer {
 static void *syncer_main(void *arg)
 {
 	struct syncer *s = arg;
-	s->rc = call_word(s->cl, s->proc, 2 * LIMIT_MS, &s->word);
+	if (s->arg_len) {
+		uint8_t *a = calloc(1, s->arg_len);
+		struct rpcrdma_iov iov = {a, s->arg_len, false};
+		struct rpcrdma_call call = {.proc = s->proc, .args = &iov,
+					    .nargs = 1,
+					    .timeout_ms = 2 * LIMIT_MS};
+		struct rpcrdma_reply rep;
+		s->rc = a ? rpcrdma_clnt_call(s->cl, &call, &rep)
+			  : RPCRDMA_ERR_NOMEM;
+		if (a && s->rc == 0 && rep.len >= 4)
+			s->word = rpcrdma_be32_get(rep.data);
+		if (a)
+			rpcrdma_reply_free(&rep);
+		free(a);
+	} else {
+		s->rc = call_word(s->cl, s->proc, 2 * LIMIT_MS, &s->word);
+	}
 	atomic_store(&s->done, 1);
 	return NULL;
 }
@@ -1119,6 +1136,35 @@ static void join_answered(struct syncer *s, uint32_t word)
 	CHECK_EQ(s->word, word);
 }
 
+/* s's call is started while stand_in holds the driver's role (awake);
+ * returns once its thread waits (parked). */
+static void start_beside(struct rpc_xprt *x, struct rpc_wait *stand_in,
+			 struct syncer *s)
+{
+	pthread_mutex_lock(&x->lock);
+	x->driver = stand_in;
+	pthread_mutex_unlock(&x->lock);
+	CHECK_EQ(pthread_create(&s->t, NULL, syncer_main, s), 0);
+	bool ok;
+	WAIT_FOR(ok, waiters_of(x) == 1, LIMIT_MS);
+	CHECK(ok);
+}
+
+/* The server gets its nth call, answers it, and the client (attended
+ * by this thread: nobody drives) tells s's thread. */
+static void answer_parked(struct conn *k, struct trole *sresp, int nth,
+			  struct syncer *s, uint32_t word)
+{
+	bool ok;
+	ATTEND_FOR(ok, k->s.x, atomic_load(&sresp->nin) >= nth, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[nth - 1]);
+	ATTEND_FOR(ok, k->c.x, atomic_load(&s->done) == 1, LIMIT_MS);
+	CHECK(ok);
+	join_answered(s, word);
+	check_no_waits(k->c.x);
+}
+
 static void test_owed_sends(void)
 {
 	struct conn k;
@@ -1130,20 +1176,14 @@ static void test_owed_sends(void)
 	/* This thread stands in for a driver that is awake (between two
 	 * polls of its spin): the call waits for its pass. */
 	struct rpc_wait stand_in = {0};
-	pthread_mutex_lock(&x->lock);
-	x->driver = &stand_in;
-	pthread_mutex_unlock(&x->lock);
 	struct syncer s1 = {.cl = cl, .proc = 1};
-	CHECK_EQ(pthread_create(&s1.t, NULL, syncer_main, &s1), 0);
-	WAIT_FOR(ok, waiters_of(x) == 1, LIMIT_MS);
-	CHECK(ok);
+	start_beside(x, &stand_in, &s1);
 	pthread_mutex_lock(&x->lock);
 	CHECK(x->wr_owed);
 	pthread_mutex_unlock(&x->lock);
 	/* The fake provider delivers a Send when it is posted. */
 	rpcrdma_rpc_xprt_attend(k.s.x, false, false);
 	CHECK_EQ(atomic_load(&sresp->nin), 0);
-
 	/* The driver's pass posts it. */
 	struct rpc_work w;
 	rpc_work_init(&w);
@@ -1153,13 +1193,18 @@ static void test_owed_sends(void)
 	x->driver = NULL;
 	pthread_mutex_unlock(&x->lock);
 	rpcrdma_rpc_work_run(&w);
-	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 1, LIMIT_MS);
-	CHECK(ok);
-	treply(sresp, &sresp->in[0]);
-	ATTEND_FOR(ok, x, atomic_load(&s1.done) == 1, LIMIT_MS);
-	CHECK(ok);
-	join_answered(&s1, 101);
-	check_no_waits(x);
+	answer_parked(&k, sresp, 1, &s1, 101);
+
+	/* A call that moves bulk data (a Long Call here) posts its own
+	 * even then: left to the driver, its chunk work would slow a
+	 * greedy client. */
+	struct syncer s4 = {.cl = cl, .proc = 4, .arg_len = 16384};
+	start_beside(x, &stand_in, &s4);
+	pthread_mutex_lock(&x->lock);
+	CHECK(!x->wr_owed);
+	x->driver = NULL;
+	pthread_mutex_unlock(&x->lock);
+	answer_parked(&k, sresp, 2, &s4, 104);
 
 	/* A driver asleep on the CQ fd would not come soon: the next call
 	 * is posted by its own thread. */
@@ -1168,13 +1213,13 @@ static void test_owed_sends(void)
 	WAIT_FOR(ok, driver_asleep(x), LIMIT_MS);
 	CHECK(ok);
 	CHECK_EQ(pthread_create(&s3.t, NULL, syncer_main, &s3), 0);
-	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 3, LIMIT_MS);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) >= 4, LIMIT_MS);
 	CHECK(ok);
 	pthread_mutex_lock(&x->lock);
 	CHECK(!x->wr_owed);
 	pthread_mutex_unlock(&x->lock);
-	treply(sresp, &sresp->in[1]);
 	treply(sresp, &sresp->in[2]);
+	treply(sresp, &sresp->in[3]);
 	join_answered(&s2, 102);
 	join_answered(&s3, 103);
 	check_no_waits(x);
