@@ -571,19 +571,19 @@ static void decode_reply(struct rpc_call *c, struct rpcrdma_reply *rep)
 /* ---------------------------------------------------------------------
  * Starting and waiting
  */
-/* Takes x->lock and starts c.  0 with the lock held, or an error with
- * the lock dropped and c freed. */
-/* A call that moves no bulk data: its message fits the default inline
- * threshold (RFC 8166 §3.3.2) and no results come by DDP (a Reply chunk
+/* A call that moves no bulk data: its message fits the connection's
+ * inline Send (RFC 8166 §3.3.2) and no results come by DDP (a Reply chunk
  * in the connection's reply region is no bulk: registered once).  Only
  * such a call is left to an awake driver: bulk calls left to it cost a
  * greedy client of 1 MiB WRITEs 6-13 % of its rate (docs/ARCHITECTURE.md,
  * progress.c). */
-static bool small_call(const struct rpc_call *c)
+static bool small_call(const struct rpc_xprt *x, const struct rpc_call *c)
 {
-	return c->msg_len <= 4096 && !c->nresults;
+	return c->msg_len <= x->opts.inline_send && !c->nresults;
 }
 
+/* Takes x->lock and starts c.  0 with the lock held, or an error with
+ * the lock dropped and c freed. */
 static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 			struct rpc_work *w)
 {
@@ -616,7 +616,7 @@ static int start_locked(struct rpc_xprt *x, struct rpc_call *c,
 		rpcrdma_rpc_call_free(c);
 		return rc;
 	}
-	if (c->sync && small_call(c))
+	if (c->sync && small_call(x, c))
 		rpcrdma_rpc_xprt_pump_sync_locked(x, w);
 	else
 		rpcrdma_rpc_xprt_pump_locked(x, w);
