@@ -162,8 +162,8 @@ int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
 	return iwpeer_connect_ird(p, addr, pd, pd_len, 0, timeout_ms);
 }
 
-int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
-		       size_t pd_len, uint16_t ird, int timeout_ms)
+static int connect_mpa(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, bool p2p, int timeout_ms)
 {
 	int rc = iwpeer_tcp_connect(p, addr, timeout_ms);
 	if (rc)
@@ -172,7 +172,8 @@ int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
 	if (pd_len > 512)
 		return RPCRDMA_ERR_INVAL;
 	uint8_t io[RPCRDMA_IWARP_MPA_IRDORD_LEN];
-	struct rpcrdma_iwarp_irdord r = {.ird = ird, .ord = ird};
+	struct rpcrdma_iwarp_irdord r = {.p2p = p2p, .rtr_write = p2p,
+					 .ird = ird, .ord = ird};
 	rpcrdma_iwarp_irdord_put(&r, io);
 	size_t n = mpa_frame(f, false, RPCRDMA_IWARP_MPA_FLAG_C, ird ? 2 : 1,
 			     ird ? io : NULL, pd, pd_len);
@@ -186,7 +187,26 @@ int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
 	if (p->peer.reject)
 		return RPCRDMA_ERR_CONNREFUSED;
 	p->crc = true; /* we set C */
+	/* RFC 6581 §9.2: the responder chose the RTR among those offered;
+	 * the initiator's first FPDU is that RTR. */
+	if (p2p && p->peer.enhanced && p->peer.irdord.p2p)
+		return p->peer.irdord.rtr_write
+			       ? iwpeer_rdma_write(p, 0, 0, NULL, 0)
+			       : RPCRDMA_ERR_PROTOCOL;
 	return 0;
+}
+
+int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms)
+{
+	return connect_mpa(p, addr, pd, pd_len, ird, false, timeout_ms);
+}
+
+int iwpeer_connect_p2p(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms)
+{
+	return connect_mpa(p, addr, pd, pd_len, ird ? ird : 1, true,
+			   timeout_ms);
 }
 
 int iwpeer_listen(int *lfd, uint16_t *port)

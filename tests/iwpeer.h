@@ -58,6 +58,11 @@ int iwpeer_connect(struct iwpeer *p, const char *addr, const void *pd,
  * (RFC 6581 §7.1): the responder's ORD is then at most ird. */
 int iwpeer_connect_ird(struct iwpeer *p, const char *addr, const void *pd,
 		       size_t pd_len, uint16_t ird, int timeout_ms);
+/* The same (ird 0 taken as 1), the Request also offering peer-to-peer
+ * set-up with a zero-length RDMA Write RTR (RFC 6581 §9.2); if the Reply
+ * takes it, the RTR is sent (p->peer.irdord says what the Reply chose). */
+int iwpeer_connect_p2p(struct iwpeer *p, const char *addr, const void *pd,
+		       size_t pd_len, uint16_t ird, int timeout_ms);
 
 /* Reads one MPA Request or Reply frame whatever its PD_Length (up to
  * 0xFFFF bytes of private data are read and the first 512 kept). */

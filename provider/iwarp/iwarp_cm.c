@@ -7,10 +7,11 @@
  *               WAIT_REPLY -Reply-> ESTABLISHED (or REJECTED / error)
  * Passive side: LISTEN -accept()-> child WAIT_REQUEST -Request->
  *               REQ_PENDING (CONNECT_REQUEST) -accept/reject-> ...
- * We initiate revision 2 with the enhanced IRD/ORD block and the
- * peer-to-peer flag offering a zero-length RDMA Write RTR (so the passive
- * side may send first); we accept revisions 1 and 2, never use markers,
- * and read exactly the frame's bytes so no FPDU is consumed early.
+ * We initiate revision 2 with the enhanced IRD/ORD block and without
+ * peer-to-peer set-up (the Request's comment says why); as responder we take
+ * revisions 1 and 2 and peer-to-peer set-up when offered (the RFC 6581
+ * RTR).  We never use markers, and read exactly the frame's bytes so no
+ * FPDU is consumed early.
  * Handshake steps run on the progress thread, bounded by the connect
  * time-out (RFC 5044 §7.1.2 rules 8 and 10).
  */
@@ -472,15 +473,23 @@ static void tcp_connected(struct iw_ep *ep)
 	}
 	sl = sizeof(ep->base.local_addr);
 	getsockname(ep->fd, (struct sockaddr *)&ep->base.local_addr, &sl);
-	/* RFC 6581 §6/§9: revision 2, enhanced, IRD/ORD; peer-to-peer with
-	 * a zero-length RDMA Write RTR so the responder may send first. */
+	/* RFC 6581 §6/§9: revision 2, enhanced, IRD/ORD.  No peer-to-peer
+	 * set-up: it exists so that a responder may send first (RFC 6581
+	 * §4.3), and an RPC-over-RDMA server never does: it answers calls,
+	 * and its backward calls (RFC 8167) follow the client's first
+	 * message.  Offering it cost an RTR per connection, and it crashed
+	 * a Linux 6.1 siw server (seen in the lab): siw tells the kernel's
+	 * iWARP CM that the connection is established only once it has
+	 * read the RTR, so a connection closed before that (a client
+	 * killed, or our v2 opener unanswered because siw had not yet read
+	 * the socket) hit a BUG() in iw_cm's close handler.  siw's own
+	 * initiator offers none either. */
 	struct rpcrdma_iwarp_mpa_rr rr = {
 		.reply = false,
 		.crc = ep->dev->mpa_crc,
 		.enhanced = true,
 		.rev = 2,
-		.irdord = { .p2p = true, .rtr_write = true,
-			    .ird = ep->my_ird, .ord = ep->my_ord },
+		.irdord = { .ird = ep->my_ird, .ord = ep->my_ord },
 	};
 	uint8_t f[RPCRDMA_IWARP_MPA_MAX_FRAME];
 	int n = rpcrdma_iwarp_mpa_rr_build(&rr, ep->my_pd, ep->my_pd_len, f, sizeof(f));

@@ -32,7 +32,9 @@
  * the peer (RFC 5040 §5.2: responses leave in request order), then the
  * send queue in order.  Whole messages are never interleaved, which keeps
  * DDP's in-order MO/TO simple for the receiver.  Work that acts on local
- * memory (LOCAL_INV, BIND_MW) waits until the batch before it went out.
+ * memory (LOCAL_INV, BIND_MW) waits until the batch before it went out;
+ * it alone goes on while a responder's wire is held for the initiator's
+ * first FPDU.
  * Data is gathered straight from registered memory into sendmsg (no copy)
  * unless the WR asked for INLINE, which copied it at post time.
  */
@@ -247,9 +249,10 @@ static bool pick(struct iw_qp *qp)
 		msg_init(qp, true, RPCRDMA_IWARP_OP_WRITE, IW_RET_NONE);
 		return true;
 	}
-	if (qp->tx_hold)
-		return false;
-	if (qp->irq_count > qp->irq_built) {
+	/* A responder's TX is held until the initiator's first FPDU (RFC
+	 * 5044 §7.1.2 rule 4); local operations at the head of the send
+	 * queue put nothing on the wire and go on meanwhile. */
+	if (qp->irq_count > qp->irq_built && !qp->tx_hold) {
 		struct iw_irqe *e = &qp->irq[(qp->irq_head + qp->irq_built) % IW_MAX_RD];
 		msg_init(qp, true, RPCRDMA_IWARP_OP_READ_RESP, IW_RET_IRQ);
 		tx->ddp.stag = e->sink_stag;
@@ -298,6 +301,8 @@ static bool pick(struct iw_qp *qp)
 			rpcrdma_iwarp_sq_pop(qp);
 			continue;
 		}
+		if (qp->tx_hold)
+			return false;
 		if (w->opcode == RPCRDMA_WR_RDMA_READ) {
 			/* Honour the negotiated ORD (RFC 6581 §9.1). */
 			if (qp->orq_count >= qp->ord || qp->orq_count >= IW_MAX_RD)

@@ -727,6 +727,31 @@ static void case_msgp_accepted(const char *addr)
 }
 
 /* =====================================================================
+ * RFC 6581 §9.2 in the server role: a Request offering peer-to-peer
+ * set-up with a zero-length RDMA Write RTR gets a Reply that takes it
+ * (P2P and the Write RTR, no other RTR); after the RTR, a call is
+ * answered.  Our own clients offer no peer-to-peer set-up
+ * (provider/iwarp/iwarp_cm.c says why), so this peer keeps the
+ * responder's side of it tested.
+ */
+static void case_p2p(const char *addr)
+{
+	int rc = iwpeer_connect_p2p(&P, addr, pd_ours, 8, 16, TMO);
+	CHECK_EQ(rc, 0);
+	if (rc)
+		return;
+	CHECK(P.peer.enhanced && P.peer.irdord.p2p);
+	CHECK(P.peer.irdord.rtr_write);
+	CHECK(!P.peer.irdord.rtr_read && !P.peer.irdord.rtr_send);
+	struct pp_hdr h, r;
+	v1(&h, 0x701);
+	send_call(&h, P_ECHO, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(is_success(&r, 0x701));
+	iwpeer_close(&P);
+}
+
+/* =====================================================================
  * RFC 8166 §3.4.4, §4.5.3, §3.3.1: limits checked before any RDMA: a Read
  * chunk over the largest call we take and a Write segment whose offset
  * wraps get ERR_CHUNK with no Read Request; a reply that would need more
@@ -1181,6 +1206,7 @@ static const struct named cases[] = {
 	{"grant_grows", RPCRDMA_V1_ONLY, false, case_grant_grows},
 	{"err_chunk", RPCRDMA_V1_ONLY, false, case_err_chunk},
 	{"msgp_accepted", RPCRDMA_V1_ONLY, true, case_msgp_accepted},
+	{"p2p", RPCRDMA_V1_ONLY, false, case_p2p},
 	{"limits", RPCRDMA_V1_ONLY, false, case_limits},
 	{"rpc", RPCRDMA_V1_ONLY, false, case_rpc},
 	{"v2_server", RPCRDMA_PREFER_V2, false, case_v2_server},
