@@ -337,9 +337,9 @@ static bool hot_arm(struct rpc_loop *l)
 
 /* Services what epoll reported in one set.  hot: a connection that had
  * work stays unarmed on the hot list (the loop spins next); else it is
- * armed at once. */
+ * armed at once, but for keep, which the caller polls itself. */
 static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
-		   bool hot, unsigned *conns)
+		   bool hot, const struct rpc_xprt *keep, unsigned *conns)
 {
 	bool woken = false;
 	struct rpc_cm_src *cm[64];
@@ -358,7 +358,7 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 		else {
 			(*conns)++; /* a connection's CQ */
 			if (!hot)
-				rpcrdma_rpc_xprt_attend(p, true, true);
+				rpcrdma_rpc_xprt_attend(p, true, p != keep);
 			else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
 				hot_add(l, p);
 			else
@@ -377,7 +377,8 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
  * (rpc/tirpc/svc_rdma.c; libtirpc's svc_run is single-threaded), so the
  * pass count has one writer and needs no lock; the reaper only reads it
  * (rpcrdma_rpc_loop_external_quiesce). */
-void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
+void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
+				      const struct rpc_xprt *keep)
 {
 	struct epoll_event evs[64];
 	unsigned p = atomic_load_explicit(&l->ext_pass, memory_order_relaxed);
@@ -387,7 +388,7 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l)
 	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
 	unsigned conns = 0;
 	if (n > 0) {
-		handle(l, evs, n, false, &conns);
+		handle(l, evs, n, false, keep, &conns);
 		atomic_store_explicit(&l->busy_conns, conns,
 				      memory_order_relaxed);
 	}
@@ -579,7 +580,7 @@ static void *loop_main(void *arg)
 			    handle(l, evs, n,
 				   rpcrdma_rpc_busy_possible(l->busy_poll_us,
 							     &now_ns),
-				   &conns);
+				   NULL, &conns);
 		/* Connections with work in this pass (the hot ones are
 		 * unarmed: not among epoll's): each one's share of the
 		 * group's RDMA Reads (rpcrdma_rpc_xprt_attend). */

@@ -800,7 +800,10 @@ struct rpc_loop *rpcrdma_rpc_loop_self(void);
  * rpcrdma_rpc_loop_kick); rpcrdma_rpc_loop_attend_external services it.
  * Returns the fd or a negative error. */
 int rpcrdma_rpc_loop_external(struct rpc_loop *l);
-void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l);
+/* keep: a connection the attendant polls itself (it holds a reference),
+ * left unarmed when its wake-up is taken; NULL for none. */
+void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
+				      const struct rpc_xprt *keep);
 /* After the CQ fd of a connection left the external set: returns once
  * no pass of its attendant can still hold the connection's datum. */
 void rpcrdma_rpc_loop_external_quiesce(struct rpc_loop *l);

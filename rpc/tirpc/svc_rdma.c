@@ -80,6 +80,11 @@ struct svc_rdma {
 					   thread only */
 	struct tirpc_call cur;          /* being dispatched (req NULL: none);
 					   svc_run()'s thread only */
+	struct rpc_xprt *hot;           /* the connection of the call served
+					   last, while svc_run() comes
+					   straight back: polled unarmed
+					   (hot_poll), with a reference;
+					   svc_run()'s thread only */
 	struct ulb_table ulb;
 	char *netid;
 	struct sockaddr_storage rtaddr; /* the current call's peer */
@@ -323,6 +328,43 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
  * The listening transport, served by svc_run()
  */
 
+/* The connection whose call was just served is likely to bring the next
+ * one: while svc_run() comes straight back (XPRT_MOREREQS) it is polled
+ * here and left unarmed, as the native loop does with its hot list
+ * (rpc/loop.c).  On verbs, arming is a command to the device and each
+ * wake-up a read of the completion channel: on rxe both are system
+ * calls, two a call.  It is armed again before svc_run() may sleep
+ * (l_stat).  A reference keeps the loop from reaping it meanwhile. */
+static void hot_poll(struct svc_rdma *s)
+{
+	struct rpc_xprt *x = s->hot;
+	if (x && rpcrdma_rpc_xprt_attend(x, false, false) < 0) {
+		/* A driver took it over, and arms it when it leaves. */
+		s->hot = NULL;
+		rpcrdma_rpc_xprt_put(x);
+	}
+}
+
+/* Arms the hot connection and lets it go; true if it had work after
+ * all (its calls are then on our own queue). */
+static bool hot_arm(struct svc_rdma *s)
+{
+	struct rpc_xprt *x = s->hot;
+	if (!x)
+		return false;
+	s->hot = NULL;
+	bool found = rpcrdma_rpc_xprt_attend(x, false, true) > 0;
+	rpcrdma_rpc_xprt_put(x);
+	return found;
+}
+
+/* One look at the connections: the hot one, then the others' wake-ups. */
+static void look_all(struct svc_rdma *s)
+{
+	hot_poll(s);
+	rpcrdma_rpc_loop_attend_external(s->loop, s->hot);
+}
+
 static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
@@ -349,7 +391,7 @@ static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 		}
 		if (look) {
 			attending = s;
-			rpcrdma_rpc_loop_attend_external(s->loop);
+			look_all(s);
 			attending = NULL;
 			r = next_call(s);
 		}
@@ -401,6 +443,11 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	/* A call its finish lets through (the Responder slot it frees) comes
 	 * to this thread's own queue, with no wake-up. */
 	attending = s;
+	/* The call's connection, held past the call's end (which lets it
+	 * go) in case the spin below makes it the hot one. */
+	struct rpc_xprt *rx = r && r->x != s->hot ? r->x : NULL;
+	if (rx)
+		rpcrdma_rpc_xprt_get(rx);
 	/* A dispatch function that sent nothing: the call must still
 	 * complete exactly once (the client would wait forever). */
 	if (r)
@@ -409,19 +456,31 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	enum xprt_stat st = more_calls(s) ? XPRT_MOREREQS : XPRT_IDLE;
 	/* A call was just served: its client's next one is likely soon.
 	 * Poll for it a while before svc_run() sleeps (busy_poll.c);
-	 * XPRT_MOREREQS brings svc_run() straight back to l_recv. */
+	 * XPRT_MOREREQS brings svc_run() straight back to l_recv.  Its
+	 * connection is the hot one from now on (hot_poll). */
 	struct rpc_busy busy;
 	uint64_t now = 0;
 	if (r && st == XPRT_IDLE &&
 	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy,
 				   &now)) {
+		if (rx) {
+			hot_arm(s); /* the one before: its calls, if any,
+				       are on our queue and looked at below */
+			s->hot = rx;
+			rx = NULL;
+		}
 		do {
-			rpcrdma_rpc_loop_attend_external(s->loop);
+			look_all(s);
 			if (more_calls(s))
 				st = XPRT_MOREREQS;
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
 		rpcrdma_rpc_busy_end(&run_spin, &busy, st != XPRT_IDLE, now);
 	}
+	if (rx)
+		rpcrdma_rpc_xprt_put(rx);
+	/* svc_run() may sleep in poll(2) next: nothing may stay unarmed. */
+	if (st == XPRT_IDLE && hot_arm(s) && more_calls(s))
+		st = XPRT_MOREREQS;
 	attending = NULL;
 	return st;
 }
@@ -429,6 +488,9 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 static void l_destroy(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
+	if (s->hot)
+		rpcrdma_rpc_xprt_put(s->hot); /* the server goes, and it too */
+	s->hot = NULL;
 	xprt_unregister(x);
 	pthread_mutex_lock(&s->lock);
 	s->closing = true;
