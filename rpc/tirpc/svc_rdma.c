@@ -444,10 +444,16 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	 * to this thread's own queue, with no wake-up. */
 	attending = s;
 	/* The call's connection, held past the call's end (which lets it
-	 * go) in case the spin below makes it the hot one. */
-	struct rpc_xprt *rx = r && r->x != s->hot ? r->x : NULL;
-	if (rx)
+	 * go) in case the spin below makes it the hot one; not when this
+	 * thread cannot spin (one CPU, busy_poll_us 0): a reference costs
+	 * the connection's lock twice. */
+	uint64_t t = 0;
+	struct rpc_xprt *rx = NULL;
+	if (r && r->x != s->hot &&
+	    rpcrdma_rpc_busy_possible(s->loop->busy_poll_us, &t)) {
+		rx = r->x;
 		rpcrdma_rpc_xprt_get(rx);
+	}
 	/* A dispatch function that sent nothing: the call must still
 	 * complete exactly once (the client would wait forever). */
 	if (r)
