@@ -45,13 +45,28 @@
 static _Thread_local struct nfs3d_cred current;
 static _Thread_local bool switched;
 
+/* The server's own identity: read once.  Nothing here changes it (an
+ * identity switch is setfsuid/setfsgid on the identity thread, which
+ * leave the effective ids alone), and geteuid()/getegid() are system
+ * calls, two per request when they were made for each. */
+static uid_t self_uid;
+static gid_t self_gid;
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
+
+static void self_read(void)
+{
+	self_uid = geteuid();
+	self_gid = getegid();
+}
+
 /* Who this thread serves as when it serves as itself: bookkeeping only,
  * no system call (this thread's credentials must stay as they are). */
 static void as_ourselves(void)
 {
+	pthread_once(&self_once, self_read);
 	memset(&current, 0, sizeof(current));
-	current.uid = geteuid();
-	current.gid = getegid();
+	current.uid = self_uid;
+	current.gid = self_gid;
 }
 
 static void anon(const struct nfs3d_cred_policy *p, struct nfs3d_cred *out)

@@ -80,12 +80,16 @@ bool_t nfsproc3_lookup_3_svc(LOOKUP3args *a, LOOKUP3res *r, struct svc_req *rq)
 	if (r->status == NFS3_OK &&
 	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		r->status = nfs3d_errno(errno);
+	/* The directory's attributes as dir_open read them: a lookup
+	 * changes nothing in it (not even its atime, which only reading
+	 * the entries touches), and another fstat would be one more
+	 * system call per LOOKUP, the most frequent procedure. */
 	if (r->status != NFS3_OK) {
 		nfs3d_fh_free(&ok->object);
-		nfs3d_post_attr(E, dfd, &r->LOOKUP3res_u.resfail.dir_attributes);
+		nfs3d_post_attr_st(E, &dst, &r->LOOKUP3res_u.resfail.dir_attributes);
 	} else {
 		nfs3d_post_attr_st(E, &st, &ok->obj_attributes);
-		nfs3d_post_attr(E, dfd, &ok->dir_attributes);
+		nfs3d_post_attr_st(E, &dst, &ok->dir_attributes);
 	}
 	close(dfd);
 	return TRUE;
