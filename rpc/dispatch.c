@@ -198,7 +198,8 @@ static void req_release_locked(struct rpcrdma_svc_req *r)
 	blocks_free(r->blocks);
 	r->blocks = NULL;
 	r->x = NULL;
-	if (--x->refs == 0 && x->dead && x->loop)
+	x->refs--;
+	if (rpc_xprt_reapable_locked(x) && x->loop)
 		rpcrdma_rpc_loop_wake(x->loop); /* it may be reaped now */
 }
 

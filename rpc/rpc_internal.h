@@ -624,6 +624,14 @@ static inline void rpc_xprt_unquiet(struct rpc_xprt *x)
 		rpcrdma_rpc_loop_unquiet(x->loop);
 }
 
+/* With x->lock held: the loop may reap x (svc.c, svc_round): it is dead
+ * and nothing refers to it.  Only then does dropping a reference need to
+ * wake the loop; a live connection is never reaped. */
+static inline bool rpc_xprt_reapable_locked(const struct rpc_xprt *x)
+{
+	return x->dead && x->refs == 0;
+}
+
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now);
 
 /* With x->lock: asks for x to be disconnected (by the loop's next tick)

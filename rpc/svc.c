@@ -376,7 +376,7 @@ static void svc_round(void *owner, struct rpc_loop *l)
 	while (*pp) {
 		struct rpc_xprt *x = *pp;
 		pthread_mutex_lock(&x->lock);
-		bool gone = x->dead && x->refs == 0;
+		bool gone = rpc_xprt_reapable_locked(x);
 		pthread_mutex_unlock(&x->lock);
 		if (gone) {
 			*pp = x->next;

@@ -477,15 +477,13 @@ void rpcrdma_rpc_xprt_put(struct rpc_xprt *x)
 {
 	pthread_mutex_lock(&x->lock);
 	x->refs--;
-	/* The loop reaps a connection that is dead and unreferenced
-	 * (svc.c, svc_round): only then is there anything to wake it for,
-	 * as when a request lets go (dispatch.c, req_release_locked).  A
-	 * live one is not reaped: svc_run() takes and drops a reference
-	 * on the connection of every call it serves (rpc/tirpc/svc_rdma.c,
-	 * l_stat), and a wake-up there cost the loop thread a pass, and
-	 * the server a context switch, per call.  Once the lock is dropped
-	 * the loop may reap x: read what the wake-up needs first. */
-	struct rpc_loop *loop = x->refs == 0 && x->dead ? x->loop : NULL;
+	/* No wake-up for a live connection: svc_run() takes and drops a
+	 * reference on the connection of every call it serves
+	 * (rpc/tirpc/svc_rdma.c, l_stat), and a wake-up there cost the
+	 * loop thread a pass, and the server a context switch, per call.
+	 * Once the lock is dropped the loop may reap x: read what the
+	 * wake-up needs first. */
+	struct rpc_loop *loop = rpc_xprt_reapable_locked(x) ? x->loop : NULL;
 	pthread_mutex_unlock(&x->lock);
 	if (loop)
 		rpcrdma_rpc_loop_wake(loop);
