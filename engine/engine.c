@@ -342,6 +342,7 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 {
 	if (!e)
 		return;
+	rpcrdma_recv_grant_release(e); /* the budget outlives engines */
 	release_slots(e);
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
@@ -371,6 +372,7 @@ int rpcrdma_engine_reset(struct rpcrdma_engine *e,
 	    z.xid_map > c->xid_map || z.wrq > c->wrq || z.evq > c->evq ||
 	    z.sqe > c->sqe || z.arena > c->arena)
 		return RPCRDMA_ERR_NOSPACE;
+	rpcrdma_recv_grant_release(e); /* to the budget it was taken from */
 	release_slots(e);
 	/* Keep what create allocated and registered (and how large it is);
 	 * every other field goes back to zero, as create left it,
@@ -513,6 +515,7 @@ void rpcrdma_engine_tick(struct rpcrdma_engine *e, uint64_t now)
 {
 	if (!e->connected)
 		return;
+	rpcrdma_recv_grant_tick(e, now);
 	if (rpcrdma_neg_tick(e, now)) {
 		rpcrdma_progress(e);
 		return;
@@ -556,7 +559,8 @@ uint64_t rpcrdma_engine_next_deadline(const struct rpcrdma_engine *e,
 	uint64_t next = rpcrdma_rs_rdma_next_deadline(e, now);
 	if (e->negotiating && e->neg_deadline < next)
 		next = e->neg_deadline; /* §7.2: the opener's time-out */
-	return next;
+	uint64_t g = rpcrdma_recv_grant_deadline(e); /* an idle grant */
+	return g < next ? g : next;
 }
 
 void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)

@@ -69,6 +69,7 @@
 #ifndef RPCRDMA_ENGINE_ENGINE_H
 #define RPCRDMA_ENGINE_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -158,6 +159,18 @@ enum rpcrdma_engine_versions {
 					 version (the default) */
 };
 
+/* A server's credit budget (docs/SCALE.md, "Shared receives and
+ * credits"): the credits its connections may be granted beyond their
+ * first grants (credits_start), all of them together.  A grant grows
+ * only with what is left of it, and gives back what it took when it
+ * comes down again (an idle connection, recv_buffers.c) or its
+ * connection ends.  Shared by the engines of every thread: taken is
+ * atomic, limit is set before the first engine uses it. */
+struct rpcrdma_engine_budget {
+	uint64_t limit;
+	_Atomic uint64_t taken;
+};
+
 struct rpcrdma_engine_config {
 	uint32_t max_calls;        /* Requester: calls in flight at most;
 				      credits requested; grants are clamped
@@ -170,6 +183,11 @@ struct rpcrdma_engine_config {
 				      credits, each time a call arrives with
 				      the whole grant in use (recv_buffers.c).
 				      0 (default): credits from the start. */
+	struct rpcrdma_engine_budget *budget; /* Responder: the credits
+				      its connections share beyond their
+				      first grants (a server's,
+				      recv_buffers.c).  NULL (default): a
+				      grant grows up to credits freely */
 	uint32_t max_inline_send;  /* largest Send we can post.  Default
 				      4096.  Rounded down to 1 KiB. */
 	uint32_t max_inline_recv;  /* receive buffer size.  Default 4096 */
@@ -577,6 +595,10 @@ struct rpcrdma_engine_counters {
 	uint64_t send_with_inv;    /* replies sent With Invalidate */
 	uint64_t grant_raised;     /* a connection's grant doubled (it had
 				      all of it in use; credits_start) */
+	uint64_t grant_refused;    /* it would have, but the budget was
+				      spent */
+	uint64_t grant_lowered;    /* an idle connection's grant went back
+				      to credits_start */
 	/* Both */
 	uint64_t rdma_read_bytes, rdma_write_bytes;
 	uint64_t err_vers_sent, err_chunk_sent;

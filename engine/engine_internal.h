@@ -368,6 +368,10 @@ struct rpcrdma_engine {
 	uint32_t recv_posted_head, nrecv_posted;
 	uint32_t recv_target;
 	uint32_t grant;                /* credits granted now (recv_buffers.c) */
+	uint32_t grant_taken;          /* of cfg.budget, for the grant */
+	uint64_t grant_calls;          /* calls that came, for the idle test */
+	uint64_t grant_calls_seen;     /* ... at the last tick */
+	uint64_t grant_quiet_since;    /* since when none came, none open */
 	uint32_t rs_open;              /* Responder slots taken, Send not yet
 					  built: the peer's calls unanswered */
 
@@ -474,6 +478,13 @@ void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e);
 /* A call arrived (rs_open counts it with the peer's other calls not yet
  * answered): the grant grows when they are all of it. */
 void rpcrdma_recv_grant_used(struct rpcrdma_engine *e);
+/* Engine tick: an idle connection's grant comes back to its first. */
+void rpcrdma_recv_grant_tick(struct rpcrdma_engine *e, uint64_t now);
+/* When that tick is due (UINT64_MAX: no grant to bring down). */
+uint64_t rpcrdma_recv_grant_deadline(const struct rpcrdma_engine *e);
+/* The connection ended, or the engine goes: its grant's share of the
+ * budget goes back. */
+void rpcrdma_recv_grant_release(struct rpcrdma_engine *e);
 
 /* invalidation.c */
 /* The rdma_inv_handle a call names (draft §3.3): 0 for none, always in

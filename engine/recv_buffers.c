@@ -87,6 +87,7 @@ void rpcrdma_recv_conn_lost(struct rpcrdma_engine *e)
 		e->nrecv_posted--;
 	}
 	e->recv_posted_head = 0;
+	rpcrdma_recv_grant_reset(e); /* its share of the budget goes back */
 }
 
 uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e)
@@ -104,26 +105,109 @@ uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e)
  * of its own calls): an idle connection does not hold the work requests
  * and queue entries of the whole grant.  When a call arrives with every
  * credit of the grant in use (the peer has as many calls unanswered as
- * it may), the grant doubles, up to credits.  The receives are posted at
- * the end of that input, before the Send of any reply that carries the
- * larger grant, so a grant is never more than posted receives back (RFC
- * 8166 §3.3.1).  It never shrinks on a connection: the receives posted
- * stay posted (a receive queue cannot take one back), so a smaller grant
- * would save nothing until receives are shared between connections.
+ * it may), the grant doubles, up to credits, and within what is left of
+ * the server's budget (cfg.budget) when it has one.  The receives are
+ * posted at the end of that input, before the Send of any reply that
+ * carries the larger grant, so a grant is never more than posted
+ * receives back (RFC 8166 §3.3.1).
+ *
+ * A connection with none of its calls open and none arrived for
+ * GRANT_IDLE_MS goes back to its first grant, and gives the budget back
+ * what it took, for busy connections to grow with: §3.3.1 lets the
+ * Responder reduce its grant ("to match the needs or policies in
+ * effect").  The smaller grant goes out with the next reply.  Until the
+ * peer has seen it, it may send as many calls as the larger one allowed:
+ * the receives posted for that stay posted (a receive queue cannot take
+ * one back) and are only not posted again as calls use them, while the
+ * target is lower, so every call the peer may send still finds one.  A
+ * burst that finds the grant in use grows it again on the way.
  */
-void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e)
+#define GRANT_IDLE_MS 1000u
+
+static uint32_t grant_first(const struct rpcrdma_engine *e)
 {
 	uint32_t g = e->cfg.credits_start;
-	e->grant = g && g < e->cfg.credits ? g : e->cfg.credits;
-	e->recv_target = e->grant + e->cfg.max_calls;
+	return g && g < e->cfg.credits ? g : e->cfg.credits;
+}
+
+static void grant_set(struct rpcrdma_engine *e, uint32_t g)
+{
+	e->grant = g;
+	e->recv_target = g + e->cfg.max_calls;
+}
+
+/* Up to want credits of the budget, for the grant; how many it got. */
+static uint32_t budget_take(struct rpcrdma_engine *e, uint32_t want)
+{
+	struct rpcrdma_engine_budget *b = e->cfg.budget;
+	if (!b)
+		return want;
+	uint64_t cur = atomic_load_explicit(&b->taken, memory_order_relaxed);
+	uint32_t take;
+	do {
+		uint64_t room = b->limit > cur ? b->limit - cur : 0;
+		take = room < want ? (uint32_t)room : want;
+		if (!take)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->taken, &cur, cur + take, memory_order_relaxed,
+		memory_order_relaxed));
+	e->grant_taken += take;
+	return take;
+}
+
+void rpcrdma_recv_grant_release(struct rpcrdma_engine *e)
+{
+	if (e->grant_taken && e->cfg.budget)
+		atomic_fetch_sub_explicit(&e->cfg.budget->taken,
+					  e->grant_taken,
+					  memory_order_relaxed);
+	e->grant_taken = 0;
+}
+
+void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e)
+{
+	rpcrdma_recv_grant_release(e);
+	grant_set(e, grant_first(e));
 }
 
 void rpcrdma_recv_grant_used(struct rpcrdma_engine *e)
 {
+	e->grant_calls++;
 	if (e->rs_open < e->grant || e->grant >= e->cfg.credits)
 		return;
-	e->grant = e->grant > e->cfg.credits / 2 ? e->cfg.credits
-						 : 2 * e->grant;
-	e->recv_target = e->grant + e->cfg.max_calls;
+	uint32_t want = e->grant > e->cfg.credits / 2 ? e->cfg.credits
+						     : 2 * e->grant;
+	uint32_t got = budget_take(e, want - e->grant);
+	if (!got) {
+		e->ctr.grant_refused++;
+		return;
+	}
+	grant_set(e, e->grant + got);
 	e->ctr.grant_raised++;
+}
+
+void rpcrdma_recv_grant_tick(struct rpcrdma_engine *e, uint64_t now)
+{
+	uint32_t first = grant_first(e);
+	if (e->grant <= first || e->rs_open ||
+	    e->grant_calls != e->grant_calls_seen) {
+		e->grant_calls_seen = e->grant_calls;
+		e->grant_quiet_since = now;
+		return;
+	}
+	if (now - e->grant_quiet_since < GRANT_IDLE_MS)
+		return;
+	grant_set(e, first);
+	rpcrdma_recv_grant_release(e);
+	e->ctr.grant_lowered++;
+}
+
+uint64_t rpcrdma_recv_grant_deadline(const struct rpcrdma_engine *e)
+{
+	if (e->grant <= grant_first(e) || e->rs_open)
+		return UINT64_MAX;
+	/* A call since the last tick: that tick starts the quiet time (a
+	 * deadline already past ticks the connection once more). */
+	return e->grant_quiet_since + GRANT_IDLE_MS;
 }

@@ -217,6 +217,9 @@ static void env_apply(struct rpcrdma_opts *o, struct env_err *err)
 		o->threads = u;
 	if (env_size("RPCRDMA_READ_WINDOW", &m, err))
 		o->read_window = m;
+	if (env_uint("RPCRDMA_CREDIT_BUDGET", 0, UINT_MAX,
+		     "0 to 4294967295 (credits; 0: no budget)", &u, err))
+		o->credit_budget = u;
 	if (env_choice("RPCRDMA_DEBUG", bits, "0 or 1", &u, err))
 		(void)u; /* read by rpcrdma_rpc_trace */
 }
@@ -338,6 +341,8 @@ int rpcrdma_rpc_opts_fill(const struct rpcrdma_opts *in,
 		out->threads = RPCRDMA_RPC_MAX_THREADS;
 	if (!out->read_window)
 		out->read_window = d.read_window;
+	if (!out->credit_budget)
+		out->credit_budget = d.credit_budget;
 	if (out->read_window < 4096)
 		out->read_window = 4096;
 	if (out->busy_poll_us > 1000000)

@@ -376,7 +376,8 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		lost = ops->disconnect(x->id) < 0;
 	}
 	if (x->e && x->connected && !x->dead)
-		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs */
+		rpcrdma_engine_tick(x->e, now); /* v2 opener, short MRs,
+						  an idle grant */
 	rpcrdma_rpc_xprt_note_version(x);
 	rpcrdma_rpc_note_version_locked(x);
 	uint64_t next = UINT64_MAX; /* the earliest deadline on x */

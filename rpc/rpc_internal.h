@@ -140,6 +140,9 @@ struct rpc_dev {
 	struct rpc_inv inv;
 	struct rpc_reg_cache *cache; /* registration.c; NULL: none */
 	struct rpc_bufpool *pool;    /* buf_pool.c; NULL: out of memory */
+	/* A server's credit budget (opts.credit_budget; limit 0: none),
+	 * shared by its connections' engines (engine/recv_buffers.c). */
+	struct rpcrdma_engine_budget budget;
 };
 
 int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);

@@ -440,6 +440,7 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	rc = rpcrdma_rpc_dev_open(&s->opts, &s->rd);
 	if (rc < 0)
 		goto fail;
+	s->rd.budget.limit = s->opts.credit_budget;
 	rc = s->rd.ops->create_id(s->rd.ch, s, &s->listen_id);
 	if (rc < 0)
 		goto fail;

@@ -67,6 +67,9 @@ int rpcrdma_rpc_xprt_create(struct rpc_dev *rd, const struct rpcrdma_opts *o,
 	 * RPC_GRANT_START credits, not of all of them. */
 	if (server)
 		cfg.credits_start = RPC_GRANT_START;
+	/* Past it, within what the server's credit budget has left. */
+	if (server && rd->budget.limit)
+		cfg.budget = &rd->budget;
 	cfg.max_inline_send = o->inline_send;
 	cfg.max_inline_recv = o->inline_recv;
 	cfg.remote_inv = o->remote_inv && rd->inv.remote_inv;
@@ -539,6 +542,9 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->rdma_timeouts += k.rdma_timeouts;
 	s->ord_stalls += k.ord_stalls;
 	s->read_window_stalls += k.read_window_stalls;
+	s->grants_raised += k.grant_raised;
+	s->grants_refused += k.grant_refused;
+	s->grants_lowered += k.grant_lowered;
 	pthread_mutex_lock(&x->lock);
 	s->reconnects += x->reconnects;
 	s->registrations += x->registrations +

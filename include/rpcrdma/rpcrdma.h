@@ -191,9 +191,21 @@ struct rpcrdma_opts {
 				       interleave.  0: the default, 512 KiB
 				       (4 KiB at least);
 				       RPCRDMA_READ_WINDOW */
+	unsigned credit_budget;     /* server: credits its connections may
+				       be granted beyond their first 8, all
+				       of them together.  A connection's
+				       grant (RFC 8166 §3.3.1) starts at 8
+				       and doubles up to credits while its
+				       client keeps it all in use, within
+				       what is left of this; one idle for a
+				       second goes back to 8 and gives its
+				       share back.  So a few busy clients
+				       cannot take every credit of a server
+				       that serves many.  0: no budget
+				       (default); RPCRDMA_CREDIT_BUDGET */
 	/* Append new options here and update RPCRDMA_OPTS_LAST_FIELD. */
 };
-#define RPCRDMA_OPTS_LAST_FIELD read_window
+#define RPCRDMA_OPTS_LAST_FIELD credit_budget
 
 /* RFC 5666 §3.7 padding of a message that came as RDMA_MSGP: before the
  * data of every opaque of at least `thresh` bytes the sender inserted
@@ -225,7 +237,9 @@ enum rpcrdma_versions {
  * RPCRDMA_MAX_MSG (bytes, "4M") max_msg, RPCRDMA_MPA_CRC (0 or 1)
  * mpa_crc, RPCRDMA_BUSY_POLL_US (decimal, 0: never) busy_poll_us,
  * RPCRDMA_MAX_MEMORY (bytes, "512M"; 0: none) max_memory,
- * RPCRDMA_THREADS (0 to 256; 0: one per CPU) threads.
+ * RPCRDMA_THREADS (0 to 256; 0: one per CPU) threads,
+ * RPCRDMA_READ_WINDOW (bytes) read_window, RPCRDMA_CREDIT_BUDGET
+ * (decimal; 0: none) credit_budget.
  * Options whose number fields are 0 take these defaults too, so rpcgen
  * programs and every example honour them.  A value a variable does not
  * accept is refused: it is not taken here, and every create call fails
@@ -481,6 +495,11 @@ struct rpcrdma_stats {
 	/* As Responder: RDMA Reads of Read chunks that waited, for the ORD
 	 * (the peer's IRD, RFC 8166 §3.3.1) and for opts.read_window. */
 	uint64_t ord_stalls, read_window_stalls;
+	/* Server: a connection's credit grant (RFC 8166 §3.3.1) doubled
+	 * (its client had all of it in use), would have but the
+	 * credit_budget was spent, and came back to its first after a
+	 * second with no call (opts.credit_budget). */
+	uint64_t grants_raised, grants_refused, grants_lowered;
 	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
 
@@ -506,7 +525,8 @@ struct rpcrdma_stats {
 	X(chunked_calls_received, 1) X(long_calls_received, 1)             \
 	X(ddp_copied_tx, 1) X(ddp_copied_rx, 1) X(reg_cache_hits, 1)         \
 	X(reg_cache_misses, 1) X(windows_reused, 1) X(ddp_copied_placed, 1) \
-	X(ord_stalls, 1) X(read_window_stalls, 1)
+	X(ord_stalls, 1) X(read_window_stalls, 1) X(grants_raised, 1)        \
+	X(grants_refused, 1) X(grants_lowered, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:

@@ -527,6 +527,8 @@ static void case_env(void)
 		{"RPCRDMA_MAX_MEMORY", "-1", "0 (no budget) or bytes"},
 		{"RPCRDMA_MAX_MEMORY", "2P", "0 (no budget) or bytes"},
 		{"RPCRDMA_MAX_MEMORY", "2000T", "0 (no budget) or bytes"},
+		{"RPCRDMA_CREDIT_BUDGET", "many", "0 to 4294967295 (credits"},
+		{"RPCRDMA_CREDIT_BUDGET", "-8", "0 to 4294967295 (credits"},
 		{"RPCRDMA_PROVIDER", "foo", "iwarp"},
 		{"RPCRDMA_DEVICE",
 		 "a-device-name-longer-than-sixty-three-characters-is-no-device-name",
@@ -570,6 +572,7 @@ static void case_env(void)
 		{"RPCRDMA_MAX_MSG", "1M"},      {"RPCRDMA_MAX_MSG", "65536"},
 		{"RPCRDMA_BUSY_POLL_US", "0"},  {"RPCRDMA_DEBUG", "0"},
 		{"RPCRDMA_MAX_MEMORY", "0"},    {"RPCRDMA_MAX_MEMORY", "512M"},
+		{"RPCRDMA_CREDIT_BUDGET", "0"}, {"RPCRDMA_CREDIT_BUDGET", "256"},
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		setenv(good[i].var, good[i].val, 1);
@@ -591,6 +594,12 @@ static void case_env(void)
 	rpcrdma_opts_default(&o);
 	CHECK(o.max_memory == 1ull << 40);
 	unsetenv("RPCRDMA_MAX_MEMORY");
+	setenv("RPCRDMA_CREDIT_BUDGET", "96", 1);
+	rpcrdma_opts_default(&o);
+	CHECK_EQ(o.credit_budget, 96u);
+	unsetenv("RPCRDMA_CREDIT_BUDGET");
+	rpcrdma_opts_default(&o);
+	CHECK_EQ(o.credit_budget, 0u);
 }
 
 int main(int argc, char **argv)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "iwpeer.h"
@@ -42,6 +43,7 @@ enum {
 
 static struct iwpeer P;
 static struct iwpeer_msg M;
+static struct rpcrdma_svc *srv; /* the case's server */
 static atomic_int handled;
 
 static void fill(uint8_t *b, size_t n, uint32_t seed)
@@ -129,13 +131,15 @@ static enum rpcrdma_svc_stat h_big(struct rpcrdma_svc_req *r, void *a)
 					       : RPCRDMA_SVC_OK;
 }
 
-static struct rpcrdma_svc *server(unsigned versions, bool msgp, char *addr)
+static struct rpcrdma_svc *server(unsigned versions, bool msgp,
+				   unsigned credit_budget, char *addr)
 {
 	struct rpcrdma_opts o;
 	rpcrdma_opts_default(&o);
 	o.provider = "iwarp";
 	o.versions = versions;
 	o.accept_msgp = msgp;
+	o.credit_budget = credit_budget;
 	struct rpcrdma_svc *s = NULL;
 	CHECK_EQ(rpcrdma_svc_create("127.0.0.1:0", &o, &s), 0);
 	if (!s)
@@ -533,8 +537,9 @@ static void echo_grant(uint32_t xid, uint32_t want)
 
 /* n calls at once, each with its argument in a Read chunk, whose RDMA
  * Read Requests the peer answers only once no more come: all n are open
- * on the server together.  Every reply must carry grant `want`. */
-static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
+ * on the server together.  Returns the grant every reply carried, or 0
+ * (said on stderr) when they differ or a call was not answered right. */
+static uint32_t held_calls_grant(uint32_t xid0, unsigned n)
 {
 	struct pp_hdr h, r;
 	uint8_t lenw[4];
@@ -549,6 +554,7 @@ static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
 	}
 	static struct rpcrdma_iwarp_read_req pend[64];
 	unsigned npend = 0, served = 0, replies = 0, right = 0;
+	uint32_t grant = UINT32_MAX;
 	while (replies < n) {
 		int rc = iwpeer_recv(&P, &M, npend ? QUIET_MS : TMO);
 		if (rc == RPCRDMA_ERR_TIMEOUT && npend) {
@@ -563,11 +569,14 @@ static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
 			replies++;
 			if (pp_parse(M.msg, M.len, &r) == 0 &&
 			    r.xid - xid0 < n && is_success(&r, r.xid) &&
-			    r.credit == want)
+			    (grant == UINT32_MAX || r.credit == grant)) {
+				grant = r.credit;
 				right++;
-			else
+			} else {
 				fprintf(stderr, "held_calls: xid %#x credit %u, "
-					"want %u\n", r.xid, r.credit, want);
+					"the others' %u\n", r.xid, r.credit,
+					grant);
+			}
 		} else if (M.kind != IWPEER_WRITE) {
 			break;
 		}
@@ -575,7 +584,34 @@ static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
 	P.defer_reads = false;
 	CHECK_EQ(served, n);
 	CHECK_EQ(replies, n);
-	CHECK_EQ(right, n);
+	return served == n && replies == n && right == n ? grant : 0;
+}
+
+/* The same; every reply must carry grant `want`. */
+static void held_calls(uint32_t xid0, unsigned n, uint32_t want)
+{
+	CHECK_EQ(held_calls_grant(xid0, n), want);
+}
+
+/* The peer calls nothing for 1.5 s, then makes one echo call; again, up
+ * to 6 times, until that call's reply grants `want` (the grant our
+ * server brings down after a second with no call, at a tick of its
+ * loop, which a loaded machine may run late).  Returns the last grant
+ * seen. */
+static uint32_t grant_after_idle(uint32_t xid, uint32_t want)
+{
+	uint32_t got = 0;
+	for (int i = 0; i < 6 && got != want; i++) {
+		struct timespec t = {1, 500000000L};
+		nanosleep(&t, NULL);
+		struct pp_hdr h, r;
+		v1(&h, xid + (uint32_t)i);
+		send_call(&h, P_ECHO, NULL, 0);
+		if (!next_send(&r) || !is_success(&r, xid + (uint32_t)i))
+			return 0;
+		got = r.credit;
+	}
+	return got;
 }
 
 /* RFC 8166 §3.3.1, §3.3.3; docs/SCALE.md "Shared receives and credits":
@@ -597,9 +633,70 @@ static void case_grant_grows(const char *addr)
 	held_calls(0xb10, GRANT_START, 2 * GRANT_START);
 	held_calls(0xb40, 2 * GRANT_START, GRANT_MAX);
 	held_calls(0xb80, GRANT_MAX, GRANT_MAX); /* never past credits */
-	/* Used no more, the connection keeps its grant (its receives stay
-	 * posted). */
+	/* One call at a time keeps the grant ... */
 	echo_grant(0xbf0, GRANT_MAX);
+	/* ... and a second with no call brings it down to the first
+	 * (§3.3.1: "a Responder may reduce the granted credit value"); a
+	 * peer that keeps it all in use grows it again. */
+	CHECK_EQ(grant_after_idle(0xbf1, GRANT_START), GRANT_START);
+	held_calls(0xc10, GRANT_START, 2 * GRANT_START);
+	iwpeer_close(&P);
+}
+
+/* RFC 8166 §3.3.1 with the server's credit_budget (8 here, set by the
+ * case table): credits beyond each connection's first 8, all of them
+ * together.  The first connection grows to 16 and takes all of it, so
+ * its next burst stays at 16 and a second connection's at 8.  When the
+ * first has made no call for a second, its grant comes down and the
+ * budget is the second's to grow with.  Both connections' calls keep
+ * landing in posted receives throughout (a Send into none would end the
+ * connection with a Terminate, and the replies would not come). */
+static void case_grant_budget(const char *addr)
+{
+	static uint8_t data[3000];
+	fill(data, sizeof data, 11);
+	if (!connect_peer(addr, pd_ours, 8, 64))
+		return;
+	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
+	echo_grant(0xd00, GRANT_START);
+	held_calls(0xd10, GRANT_START, 2 * GRANT_START);
+	held_calls(0xd20, 2 * GRANT_START, 2 * GRANT_START); /* spent */
+	struct iwpeer first = P;
+	memset(&P, 0, sizeof P);
+	P.fd = -1;
+	if (!connect_peer(addr, pd_ours, 8, 64)) {
+		iwpeer_close(&first);
+		return;
+	}
+	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
+	echo_grant(0xe00, GRANT_START);
+	held_calls(0xe10, GRANT_START, GRANT_START); /* the first has it */
+	/* The first calls nothing now: the second grows once its grant came
+	 * down (a burst that finds it not yet down stays at 8; try again
+	 * after another while). */
+	uint32_t g = 0;
+	for (int i = 0; i < 6 && g != 2 * GRANT_START; i++) {
+		struct timespec t = {1, 500000000L};
+		nanosleep(&t, NULL);
+		g = held_calls_grant(0xe20 + 0x10 * (uint32_t)i, GRANT_START);
+		CHECK(g == GRANT_START || g == 2 * GRANT_START);
+	}
+	CHECK_EQ(g, 2 * GRANT_START);
+	struct iwpeer second = P;
+	P = first;
+	echo_grant(0xd80, GRANT_START); /* it came down */
+	held_calls(0xd90, GRANT_START, GRANT_START); /* the second has it */
+	/* What the server counted (rpcrdma_stats): each connection's grant
+	 * raised once, bursts refused by the spent budget (at least the
+	 * first's second one, the second's first one and this one), and
+	 * the first's grant lowered. */
+	struct rpcrdma_stats st;
+	CHECK_EQ(rpcrdma_svc_stats(srv, &st), 0);
+	CHECK_EQ(st.grants_raised, 2);
+	CHECK(st.grants_refused >= 3);
+	CHECK(st.grants_lowered >= 1);
+	iwpeer_close(&P);
+	P = second;
 	iwpeer_close(&P);
 }
 
@@ -1185,6 +1282,7 @@ struct named {
 	unsigned versions;
 	bool msgp;
 	void (*fn)(const char *addr);
+	unsigned credit_budget; /* the server's; 0: none */
 };
 
 static void case_pdata_search(const char *a)
@@ -1198,21 +1296,22 @@ static void case_pdata_none(const char *a)
 }
 
 static const struct named cases[] = {
-	{"pdata_search", RPCRDMA_V1_ONLY, false, case_pdata_search},
-	{"pdata_none", RPCRDMA_V1_ONLY, false, case_pdata_none},
-	{"write_chunk", RPCRDMA_V1_ONLY, false, case_write_chunk},
-	{"long_reply", RPCRDMA_V1_ONLY, false, case_long_reply},
-	{"read_chunks", RPCRDMA_V1_ONLY, false, case_read_chunks},
-	{"grant_grows", RPCRDMA_V1_ONLY, false, case_grant_grows},
-	{"err_chunk", RPCRDMA_V1_ONLY, false, case_err_chunk},
-	{"msgp_accepted", RPCRDMA_V1_ONLY, true, case_msgp_accepted},
-	{"p2p", RPCRDMA_V1_ONLY, false, case_p2p},
-	{"limits", RPCRDMA_V1_ONLY, false, case_limits},
-	{"rpc", RPCRDMA_V1_ONLY, false, case_rpc},
-	{"v2_server", RPCRDMA_PREFER_V2, false, case_v2_server},
-	{"v1_only_server", RPCRDMA_V1_ONLY, false, case_v1_only_server},
-	{"ddp_errors", RPCRDMA_V1_ONLY, false, case_ddp_errors},
-	{"server_follows_v1", RPCRDMA_PREFER_V2, false, case_server_follows_v1},
+	{"pdata_search", RPCRDMA_V1_ONLY, false, case_pdata_search, 0},
+	{"pdata_none", RPCRDMA_V1_ONLY, false, case_pdata_none, 0},
+	{"write_chunk", RPCRDMA_V1_ONLY, false, case_write_chunk, 0},
+	{"long_reply", RPCRDMA_V1_ONLY, false, case_long_reply, 0},
+	{"read_chunks", RPCRDMA_V1_ONLY, false, case_read_chunks, 0},
+	{"grant_grows", RPCRDMA_V1_ONLY, false, case_grant_grows, 0},
+	{"grant_budget", RPCRDMA_V1_ONLY, false, case_grant_budget, 8},
+	{"err_chunk", RPCRDMA_V1_ONLY, false, case_err_chunk, 0},
+	{"msgp_accepted", RPCRDMA_V1_ONLY, true, case_msgp_accepted, 0},
+	{"p2p", RPCRDMA_V1_ONLY, false, case_p2p, 0},
+	{"limits", RPCRDMA_V1_ONLY, false, case_limits, 0},
+	{"rpc", RPCRDMA_V1_ONLY, false, case_rpc, 0},
+	{"v2_server", RPCRDMA_PREFER_V2, false, case_v2_server, 0},
+	{"v1_only_server", RPCRDMA_V1_ONLY, false, case_v1_only_server, 0},
+	{"ddp_errors", RPCRDMA_V1_ONLY, false, case_ddp_errors, 0},
+	{"server_follows_v1", RPCRDMA_PREFER_V2, false, case_server_follows_v1, 0},
 };
 
 int main(int argc, char **argv)
@@ -1230,9 +1329,11 @@ int main(int argc, char **argv)
 		if (!run)
 			continue;
 		char addr[64];
-		struct rpcrdma_svc *s = server(cases[i].versions, cases[i].msgp, addr);
+		struct rpcrdma_svc *s = server(cases[i].versions, cases[i].msgp,
+					       cases[i].credit_budget, addr);
 		if (!s)
 			continue;
+		srv = s;
 		int before = test_failed;
 		cases[i].fn(addr);
 		rpcrdma_svc_destroy(s);

@@ -15,7 +15,9 @@
 #             a directory of 2000 entries listed (ls -l: READDIRPLUS Long
 #             Replies), symbolic links (one of 4000 bytes: a Long Call to
 #             make, a Long Reply to read), rename, remove, truncate, hard
-#             link, chmod/chown/touch, a FIFO, concurrent writers, rsync -a
+#             link, chmod/chown/touch, a FIFO, concurrent writers (which
+#             grow the credit grant; after an idle second it comes down,
+#             and direct reads on the same mount must go on), rsync -a
 #             of a real tree (part of /usr/share/doc) and diff -r, umount;
 #             then the server's counters must show every message shape
 #             (Read chunk, Write chunk, Reply chunk, Long Call, Send With
@@ -226,6 +228,22 @@ for i in 1 2 3 4; do
 	dd if="$W/rand" of="$W/shared" bs=1M count=2 skip=$((2 * i)) seek=$((2 * i)) \
 		conv=notrunc status=none
 done
+# RFC 8166 §3.3.1: the writers kept more than the first 8 credits in use,
+# so the connection's grant grew; a second with no call brings it back to
+# 8 (engine/recv_buffers.c), and the kernel client must go on under the
+# smaller grant on the same mount: direct reads (no page cache), checked.
+sleep 2.5
+for i in 1 2; do
+	check "O_DIRECT read of writer $i after the connection idled" \
+		cmp -s <(dd if="$MNT/conc.$i" bs=256K iflag=direct status=none) "$W/conc.$i"
+done
+rm -f "$W/stats.main"
+kill -USR1 "$SPID"
+while [ ! -s "$W/stats.main" ]; do sleep 0.1; done
+say "grants: raised $(stat_of main rdma.grants_raised), lowered" \
+	"$(stat_of main rdma.grants_lowered), refused $(stat_of main rdma.grants_refused)"
+check "the grant grew under the writers" test "$(stat_of main rdma.grants_raised)" -gt 0
+check "and came down after an idle second" test "$(stat_of main rdma.grants_lowered)" -gt 0
 remount || fail remount
 for i in 1 2 3 4; do
 	cmp -s "$W/conc.$i" "$MNT/conc.$i" || fail "concurrent writer $i"

@@ -100,6 +100,8 @@ static void collect(struct side *cli)
 /* Side B's cfg.read_piece and cfg.read_window when not 0 (test_read_pieces),
  * and its cfg.credits_start (test_grant_grows). */
 static uint32_t b_read_piece, b_read_window, b_credits_start;
+/* Side B's cfg.budget (test_grant_budget). */
+static struct rpcrdma_engine_budget *b_budget;
 
 /* local_inv_a: side A's cfg.local_inv. */
 static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
@@ -127,6 +129,7 @@ static void setup_inv(uint32_t calls, uint32_t credits, bool rinv_a,
 	if (b_read_window)
 		c.read_window = b_read_window;
 	c.credits_start = b_credits_start;
+	c.budget = b_budget;
 	CHECK_EQ(side_create(&B, &c), 0);
 	connect_pair(&A, &B, ord);
 	ndone = 0;
@@ -608,6 +611,39 @@ static void answer_held(void)
 	serve(&B, &A);
 }
 
+/* 30 calls held by B (SERVE_HOLD), in rounds: each round the client
+ * sends as many as it was granted, want[r], and B's grant after it is
+ * want[r + 1] (want[4] after the last); every grant is backed by posted
+ * receives beside B's 32 for its own calls.  Ends with all 30 answered. */
+static void grant_rounds(const uint32_t want[5])
+{
+	mode = SERVE_HOLD;
+	uint32_t xid;
+	for (int i = 0; i < 30; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 1); /* §3.3.3: one until the first reply */
+	CHECK_EQ(info_of(&B).grant, want[0]); /* 1 open: not all of it */
+	unsigned sent = 1;
+	for (unsigned r = 0; r < 5 && sent < 30; r++) {
+		answer_held();
+		collect(&A);
+		CHECK_EQ(info_of(&A).credits_granted, want[r]);
+		unsigned got = nheld;
+		CHECK_EQ(got, want[r] < 30 - sent ? want[r] : 30 - sent);
+		sent += got;
+		struct rpcrdma_engine_info b = info_of(&B);
+		CHECK_EQ(b.grant, want[r + 1 < 5 ? r + 1 : 4]);
+		CHECK(b.recvs_posted >= b.grant + 32);
+	}
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 30);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+}
+
 /* RFC 8166 §3.3.1 with credits_start: the server's grant starts small,
  * doubles each time a call comes with all of it in use, never passes
  * credits, and is always backed by posted receives (the fake counts a
@@ -621,35 +657,11 @@ static void test_grant_grows(void)
 	/* B's max_calls (32) receives for its own calls' replies beside. */
 	CHECK_EQ(info_of(&B).grant, 2);
 	CHECK_EQ(info_of(&B).recvs_posted, 2 + 32);
-	mode = SERVE_HOLD;
-	uint32_t xid;
-	for (int i = 0; i < 30; i++)
-		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
-	pump(&A, &B);
-	serve(&B, &A);
-	CHECK_EQ(nheld, 1); /* §3.3.3: one until the first reply */
-	CHECK_EQ(info_of(&B).grant, 2); /* 1 open of 2: not all of it */
 	/* Each round the client sends as many as it was granted; the server
 	 * sees all of the grant in use and doubles it: 2, 4, 8, 16, 16. */
 	const uint32_t want[] = {2, 4, 8, 16, 16};
-	unsigned sent = 1;
-	for (unsigned r = 0; r < 5 && sent < 30; r++) {
-		answer_held();
-		collect(&A);
-		CHECK_EQ(info_of(&A).credits_granted, want[r]);
-		unsigned got = nheld;
-		CHECK_EQ(got, want[r] < 30 - sent ? want[r] : 30 - sent);
-		sent += got;
-		struct rpcrdma_engine_info b = info_of(&B);
-		CHECK_EQ(b.grant, r + 1 < 5 ? want[r + 1] : 16);
-		CHECK(b.grant <= 16);
-		CHECK(b.recvs_posted >= b.grant + 32);
-	}
-	answer_held();
-	collect(&A);
-	CHECK_EQ(ndone, 30);
-	for (int i = 0; i < ndone; i++)
-		CHECK_EQ(done[i].status, 0);
+	grant_rounds(want);
+	uint32_t xid;
 	struct rpcrdma_engine_counters c;
 	rpcrdma_engine_get_counters(B.e, &c);
 	CHECK_EQ(c.grant_raised, 3); /* 2 -> 4 -> 8 -> 16 */
@@ -665,6 +677,134 @@ static void test_grant_grows(void)
 	CHECK_EQ(ndone, 31);
 	CHECK_EQ(info_of(&A).credits_granted, 2);
 	teardown();
+}
+
+/* RFC 8166 §3.3.1 ("a Responder may reduce the granted credit value"),
+ * with a server's budget: the grant grows only with what the budget has
+ * left; one with none of its calls open and none arrived for a second
+ * comes back to credits_start and gives the budget back; the peer, which
+ * has not seen the smaller grant yet, may still send as many calls as the
+ * larger one allowed, and each lands in a posted receive (the fake
+ * counts a Send into none as a violation); its burst grows the grant
+ * again.  A lost connection and a destroyed engine give the budget back. */
+static void test_grant_budget(void)
+{
+	struct rpcrdma_engine_budget budget = {.limit = 6};
+	b_credits_start = 2;
+	b_budget = &budget;
+	setup(32, 16, true, true, 4);
+	b_credits_start = 0;
+	b_budget = NULL;
+	CHECK_EQ(info_of(&B).grant, 2);
+	CHECK_EQ(atomic_load(&budget.taken), 0);
+	/* 2 -> 4 -> 8 takes 2 + 4 of the budget's 6: 16 is refused. */
+	const uint32_t want[] = {2, 4, 8, 8, 8};
+	grant_rounds(want);
+	uint32_t xid;
+	CHECK_EQ(atomic_load(&budget.taken), 6);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(B.e, &c);
+	CHECK_EQ(c.grant_raised, 2);
+	CHECK(c.grant_refused >= 1);
+	CHECK_EQ(c.grant_lowered, 0);
+	/* Idle: the first tick starts the quiet time, the grant comes down
+	 * a second later (the deadline says when), not before. */
+	const uint64_t t = 100000;
+	rpcrdma_engine_tick(B.e, t);
+	CHECK_EQ(rpcrdma_engine_next_deadline(B.e, t), t + 1000);
+	rpcrdma_engine_tick(B.e, t + 999);
+	CHECK_EQ(info_of(&B).grant, 8);
+	rpcrdma_engine_tick(B.e, t + 1000);
+	struct rpcrdma_engine_info b = info_of(&B);
+	CHECK_EQ(b.grant, 2);
+	CHECK_EQ(atomic_load(&budget.taken), 0);
+	CHECK(b.recvs_posted >= 8 + 32); /* posted stay posted */
+	CHECK_EQ(rpcrdma_engine_next_deadline(B.e, t + 1000), UINT64_MAX);
+	rpcrdma_engine_get_counters(B.e, &c);
+	CHECK_EQ(c.grant_lowered, 1);
+	/* A burst of the old grant: all 8 land, and grow it on the way. */
+	CHECK_EQ(info_of(&A).credits_granted, 8);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 8);
+	CHECK_EQ(info_of(&B).grant, 8);
+	CHECK_EQ(atomic_load(&budget.taken), 6);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 38);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+	/* A call with the grant half used keeps it from coming down. */
+	mode = SERVE_HOLD;
+	CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	rpcrdma_engine_tick(B.e, t + 5000);
+	rpcrdma_engine_tick(B.e, t + 9000);
+	CHECK_EQ(info_of(&B).grant, 8);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 39);
+	/* Down again, and this time the budget is spent elsewhere (other
+	 * connections took it): the burst of the old grant still lands
+	 * whole, the grant stays down, and once the peer has seen it, it
+	 * sends no more than 2 at a time. */
+	rpcrdma_engine_tick(B.e, t + 20000);
+	rpcrdma_engine_tick(B.e, t + 21000);
+	CHECK_EQ(info_of(&B).grant, 2);
+	atomic_store(&budget.taken, budget.limit);
+	for (int i = 0; i < 12; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 8);
+	CHECK_EQ(info_of(&B).grant, 2);
+	rpcrdma_engine_get_counters(B.e, &c);
+	CHECK(c.grant_refused >= 2);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(info_of(&A).credits_granted, 2);
+	CHECK_EQ(nheld, 2); /* of the 4 that waited */
+	/* Calls the peer sent under the larger grant stood over the smaller
+	 * one until answered, which §3.3.1 allows (it "MAY" reduce it); the
+	 * fake's step check counts those, and what the peer sent after
+	 * seeing it is checked just above. */
+	fake_credit_violations = 0;
+	answer_held();
+	collect(&A);
+	CHECK_EQ(nheld, 2);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 51);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+	CHECK_EQ(fake_credit_violations, 0);
+	atomic_store(&budget.taken, 0);
+	/* The connection's end, and the engine's, give back what it took. */
+	for (int round = 0; round < 2; round++) {
+		disconnect_pair(&A, &B);
+		CHECK_EQ(atomic_load(&budget.taken), 0);
+		connect_pair(&A, &B, 4);
+		CHECK_EQ(info_of(&B).grant, 2);
+		mode = SERVE_HOLD;
+		for (int i = 0; i < 4; i++)
+			CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+		pump(&A, &B);
+		serve(&B, &A);
+		answer_held(); /* 1, then all of the grant of 2 in use: 4 */
+		collect(&A);
+		CHECK_EQ(info_of(&B).grant, 4);
+		CHECK_EQ(atomic_load(&budget.taken), 2);
+		answer_held(); /* 2, which lets the fourth go */
+		collect(&A);
+		answer_held();
+		collect(&A);
+		CHECK_EQ(ndone, 55 + 4 * (unsigned)round);
+	}
+	teardown();
+	CHECK_EQ(atomic_load(&budget.taken), 0); /* destroy gave it back */
 }
 
 /* RFC 8166 §3.3.1: RDMA Reads within the ORD; more segments than the
@@ -1009,6 +1149,7 @@ int main(void)
 	test_reverse_direction();
 	test_credit_limit();
 	test_grant_grows();
+	test_grant_budget();
 	test_ord();
 	test_read_pieces();
 	test_conn_loss();

@@ -174,6 +174,9 @@ static void write_stats(const char *path, SVCXPRT *rdma)
 		T(bad_replies);
 		T(rdma_read_bytes);
 		T(rdma_write_bytes);
+		T(grants_raised);
+		T(grants_refused);
+		T(grants_lowered);
 #undef T
 		fprintf(f, "rdma.version %u\n", s.version);
 		fprintf(f, "rdma.send_threshold %u\n", s.send_threshold);
