@@ -162,13 +162,18 @@ enum rpcrdma_engine_versions {
 /* A server's credit budget (docs/SCALE.md, "Shared receives and
  * credits"): the credits its connections may be granted beyond their
  * first grants (credits_start), all of them together.  A grant grows
- * only with what is left of it, and gives back what it took when it
- * comes down again (an idle connection, recv_buffers.c) or its
- * connection ends.  Shared by the engines of every thread: taken is
- * atomic, limit is set before the first engine uses it. */
+ * only with what is left of it, and at most to its fair share while
+ * other connections want some too; it gives back what it took when it
+ * comes down again (an idle connection, or one over its share,
+ * recv_buffers.c) or its connection ends.  Shared by the engines of
+ * every thread: the counts are atomic, limit is set before the first
+ * engine uses it. */
 struct rpcrdma_engine_budget {
 	uint64_t limit;
 	_Atomic uint64_t taken;
+	_Atomic uint32_t wanting; /* connections that hold some of it or
+				     were refused: the share is
+				     limit / wanting */
 };
 
 struct rpcrdma_engine_config {
@@ -599,6 +604,8 @@ struct rpcrdma_engine_counters {
 				      spent */
 	uint64_t grant_lowered;    /* an idle connection's grant went back
 				      to credits_start */
+	uint64_t grant_trimmed;    /* a grant came down to its fair share
+				      of the budget, others wanting some */
 	/* Both */
 	uint64_t rdma_read_bytes, rdma_write_bytes;
 	uint64_t err_vers_sent, err_chunk_sent;

@@ -369,6 +369,7 @@ struct rpcrdma_engine {
 	uint32_t recv_target;
 	uint32_t grant;                /* credits granted now (recv_buffers.c) */
 	uint32_t grant_taken;          /* of cfg.budget, for the grant */
+	bool grant_wants;              /* counted in cfg.budget->wanting */
 	uint64_t grant_calls;          /* calls that came, for the idle test */
 	uint64_t grant_calls_seen;     /* ... at the last tick */
 	uint64_t grant_quiet_since;    /* since when none came, none open */

@@ -121,6 +121,13 @@ uint32_t rpcrdma_recv_grant(const struct rpcrdma_engine *e)
  * one back) and are only not posted again as calls use them, while the
  * target is lower, so every call the peer may send still finds one.  A
  * burst that finds the grant in use grows it again on the way.
+ *
+ * While several connections want some of the budget (each holds some,
+ * or was refused), each grows to its share of it at most, limit /
+ * wanting; one that holds more since others came comes down to its
+ * share at its next tick, calls open or not (the same reasoning holds:
+ * its receives stay posted), so a client that came first and keeps its
+ * grant in use cannot hold all of it.
  */
 #define GRANT_IDLE_MS 1000u
 
@@ -136,12 +143,40 @@ static void grant_set(struct rpcrdma_engine *e, uint32_t g)
 	e->recv_target = g + e->cfg.max_calls;
 }
 
-/* Up to want credits of the budget, for the grant; how many it got. */
+/* Whether this connection counts among those that want some of the
+ * budget (it holds some, or was refused). */
+static void budget_wants(struct rpcrdma_engine *e, bool on)
+{
+	struct rpcrdma_engine_budget *b = e->cfg.budget;
+	if (!b || e->grant_wants == on)
+		return;
+	e->grant_wants = on;
+	if (on)
+		atomic_fetch_add_explicit(&b->wanting, 1, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&b->wanting, 1, memory_order_relaxed);
+}
+
+/* A connection's share of the budget while others want some too. */
+static uint64_t budget_share(const struct rpcrdma_engine_budget *b)
+{
+	uint32_t n = atomic_load_explicit(&b->wanting, memory_order_relaxed);
+	return b->limit / (n ? n : 1);
+}
+
+/* Up to want credits of the budget, for the grant, within the share;
+ * how many it got. */
 static uint32_t budget_take(struct rpcrdma_engine *e, uint32_t want)
 {
 	struct rpcrdma_engine_budget *b = e->cfg.budget;
 	if (!b)
 		return want;
+	budget_wants(e, true);
+	uint64_t share = budget_share(b);
+	if (e->grant_taken >= share)
+		return 0;
+	if (want > share - e->grant_taken)
+		want = (uint32_t)(share - e->grant_taken);
 	uint64_t cur = atomic_load_explicit(&b->taken, memory_order_relaxed);
 	uint32_t take;
 	do {
@@ -156,13 +191,18 @@ static uint32_t budget_take(struct rpcrdma_engine *e, uint32_t want)
 	return take;
 }
 
+static void budget_give(struct rpcrdma_engine *e, uint32_t n)
+{
+	if (n && e->cfg.budget)
+		atomic_fetch_sub_explicit(&e->cfg.budget->taken, n,
+					  memory_order_relaxed);
+	e->grant_taken -= n;
+}
+
 void rpcrdma_recv_grant_release(struct rpcrdma_engine *e)
 {
-	if (e->grant_taken && e->cfg.budget)
-		atomic_fetch_sub_explicit(&e->cfg.budget->taken,
-					  e->grant_taken,
-					  memory_order_relaxed);
-	e->grant_taken = 0;
+	budget_give(e, e->grant_taken);
+	budget_wants(e, false);
 }
 
 void rpcrdma_recv_grant_reset(struct rpcrdma_engine *e)
@@ -189,8 +229,22 @@ void rpcrdma_recv_grant_used(struct rpcrdma_engine *e)
 
 void rpcrdma_recv_grant_tick(struct rpcrdma_engine *e, uint64_t now)
 {
+	/* Over its share since other connections came to want some (a
+	 * greedy client that came first): down to it, open calls or not,
+	 * and the rest back to the budget, for them. */
+	if (e->grant_taken) {
+		uint64_t share = budget_share(e->cfg.budget);
+		if (e->grant_taken > share) {
+			uint32_t over = e->grant_taken - (uint32_t)share;
+			grant_set(e, e->grant - over);
+			budget_give(e, over);
+			e->ctr.grant_trimmed++;
+		}
+	}
+	/* Idle: a grant above the first comes down, and a connection that
+	 * was only refused stops counting among those that want some. */
 	uint32_t first = grant_first(e);
-	if (e->grant <= first || e->rs_open ||
+	if ((e->grant <= first && !e->grant_wants) || e->rs_open ||
 	    e->grant_calls != e->grant_calls_seen) {
 		e->grant_calls_seen = e->grant_calls;
 		e->grant_quiet_since = now;
@@ -198,14 +252,16 @@ void rpcrdma_recv_grant_tick(struct rpcrdma_engine *e, uint64_t now)
 	}
 	if (now - e->grant_quiet_since < GRANT_IDLE_MS)
 		return;
-	grant_set(e, first);
+	if (e->grant > first) {
+		grant_set(e, first);
+		e->ctr.grant_lowered++;
+	}
 	rpcrdma_recv_grant_release(e);
-	e->ctr.grant_lowered++;
 }
 
 uint64_t rpcrdma_recv_grant_deadline(const struct rpcrdma_engine *e)
 {
-	if (e->grant <= grant_first(e) || e->rs_open)
+	if ((e->grant <= grant_first(e) && !e->grant_wants) || e->rs_open)
 		return UINT64_MAX;
 	/* A call since the last tick: that tick starts the quiet time (a
 	 * deadline already past ticks the connection once more). */

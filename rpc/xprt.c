@@ -545,6 +545,7 @@ void rpcrdma_rpc_xprt_add_stats(struct rpc_xprt *x, struct rpcrdma_stats *s)
 	s->grants_raised += k.grant_raised;
 	s->grants_refused += k.grant_refused;
 	s->grants_lowered += k.grant_lowered;
+	s->grants_trimmed += k.grant_trimmed;
 	pthread_mutex_lock(&x->lock);
 	s->reconnects += x->reconnects;
 	s->registrations += x->registrations +

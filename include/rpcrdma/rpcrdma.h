@@ -197,7 +197,10 @@ struct rpcrdma_opts {
 				       grant (RFC 8166 §3.3.1) starts at 8
 				       and doubles up to credits while its
 				       client keeps it all in use, within
-				       what is left of this; one idle for a
+				       what is left of this, and while
+				       other connections want some too, to
+				       its share of it (one that holds more
+				       comes down to it); one idle for a
 				       second goes back to 8 and gives its
 				       share back.  So a few busy clients
 				       cannot take every credit of a server
@@ -497,9 +500,11 @@ struct rpcrdma_stats {
 	uint64_t ord_stalls, read_window_stalls;
 	/* Server: a connection's credit grant (RFC 8166 §3.3.1) doubled
 	 * (its client had all of it in use), would have but the
-	 * credit_budget was spent, and came back to its first after a
-	 * second with no call (opts.credit_budget). */
-	uint64_t grants_raised, grants_refused, grants_lowered;
+	 * credit_budget was spent (or its share of it), came back to its
+	 * first after a second with no call, and came down to its share
+	 * of the budget when other connections wanted some
+	 * (opts.credit_budget). */
+	uint64_t grants_raised, grants_refused, grants_lowered, grants_trimmed;
 	/* Append new counters here, and to RPCRDMA_STATS_FIELDS below. */
 };
 
@@ -526,7 +531,7 @@ struct rpcrdma_stats {
 	X(ddp_copied_tx, 1) X(ddp_copied_rx, 1) X(reg_cache_hits, 1)         \
 	X(reg_cache_misses, 1) X(windows_reused, 1) X(ddp_copied_placed, 1) \
 	X(ord_stalls, 1) X(read_window_stalls, 1) X(grants_raised, 1)        \
-	X(grants_refused, 1) X(grants_lowered, 1)
+	X(grants_refused, 1) X(grants_lowered, 1) X(grants_trimmed, 1)
 
 /* Fills the first size bytes of *s: the counters this library has, 0 in
  * those it does not know.  Call it through rpcrdma_clnt_stats().  Errors:

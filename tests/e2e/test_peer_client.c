@@ -535,13 +535,14 @@ static void echo_grant(uint32_t xid, uint32_t want)
 	CHECK_EQ(r.credit, want);
 }
 
-/* n calls at once, each with its argument in a Read chunk, whose RDMA
- * Read Requests the peer answers only once no more come: all n are open
- * on the server together.  Returns the grant every reply carried, or 0
- * (said on stderr) when they differ or a call was not answered right. */
-static uint32_t held_calls_grant(uint32_t xid0, unsigned n)
+/* n calls at once, each with its argument in a Read chunk whose RDMA
+ * Read Request the peer does not answer yet: the server has them all
+ * open.  The Read Requests that came until none came for QUIET_MS go
+ * to pend (64 at most); how many. */
+static unsigned calls_open(uint32_t xid0, unsigned n,
+			   struct rpcrdma_iwarp_read_req *pend)
 {
-	struct pp_hdr h, r;
+	struct pp_hdr h;
 	uint8_t lenw[4];
 	pp_put32(lenw, 1001);
 	P.defer_reads = true;
@@ -552,9 +553,25 @@ static uint32_t held_calls_grant(uint32_t xid0, unsigned n)
 		seg(&h.reads[0].seg, 0x6000, 1001, 0x10000);
 		send_call(&h, P_ECHO, lenw, 4);
 	}
-	static struct rpcrdma_iwarp_read_req pend[64];
-	unsigned npend = 0, served = 0, replies = 0, right = 0;
+	unsigned npend = 0;
+	while (npend < 64 && iwpeer_recv(&P, &M, QUIET_MS) == 0 &&
+	       M.kind == IWPEER_READ_REQ)
+		pend[npend++] = M.rr;
+	return npend;
+}
+
+/* The calls calls_open(xid0, n) left open (npend of their Read Requests
+ * in pend) answered: the Read Requests are answered once no more come,
+ * and every reply is collected.  Returns the grant every reply carried,
+ * or 0 (said on stderr) when they differ or a call was not answered
+ * right. */
+static uint32_t calls_finish(uint32_t xid0, unsigned n,
+			     struct rpcrdma_iwarp_read_req *pend, unsigned npend)
+{
+	struct pp_hdr r;
+	unsigned served = 0, replies = 0, right = 0;
 	uint32_t grant = UINT32_MAX;
+	answer_reads(pend, &npend, &served);
 	while (replies < n) {
 		int rc = iwpeer_recv(&P, &M, npend ? QUIET_MS : TMO);
 		if (rc == RPCRDMA_ERR_TIMEOUT && npend) {
@@ -585,6 +602,15 @@ static uint32_t held_calls_grant(uint32_t xid0, unsigned n)
 	CHECK_EQ(served, n);
 	CHECK_EQ(replies, n);
 	return served == n && replies == n && right == n ? grant : 0;
+}
+
+/* n calls open on the server together (calls_open), then answered
+ * (calls_finish): the grant every reply carried, or 0. */
+static uint32_t held_calls_grant(uint32_t xid0, unsigned n)
+{
+	static struct rpcrdma_iwarp_read_req pend[64];
+	unsigned npend = calls_open(xid0, n, pend);
+	return calls_finish(xid0, n, pend, npend);
 }
 
 /* The same; every reply must carry grant `want`. */
@@ -643,6 +669,24 @@ static void case_grant_grows(const char *addr)
 	iwpeer_close(&P);
 }
 
+/* The connection of P set aside in *first (its state kept, nothing
+ * pending on it), a second one to addr in P, data exposed to it as to the
+ * first, and its first reply granting GRANT_START.  False (and the first
+ * closed) if it could not connect. */
+static bool second_peer(const char *addr, const uint8_t *data, size_t len,
+			struct iwpeer *first)
+{
+	memset(&P, 0, sizeof P);
+	P.fd = -1;
+	if (!connect_peer(addr, pd_ours, 8, 64)) {
+		iwpeer_close(first);
+		return false;
+	}
+	iwpeer_expose(&P, 0x6000, 0x10000, data, len);
+	echo_grant(0xe00, GRANT_START);
+	return true;
+}
+
 /* RFC 8166 §3.3.1 with the server's credit_budget (8 here, set by the
  * case table): credits beyond each connection's first 8, all of them
  * together.  The first connection grows to 16 and takes all of it, so
@@ -662,14 +706,8 @@ static void case_grant_budget(const char *addr)
 	held_calls(0xd10, GRANT_START, 2 * GRANT_START);
 	held_calls(0xd20, 2 * GRANT_START, 2 * GRANT_START); /* spent */
 	struct iwpeer first = P;
-	memset(&P, 0, sizeof P);
-	P.fd = -1;
-	if (!connect_peer(addr, pd_ours, 8, 64)) {
-		iwpeer_close(&first);
+	if (!second_peer(addr, data, sizeof data, &first))
 		return;
-	}
-	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
-	echo_grant(0xe00, GRANT_START);
 	held_calls(0xe10, GRANT_START, GRANT_START); /* the first has it */
 	/* The first calls nothing now: the second grows once its grant came
 	 * down (a burst that finds it not yet down stays at 8; try again
@@ -679,7 +717,10 @@ static void case_grant_budget(const char *addr)
 		struct timespec t = {1, 500000000L};
 		nanosleep(&t, NULL);
 		g = held_calls_grant(0xe20 + 0x10 * (uint32_t)i, GRANT_START);
-		CHECK(g == GRANT_START || g == 2 * GRANT_START);
+		/* 12: a tick of the first brought it down to its share of
+		 * the two (grant_share) before its idle second was over. */
+		CHECK(g == GRANT_START || g == GRANT_START + 4 ||
+		      g == 2 * GRANT_START);
 	}
 	CHECK_EQ(g, 2 * GRANT_START);
 	struct iwpeer second = P;
@@ -695,6 +736,53 @@ static void case_grant_budget(const char *addr)
 	CHECK_EQ(st.grants_raised, 2);
 	CHECK(st.grants_refused >= 3);
 	CHECK(st.grants_lowered >= 1);
+	iwpeer_close(&P);
+	P = second;
+	iwpeer_close(&P);
+}
+
+/* The budget's share (credit_budget 8, as grant_budget): the first
+ * connection grows to 16 and takes all of it, then keeps 16 calls open
+ * (their Read chunks unanswered).  A second connection's burst is
+ * refused, so two connections want the budget and each one's share is
+ * 4: the first comes down to 8 + 4 while its calls are still open, and
+ * the second grows to 12.  The first's open calls all complete, their
+ * replies granting 12.  RFC 8166 §3.3.1: a Responder may reduce its
+ * grant; the receives posted for the larger one stay posted. */
+static void case_grant_share(const char *addr)
+{
+	static uint8_t data[3000];
+	static struct rpcrdma_iwarp_read_req pend[64];
+	fill(data, sizeof data, 13);
+	if (!connect_peer(addr, pd_ours, 8, 64))
+		return;
+	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
+	echo_grant(0xf00, GRANT_START);
+	held_calls(0xf10, GRANT_START, 2 * GRANT_START);
+	unsigned npend = calls_open(0xf20, 2 * GRANT_START, pend);
+	struct iwpeer first = P;
+	if (!second_peer(addr, data, sizeof data, &first))
+		return;
+	/* Refused at first (the first holds it all); it grows once the
+	 * first's next tick has brought it down to its share. */
+	uint32_t g = GRANT_START;
+	for (int i = 0; i < 6 && g != GRANT_START + 4; i++) {
+		if (i) {
+			struct timespec t = {1, 0};
+			nanosleep(&t, NULL);
+		}
+		g = held_calls_grant(0xe10 + 0x10 * (uint32_t)i, GRANT_START);
+		CHECK(g == GRANT_START || g == GRANT_START + 4);
+	}
+	CHECK_EQ(g, GRANT_START + 4);
+	struct iwpeer second = P;
+	P = first;
+	CHECK_EQ(calls_finish(0xf20, 2 * GRANT_START, pend, npend),
+		 GRANT_START + 4);
+	struct rpcrdma_stats st;
+	CHECK_EQ(rpcrdma_svc_stats(srv, &st), 0);
+	CHECK(st.grants_trimmed >= 1);
+	CHECK(st.grants_refused >= 2);
 	iwpeer_close(&P);
 	P = second;
 	iwpeer_close(&P);
@@ -1303,6 +1391,7 @@ static const struct named cases[] = {
 	{"read_chunks", RPCRDMA_V1_ONLY, false, case_read_chunks, 0},
 	{"grant_grows", RPCRDMA_V1_ONLY, false, case_grant_grows, 0},
 	{"grant_budget", RPCRDMA_V1_ONLY, false, case_grant_budget, 8},
+	{"grant_share", RPCRDMA_V1_ONLY, false, case_grant_share, 8},
 	{"err_chunk", RPCRDMA_V1_ONLY, false, case_err_chunk, 0},
 	{"msgp_accepted", RPCRDMA_V1_ONLY, true, case_msgp_accepted, 0},
 	{"p2p", RPCRDMA_V1_ONLY, false, case_p2p, 0},

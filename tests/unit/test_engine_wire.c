@@ -679,6 +679,17 @@ static void test_grant_grows(void)
 	teardown();
 }
 
+/* setup(32, 16, ...) with B's first grant 2 and its credits drawn from
+ * budget beyond it. */
+static void setup_budget(struct rpcrdma_engine_budget *budget)
+{
+	b_credits_start = 2;
+	b_budget = budget;
+	setup(32, 16, true, true, 4);
+	b_credits_start = 0;
+	b_budget = NULL;
+}
+
 /* RFC 8166 §3.3.1 ("a Responder may reduce the granted credit value"),
  * with a server's budget: the grant grows only with what the budget has
  * left; one with none of its calls open and none arrived for a second
@@ -690,11 +701,7 @@ static void test_grant_grows(void)
 static void test_grant_budget(void)
 {
 	struct rpcrdma_engine_budget budget = {.limit = 6};
-	b_credits_start = 2;
-	b_budget = &budget;
-	setup(32, 16, true, true, 4);
-	b_credits_start = 0;
-	b_budget = NULL;
+	setup_budget(&budget);
 	CHECK_EQ(info_of(&B).grant, 2);
 	CHECK_EQ(atomic_load(&budget.taken), 0);
 	/* 2 -> 4 -> 8 takes 2 + 4 of the budget's 6: 16 is refused. */
@@ -781,6 +788,14 @@ static void test_grant_budget(void)
 	for (int i = 0; i < ndone; i++)
 		CHECK_EQ(done[i].status, 0);
 	CHECK_EQ(fake_credit_violations, 0);
+	/* Refused, B counts among the connections that want some (halving
+	 * the others' share) until it has been idle a second too. */
+	CHECK_EQ(atomic_load(&budget.wanting), 1);
+	rpcrdma_engine_tick(B.e, t + 30000);
+	CHECK_EQ(rpcrdma_engine_next_deadline(B.e, t + 30000), t + 31000);
+	rpcrdma_engine_tick(B.e, t + 31000);
+	CHECK_EQ(atomic_load(&budget.wanting), 0);
+	CHECK_EQ(info_of(&B).grant, 2);
 	atomic_store(&budget.taken, 0);
 	/* The connection's end, and the engine's, give back what it took. */
 	for (int round = 0; round < 2; round++) {
@@ -805,6 +820,73 @@ static void test_grant_budget(void)
 	}
 	teardown();
 	CHECK_EQ(atomic_load(&budget.taken), 0); /* destroy gave it back */
+}
+
+/* The budget's share: while another connection wants some of it (here
+ * one that was refused, counted in wanting as its engine would), B grows
+ * to limit / 2 at most, and B, which took all of it first, comes down to
+ * that share at its next tick with its calls open; the calls its client
+ * sent under the larger grant all land.  When the other is gone, B grows
+ * to the whole budget again. */
+static void test_grant_share(void)
+{
+	struct rpcrdma_engine_budget budget = {.limit = 6};
+	setup_budget(&budget);
+	const uint32_t want[] = {2, 4, 8, 8, 8};
+	grant_rounds(want); /* all 6 taken, B alone wants */
+	CHECK_EQ(atomic_load(&budget.taken), 6);
+	CHECK_EQ(atomic_load(&budget.wanting), 1);
+	/* Eight calls open on B, then another connection is refused. */
+	mode = SERVE_HOLD;
+	uint32_t xid;
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 8);
+	atomic_fetch_add(&budget.wanting, 1);
+	rpcrdma_engine_tick(B.e, 100000);
+	struct rpcrdma_engine_info b = info_of(&B);
+	CHECK_EQ(b.grant, 2 + 3);
+	CHECK(b.recvs_posted >= 8 + 32); /* posted stay posted */
+	CHECK_EQ(atomic_load(&budget.taken), 3);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(B.e, &c);
+	CHECK_EQ(c.grant_trimmed, 1);
+	CHECK_EQ(c.grant_lowered, 0);
+	/* The replies carry 5; the client keeps to it, and B does not grow
+	 * past its share however busy. */
+	answer_held();
+	collect(&A);
+	CHECK_EQ(info_of(&A).credits_granted, 5);
+	for (int i = 0; i < 12; i++)
+		CHECK_EQ(start_call(&A, 8, 0, 100, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	serve(&B, &A);
+	CHECK_EQ(nheld, 5);
+	CHECK_EQ(info_of(&B).grant, 5);
+	/* Calls sent under the larger grant stood over the smaller one
+	 * until answered (§3.3.1 lets a Responder reduce it); what the
+	 * client sent after seeing it is checked just above. */
+	fake_credit_violations = 0;
+	/* The other connection is gone: B may grow to all of it again. */
+	atomic_fetch_sub(&budget.wanting, 1);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(nheld, 5);
+	CHECK_EQ(info_of(&B).grant, 8);
+	CHECK_EQ(atomic_load(&budget.taken), 6);
+	answer_held();
+	collect(&A);
+	answer_held();
+	collect(&A);
+	CHECK_EQ(ndone, 50);
+	for (int i = 0; i < ndone; i++)
+		CHECK_EQ(done[i].status, 0);
+	CHECK_EQ(fake_credit_violations, 0);
+	teardown();
+	CHECK_EQ(atomic_load(&budget.taken), 0);
+	CHECK_EQ(atomic_load(&budget.wanting), 0);
 }
 
 /* RFC 8166 §3.3.1: RDMA Reads within the ORD; more segments than the
@@ -1150,6 +1232,7 @@ int main(void)
 	test_credit_limit();
 	test_grant_grows();
 	test_grant_budget();
+	test_grant_share();
 	test_ord();
 	test_read_pieces();
 	test_conn_loss();

@@ -177,6 +177,7 @@ static void write_stats(const char *path, SVCXPRT *rdma)
 		T(grants_raised);
 		T(grants_refused);
 		T(grants_lowered);
+		T(grants_trimmed);
 #undef T
 		fprintf(f, "rdma.version %u\n", s.version);
 		fprintf(f, "rdma.send_threshold %u\n", s.send_threshold);
