@@ -526,7 +526,10 @@ struct rpcrdma_provider_ops {
 	 * negative error.  verbs cannot tell and always says 1. */
 	int (*req_notify_cq)(struct rpcrdma_cq *cq);
 	int (*cq_fd)(struct rpcrdma_cq *cq);
-	/* Consume pending notifications so the fd is no longer readable. */
+	/* Consume a pending notification, after the fd was seen readable.
+	 * The fd may stay readable if another was pending (verbs reads one
+	 * event per call, to spare a failed read per wake-up): the consumer
+	 * is then woken again and calls this again. */
 	int (*ack_cq_events)(struct rpcrdma_cq *cq);
 
 	/* QPs are created on a cm_id (after resolve, or on a new id from
