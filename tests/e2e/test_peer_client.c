@@ -687,6 +687,28 @@ static bool second_peer(const char *addr, const uint8_t *data, size_t len,
 	return true;
 }
 
+/* Bursts of GRANT_START calls on P (XIDs from xid0, 0x10 apart), up to
+ * 6, until one's replies grant `want`; pause_ms before each burst (but
+ * the first when pause_first is false), for a tick of the server's other
+ * connection to give budget back.  A burst may also find the grant still
+ * at GRANT_START (nothing given back yet) or at GRANT_START + 4 (the
+ * share of two connections in a budget of 8).  The last grant seen. */
+static uint32_t burst_until(uint32_t xid0, uint32_t want, bool pause_first,
+			    long pause_ms)
+{
+	uint32_t g = 0;
+	for (int i = 0; i < 6 && g != want; i++) {
+		if (i || pause_first) {
+			struct timespec t = {pause_ms / 1000,
+					     pause_ms % 1000 * 1000000L};
+			nanosleep(&t, NULL);
+		}
+		g = held_calls_grant(xid0 + 0x10 * (uint32_t)i, GRANT_START);
+		CHECK(g == GRANT_START || g == GRANT_START + 4 || g == want);
+	}
+	return g;
+}
+
 /* RFC 8166 §3.3.1 with the server's credit_budget (8 here, set by the
  * case table): credits beyond each connection's first 8, all of them
  * together.  The first connection grows to 16 and takes all of it, so
@@ -710,19 +732,10 @@ static void case_grant_budget(const char *addr)
 		return;
 	held_calls(0xe10, GRANT_START, GRANT_START); /* the first has it */
 	/* The first calls nothing now: the second grows once its grant came
-	 * down (a burst that finds it not yet down stays at 8; try again
-	 * after another while). */
-	uint32_t g = 0;
-	for (int i = 0; i < 6 && g != 2 * GRANT_START; i++) {
-		struct timespec t = {1, 500000000L};
-		nanosleep(&t, NULL);
-		g = held_calls_grant(0xe20 + 0x10 * (uint32_t)i, GRANT_START);
-		/* 12: a tick of the first brought it down to its share of
-		 * the two (grant_share) before its idle second was over. */
-		CHECK(g == GRANT_START || g == GRANT_START + 4 ||
-		      g == 2 * GRANT_START);
-	}
-	CHECK_EQ(g, 2 * GRANT_START);
+	 * down (12 on the way: a tick of the first brought it down to its
+	 * share of the two, grant_share, before its idle second was over). */
+	CHECK_EQ(burst_until(0xe20, 2 * GRANT_START, true, 1500),
+		 2 * GRANT_START);
 	struct iwpeer second = P;
 	P = first;
 	echo_grant(0xd80, GRANT_START); /* it came down */
@@ -765,16 +778,8 @@ static void case_grant_share(const char *addr)
 		return;
 	/* Refused at first (the first holds it all); it grows once the
 	 * first's next tick has brought it down to its share. */
-	uint32_t g = GRANT_START;
-	for (int i = 0; i < 6 && g != GRANT_START + 4; i++) {
-		if (i) {
-			struct timespec t = {1, 0};
-			nanosleep(&t, NULL);
-		}
-		g = held_calls_grant(0xe10 + 0x10 * (uint32_t)i, GRANT_START);
-		CHECK(g == GRANT_START || g == GRANT_START + 4);
-	}
-	CHECK_EQ(g, GRANT_START + 4);
+	CHECK_EQ(burst_until(0xe10, GRANT_START + 4, false, 1000),
+		 GRANT_START + 4);
 	struct iwpeer second = P;
 	P = first;
 	CHECK_EQ(calls_finish(0xf20, 2 * GRANT_START, pend, npend),
