@@ -34,10 +34,13 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
 		.vendor_err = vendor,
 	};
 	struct rpcrdma_cq *cq = send_side ? qp->base.send_cq : qp->base.recv_cq;
-	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
-	/* Every receive completion of such a QP is one of its SRQ's. */
+	/* Every receive completion of such a QP is one of its SRQ's.  The
+	 * count comes down before the completion is visible: a consumer that
+	 * polls it on another thread and then queries the SRQ must not see
+	 * the receive still counted as posted. */
 	if (!send_side && qp->srq)
 		atomic_fetch_sub(&qp->srq->posted, 1);
+	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
 }
 
 /* The queues of a QP with sq send WRs of ssge SGEs and inl inline bytes
