@@ -105,12 +105,19 @@ struct rpc_call *rpcrdma_rpc_call_alloc(size_t need)
 void rpcrdma_rpc_call_free(struct rpc_call *c)
 {
 	/* A borrowed reply region goes back with the record, and so do
-	 * its pooled buffers. */
-	rpcrdma_rpc_region_put(c->region);
-	c->region = NULL;
-	if (c->big)
-		rpcrdma_rpc_buf_put(c->pool, c->big, rpcrdma_rpc_now_ms());
-	c->big = NULL;
+	 * its pooled buffers: rpcrdma_reply_free's, where giving them back
+	 * may deregister memory (a system call that is a cancellation
+	 * point on some devices, rpc_internal.h). */
+	if (c->region || c->big) {
+		int cancel = rpcrdma_rpc_cancel_hold();
+		rpcrdma_rpc_region_put(c->region);
+		c->region = NULL;
+		if (c->big)
+			rpcrdma_rpc_buf_put(c->pool, c->big,
+					    rpcrdma_rpc_now_ms());
+		c->big = NULL;
+		rpcrdma_rpc_cancel_restore(cancel);
+	}
 	if (c->cap == CALL_SMALL - sizeof(struct rpc_call)) {
 		struct call_cache *k = cache_self();
 		if (k && k->n < CALL_CACHE) {

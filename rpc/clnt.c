@@ -360,11 +360,13 @@ static int call_async(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 
 	if (!cl || !cb)
 		return RPCRDMA_ERR_INVAL;
+	int cancel = rpcrdma_rpc_cancel_hold();
 	int rc = build_call(cl, call, cl->x->opts.borrow_args || res, res,
 			    nres, &c);
-	if (rc < 0)
-		return rc;
-	return rpcrdma_rpc_call_async(cl->x, c, cb, arg);
+	if (rc == 0)
+		rc = rpcrdma_rpc_call_async(cl->x, c, cb, arg);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return rc;
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_call_async(struct rpcrdma_clnt *cl,
@@ -399,12 +401,14 @@ static int call_sync(struct rpcrdma_clnt *cl, const struct rpcrdma_call *call,
 		return rep->status;
 	}
 	/* The caller waits: its memory is borrowed, not copied. */
+	int cancel = rpcrdma_rpc_cancel_hold();
 	int rc = build_call(cl, call, true, res, nres, &c);
-	if (rc < 0) {
+	if (rc < 0)
 		rep->status = rc;
-		return rc;
-	}
-	return rpcrdma_rpc_call_sync(cl->x, c, rep);
+	else
+		rc = rpcrdma_rpc_call_sync(cl->x, c, rep);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return rc;
 }
 
 RPCRDMA_EXPORT int rpcrdma_clnt_call(struct rpcrdma_clnt *cl,
@@ -812,10 +816,9 @@ static unsigned clnt_total(void *obj, struct rpcrdma_stats *s)
 	return live;
 }
 
-RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
-				       uint32_t vers,
-				       const struct rpcrdma_opts *opts,
-				       struct rpcrdma_clnt **out)
+static int clnt_create(const char *addr, uint32_t prog, uint32_t vers,
+		       const struct rpcrdma_opts *opts,
+		       struct rpcrdma_clnt **out)
 {
 	struct rpcrdma_opts o;
 	struct sockaddr_storage ss;
@@ -974,7 +977,19 @@ int rpcrdma_rpc_clnt_on_xprt(struct rpc_xprt *x, uint32_t prog, uint32_t vers,
 	return 0;
 }
 
-RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
+RPCRDMA_EXPORT int rpcrdma_clnt_create(const char *addr, uint32_t prog,
+				       uint32_t vers,
+				       const struct rpcrdma_opts *opts,
+				       struct rpcrdma_clnt **out)
+{
+	/* It waits for the connection (rdma_cm events, a v2 opener). */
+	int cancel = rpcrdma_rpc_cancel_hold();
+	int rc = clnt_create(addr, prog, vers, opts, out);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return rc;
+}
+
+static void clnt_destroy(struct rpcrdma_clnt *c)
 {
 	if (!c)
 		return;
@@ -1020,6 +1035,15 @@ RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
 		rpcrdma_rpc_loop_call(c->loop, &c->leave);
 	}
 	clnt_teardown(c);
+}
+
+RPCRDMA_EXPORT void rpcrdma_clnt_destroy(struct rpcrdma_clnt *c)
+{
+	/* It waits for the loop to let the connection go, and for the
+	 * callers still inside it to leave. */
+	int cancel = rpcrdma_rpc_cancel_hold();
+	clnt_destroy(c);
+	rpcrdma_rpc_cancel_restore(cancel);
 }
 
 /* What is left of destroying an owning client once no loop attends it. */

@@ -149,6 +149,35 @@ int rpcrdma_rpc_dev_open(const struct rpcrdma_opts *o, struct rpc_dev *rd);
 void rpcrdma_rpc_dev_close(struct rpc_dev *rd);
 
 /* ---------------------------------------------------------------------
+ * Thread cancellation.  What the library does on a caller's thread
+ * reaches cancellation points (POSIX.1-2017 XSH 2.9.5.2: poll, read,
+ * write, pthread_cond_wait, pthread_join, ...) with a connection's state
+ * half changed: a driver asleep on its CQ is on the waiters' list, a
+ * verbs post on rxe or siw is a write(2) made under the connection's
+ * lock.  A thread cancelled there (pthread_cancel) would leave that
+ * state behind, and its connection would wait for it for ever.  So each
+ * public entry that may reach one holds cancellation off for its
+ * duration: a cancel that comes meanwhile acts at the thread's next
+ * cancellation point after the entry returned, and the call it made
+ * completes, exactly once, as if nobody had cancelled it.  Handlers and
+ * callbacks that such an entry runs on the caller's thread run with
+ * cancellation held off too (rpcrdma(7), "Threads and cancellation").
+ */
+static inline int rpcrdma_rpc_cancel_hold(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+/* An inner hold (an entry that calls another) restores "held off". */
+static inline void rpcrdma_rpc_cancel_restore(int old)
+{
+	int prev;
+	pthread_setcancelstate(old, &prev);
+}
+
+/* ---------------------------------------------------------------------
  * Deferred work (work.c): what progress hands up is queued under a
  * connection's lock and run once it is dropped, never re-entered.
  */

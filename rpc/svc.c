@@ -397,7 +397,10 @@ RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 				      const struct rpcrdma_opts *opts,
 				      struct rpcrdma_svc **out)
 {
-	return rpcrdma_rpc_svc_create(listen_addr, opts, false, out);
+	int cancel = rpcrdma_rpc_cancel_hold(); /* it starts and may join threads */
+	int rc = rpcrdma_rpc_svc_create(listen_addr, opts, false, out);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return rc;
 }
 
 struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
@@ -530,7 +533,7 @@ int rpcrdma_rpc_svc_register_any_flags(struct rpcrdma_svc *s,
 						 RPCRDMA_RPC_REG_ANY_PROG | flags);
 }
 
-RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
+static void svc_destroy(struct rpcrdma_svc *s)
 {
 	if (!s)
 		return;
@@ -587,6 +590,14 @@ RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
 	free(s->loops);
 	free(s->nconns);
 	free(s);
+}
+
+RPCRDMA_EXPORT void rpcrdma_svc_destroy(struct rpcrdma_svc *s)
+{
+	/* It joins the loop and worker threads. */
+	int cancel = rpcrdma_rpc_cancel_hold();
+	svc_destroy(s);
+	rpcrdma_rpc_cancel_restore(cancel);
 }
 
 /* Totals and connections for the export (stats_export.c). */

@@ -270,7 +270,7 @@ static bool_t x_freeargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 	return xargs(&xdrs, argsp);
 }
 
-static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
+static bool_t send_reply(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct tirpc_call *c = cur_call(x);
 	if (!c || c->replied)
@@ -302,6 +302,17 @@ static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
 	 * either way this call is answered. */
 	c->replied = true;
 	return TRUE;
+}
+
+/* svc_run()'s operations below hold thread cancellation off while they
+ * poll, post and wait (rpc/rpc_internal.h, "Thread cancellation"):
+ * svc_run() itself stays cancellable in its poll(2) between calls. */
+static bool_t x_reply(SVCXPRT *x, struct rpc_msg *msg)
+{
+	int cancel = rpcrdma_rpc_cancel_hold();
+	bool_t ok = send_reply(x, msg);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return ok;
 }
 
 /* Fills the svc_req fields libtirpc's dispatchers read. */
@@ -365,7 +376,7 @@ static void look_all(struct svc_rdma *s)
 	rpcrdma_rpc_loop_attend_external(s->loop, s->hot);
 }
 
-static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
+static bool_t recv_next(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct svc_rdma *s = x->xp_p1;
 	struct rpcrdma_svc_req *r = next_call(s);
@@ -432,9 +443,17 @@ static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
 	return TRUE;
 }
 
+static bool_t l_recv(SVCXPRT *x, struct rpc_msg *msg)
+{
+	int cancel = rpcrdma_rpc_cancel_hold();
+	bool_t ok = recv_next(x, msg);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return ok;
+}
+
 /* Called by svc_getreq_common() after every dispatch: the current call is
  * over, replied or not; its reply goes out now. */
-static enum xprt_stat l_stat(SVCXPRT *x)
+static enum xprt_stat finish_call(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
 	struct rpcrdma_svc_req *r = s->cur.req;
@@ -491,7 +510,15 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 	return st;
 }
 
-static void l_destroy(SVCXPRT *x)
+static enum xprt_stat l_stat(SVCXPRT *x)
+{
+	int cancel = rpcrdma_rpc_cancel_hold();
+	enum xprt_stat st = finish_call(x);
+	rpcrdma_rpc_cancel_restore(cancel);
+	return st;
+}
+
+static void destroy_listener(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
 	if (s->hot)
@@ -519,6 +546,13 @@ static void l_destroy(SVCXPRT *x)
 	free(s->netid);
 	free(s);
 	free(x);
+}
+
+static void l_destroy(SVCXPRT *x)
+{
+	int cancel = rpcrdma_rpc_cancel_hold();
+	destroy_listener(x);
+	rpcrdma_rpc_cancel_restore(cancel);
 }
 
 static bool_t x_control(SVCXPRT *x, const u_int req, void *info)
@@ -579,8 +613,10 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 		return NULL;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	int cancel = rpcrdma_rpc_cancel_hold(); /* it starts and may join threads */
 	int rc = rpcrdma_rpc_svc_create(listen_addr ? listen_addr : "0.0.0.0",
 					opts, true, &s->svc);
+	rpcrdma_rpc_cancel_restore(cancel);
 	if (rc == 0)
 		rc = rpcrdma_rpc_svc_register_any_flags(s->svc, queue_handler, s,
 							RPCRDMA_RPC_REG_DEFER);

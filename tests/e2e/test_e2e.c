@@ -860,41 +860,111 @@ struct poller {
 	atomic_int status, done;
 };
 
-static void *poller_main(void *arg)
+/* A P_SLEEP call of 300 ms on p's client: its status (and -1000 for a
+ * reply that is not the argument echoed); done counts it.  In a frame of
+ * its own, so that a cancellation after it unwinds no frame with locals
+ * in memory (ASan poisons a frame's redzones and does not clean them up
+ * on a forced unwind). */
+static __attribute__((noinline)) void sleep_call(struct poller *p)
 {
-	struct poller *p = arg;
 	uint8_t args[4];
 	rpcrdma_be32_put(args, 300);
 	struct rpcrdma_iov iov = {args, 4, false};
 	struct rpcrdma_call call = {.proc = P_SLEEP, .args = &iov, .nargs = 1};
 	struct rpcrdma_reply rep;
-	atomic_store(&p->status, rpcrdma_clnt_call(p->c, &call, &rep));
+	int rc = rpcrdma_clnt_call(p->c, &call, &rep);
+	atomic_store(&p->status, rc);
+	if (rc == 0 && (rep.len != 4 || rpcrdma_be32_get(rep.data) != 300))
+		atomic_store(&p->status, -1000);
 	rpcrdma_reply_free(&rep);
 	atomic_fetch_add(&p->done, 1);
+}
+
+static void *poller_main(void *arg)
+{
+	sleep_call(arg);
 	return NULL;
 }
 
-static void case_destroy_while_polling(void)
+/* A client whose thread t (running fn) is asleep on its CQ, driving it,
+ * waiting for a P_SLEEP call; NULL when it could not start. */
+static struct rpcrdma_clnt *start_sleeper(struct poller *p,
+					  void *(*fn)(void *), pthread_t *t)
 {
 	struct rpcrdma_clnt *c = connect_client(PROG, 1);
 	if (!c)
-		return;
-	struct poller p;
-	p.c = c;
-	atomic_init(&p.status, 1);
-	atomic_init(&p.done, 0);
+		return NULL;
+	p->c = c;
+	atomic_init(&p->status, 1);
+	atomic_init(&p->done, 0);
 	int before = atomic_load(&sleepers);
-	pthread_t t;
-	pthread_create(&t, NULL, poller_main, &p);
+	if (pthread_create(t, NULL, fn, p) != 0) {
+		CHECK(0);
+		rpcrdma_clnt_destroy(c);
+		return NULL;
+	}
 	for (int i = 0; i < 5000 && atomic_load(&sleepers) == before; i++)
 		usleep(1000);
 	CHECK(atomic_load(&sleepers) > before);
 	usleep(20000); /* the caller is asleep on the CQ by now */
+	return c;
+}
+
+static void case_destroy_while_polling(void)
+{
+	struct poller p;
+	pthread_t t;
+	struct rpcrdma_clnt *c = start_sleeper(&p, poller_main, &t);
+	if (!c)
+		return;
 	rpcrdma_clnt_destroy(c);
 	pthread_join(t, NULL);
 	CHECK_EQ(atomic_load(&p.done), 1);
 	CHECK_EQ(atomic_load(&p.status), RPCRDMA_ERR_CANCELLED);
 	usleep(350000); /* the handler ends; its reply meets no connection */
+}
+
+/* A thread cancelled (pthread_cancel) while it waits in a synchronous
+ * call, asleep on the CQ and driving it.  rpcrdma's calls are not
+ * cancellation points (rpcrdma(7)): the call runs to its end and returns
+ * its result, and the thread is cancelled at its next cancellation point
+ * after it.  The connection goes on serving other callers, and nothing
+ * of the cancelled thread's stack is touched after it is gone (ASan).
+ * Before, the cancelled thread stayed the connection's driver: every
+ * later call timed out, and rpcrdma_clnt_destroy never returned. */
+static void *cancelled_main(void *arg)
+{
+	struct poller *p = arg;
+	sleep_call(p);
+	pthread_testcancel();
+	atomic_fetch_add(&p->done, 1); /* not reached once cancelled */
+	return NULL;
+}
+
+static void case_cancel_caller(void)
+{
+	struct poller p;
+	pthread_t t;
+	struct rpcrdma_clnt *c = start_sleeper(&p, cancelled_main, &t);
+	if (!c)
+		return;
+	CHECK_EQ(pthread_cancel(t), 0);
+	void *ret = NULL;
+	pthread_join(t, &ret);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ(atomic_load(&p.done), 1);
+	CHECK_EQ(atomic_load(&p.status), 0);
+	/* The connection still serves, a synchronous call and a sleeper. */
+	for (int i = 0; i < 3; i++) {
+		struct rpcrdma_call null = {.proc = 0};
+		struct rpcrdma_reply rep;
+		CHECK_EQ(rpcrdma_clnt_call(c, &null, &rep), 0);
+		rpcrdma_reply_free(&rep);
+	}
+	sleep_call(&p);
+	CHECK_EQ(atomic_load(&p.done), 2);
+	CHECK_EQ(atomic_load(&p.status), 0);
+	rpcrdma_clnt_destroy(c);
 }
 
 static void case_errors(struct rpcrdma_clnt *c)
@@ -1696,6 +1766,7 @@ static int run_all(void)
 	RUN("drive_race", case_drive_race(c));
 	RUN("destroy_outstanding", case_destroy_outstanding());
 	RUN("destroy_while_polling", case_destroy_while_polling());
+	RUN("cancel_caller", case_cancel_caller());
 	RUN("svc_destroy_midcall", case_svc_destroy_midcall());
 	RUN("versions", case_versions());
 	RUN("null_rate", null_rate(c));

@@ -211,6 +211,74 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* Thread cancellation: a thread making DDP_READs of 1 MiB in a loop on a
+ * CLIENT of its own, without busy polling, is cancelled (pthread_cancel)
+ * while it is inside one, most likely asleep on the CQ.  rpcrdma's entries are not cancellation points (rpc/
+ * rpc_internal.h): the call in progress completes with its whole result,
+ * and the thread is cancelled at its own pthread_testcancel() after it.
+ * Before, the cancelled thread left the connection with a driver that no
+ * longer existed: every later call timed out, and clnt_destroy() never
+ * returned. */
+static atomic_int cancel_calls, cancel_bad;
+static CLIENT *Cc;
+
+/* One call, in a frame of its own: the cancellation unwinds only the
+ * thread's function, which has no locals in memory (ASan poisons a
+ * frame's redzones and does not clean them up on a forced unwind). */
+static __attribute__((noinline)) void cancel_read_one(uint32_t i)
+{
+	ddp_read_args a = {1u << 20, 7000 + i};
+	ddp_data r = {0, NULL};
+	enum clnt_stat st = ddp_read_1(&a, &r, Cc);
+	if (st != RPC_SUCCESS || r.ddp_data_len != a.size ||
+	    !same((uint8_t *)r.ddp_data_val, a.size, a.seed))
+		atomic_fetch_add(&cancel_bad, 1);
+	clnt_freeres(Cc, (xdrproc_t)xdr_ddp_data, (caddr_t)&r);
+	atomic_fetch_add(&cancel_calls, 1);
+}
+
+static void *cancelled_reader(void *arg)
+{
+	(void)arg;
+	for (uint32_t i = 0; i < 100000; i++) {
+		cancel_read_one(i);
+		pthread_testcancel();
+	}
+	return NULL;
+}
+
+static void cancel_caller(const char *addr)
+{
+	struct rpcrdma_opts o;
+	rpcrdma_opts_init(&o, sizeof(o));
+	o.busy_poll_us = -1; /* the caller sleeps in poll(2) on its CQ */
+	Cc = clnt_rdma_create(addr, DDP_PROG, DDP_V1, &o);
+	CHECK(Cc != NULL);
+	if (!Cc)
+		return;
+	pthread_t t;
+	if (pthread_create(&t, NULL, cancelled_reader, NULL) != 0)
+		return;
+	while (atomic_load(&cancel_calls) < 3)
+		usleep(1000);
+	usleep(2000);
+	CHECK_EQ(pthread_cancel(t), 0);
+	void *ret = NULL;
+	CHECK_EQ(pthread_join(t, &ret), 0);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ(atomic_load(&cancel_bad), 0);
+	/* The connection goes on, and its CLIENT is destroyed. */
+	int before = atomic_load(&cancel_calls);
+	for (uint32_t i = 0; i < 3; i++)
+		cancel_read_one(100 + i);
+	CHECK_EQ(atomic_load(&cancel_calls), before + 3);
+	CHECK_EQ(atomic_load(&cancel_bad), 0);
+	clnt_destroy(Cc);
+	Cc = NULL;
+	printf("test_ddp: cancelled a caller after %d calls; its CLIENT went "
+	       "on\n", before);
+}
+
 /* Small calls beside a greedy client: GREEDY threads on C keep 1 MiB
  * DDP_READs going, while another connection makes NULL calls.  svc_run()
  * serves every connection on one thread and waits for each large reply
@@ -486,6 +554,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(atomic_load(&reader_bad), 0);
 
 	loop_stays_asleep();
+	cancel_caller(addr);
 	small_beside_greedy(addr);
 
 	/* clnt_rdma_result_buffer on a CLIENT of another kind. */
