@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/nocancel.h"
 #include "rpc/rpc_internal.h"
 
 #define LOOP_TICK_MS 20 /* time-out granularity */
@@ -385,7 +386,7 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
 	/* Odd before epoll_wait can hand out a datum (seq_cst: a reaper
 	 * whose EPOLL_CTL_DEL this epoll_wait ran before sees it odd). */
 	atomic_store(&l->ext_pass, p + 1);
-	int n = epoll_wait(l->cq_epfd, evs, 64, 0);
+	int n = rpcrdma_epoll_wait_nocancel(l->cq_epfd, evs, 64, 0);
 	unsigned conns = 0;
 	if (n > 0) {
 		handle(l, evs, n, false, keep, &conns);
@@ -546,7 +547,7 @@ static void *loop_main(void *arg)
 					   &now_ns)) {
 			do {
 				found = hot_poll(l);
-				n = epoll_wait(l->epfd, evs, 64, 0);
+				n = rpcrdma_epoll_wait_nocancel(l->epfd, evs, 64, 0);
 			} while (!found && n == 0 &&
 				 rpcrdma_rpc_busy_more(&busy, &now_ns));
 			rpcrdma_rpc_busy_end(&l->spin, &busy, found || n > 0,
@@ -559,7 +560,7 @@ static void *loop_main(void *arg)
 				if (atomic_load(&l->unquiets) != seen)
 					timeout = 0; /* look again first */
 			}
-			n = epoll_wait(l->epfd, evs, 64, timeout);
+			n = rpcrdma_epoll_wait_nocancel(l->epfd, evs, 64, timeout);
 			if (long_sleep)
 				atomic_store(&l->sleeping_long, false);
 		}

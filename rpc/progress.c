@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/nocancel.h"
 #include "rpc/rpc_internal.h"
 
 #define POLL_BATCH 32
@@ -582,7 +583,7 @@ static bool sleep_on_cq(struct rpc_xprt *x, uint64_t deadline, uint64_t *now)
 	}
 	if (x->kickfd < 0 && (timeout < 0 || timeout > 20))
 		timeout = 20;
-	int rc = poll(p, x->kickfd < 0 ? 1 : 2, timeout);
+	int rc = rpcrdma_poll_nocancel(p, x->kickfd < 0 ? 1 : 2, timeout);
 	if (rc > 0 && p[1].revents) {
 		uint64_t v;
 		ssize_t r = read(x->kickfd, &v, sizeof(v));

@@ -70,6 +70,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/nocancel.h"
 #include "provider/iwarp/iwarp_wire.h"
 #include "provider/provider.h"
 

@@ -194,7 +194,7 @@ static void inline_progress(struct iw_cq *cq, bool ack)
 		ev[0].events = EPOLLIN;
 		n = 1;
 	} else if (cq->nqps) {
-		n = epoll_wait(cq->epfd, ev, IW_POLL_QPS, 0);
+		n = rpcrdma_epoll_wait_nocancel(cq->epfd, ev, IW_POLL_QPS, 0);
 	}
 	for (int i = 0; i < n; i++) {
 		struct iw_qp *qp = ev[i].data.ptr;

@@ -140,7 +140,7 @@ static void *progress_main(void *arg)
 		uint64_t now = rpcrdma_iwarp_now_ns();
 		if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (int)((next - now) / 1000000 + 1);
-		int n = epoll_wait(dev->epfd, evs, 64, timeout);
+		int n = rpcrdma_epoll_wait_nocancel(dev->epfd, evs, 64, timeout);
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++) {

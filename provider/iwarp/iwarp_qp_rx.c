@@ -749,7 +749,7 @@ static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
 		ssize_t n;
 		do
-			n = recvmsg(qp->fd, &m, MSG_DONTWAIT);
+			n = rpcrdma_recvmsg_nocancel(qp->fd, &m, MSG_DONTWAIT);
 		while (n < 0 && errno == EINTR);
 		if (n <= 0)
 			return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
@@ -764,7 +764,7 @@ static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 	*asked = staged_max(rx);
 	ssize_t n;
 	do
-		n = recv(qp->fd, rx->buf, *asked, MSG_DONTWAIT);
+		n = rpcrdma_recv_nocancel(qp->fd, rx->buf, *asked, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;

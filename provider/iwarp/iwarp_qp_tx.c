@@ -544,7 +544,7 @@ static int push_upto(struct iw_qp *qp, int upto)
 			.msg_iov = tx->iov + tx->iovidx,
 			.msg_iovlen = (size_t)(upto - tx->iovidx),
 		};
-		ssize_t n = sendmsg(qp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n = rpcrdma_sendmsg_nocancel(qp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
