@@ -45,18 +45,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/sanitizers.h"
 #include "perf.h"
 #include "perf_rpc.h"
 #include "perf_tirpc.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef RPCRDMA_ASAN
 #define BUILT_WITH_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BUILT_WITH_ASAN 1
-#endif
-#endif
-#ifndef BUILT_WITH_ASAN
+#else
 #define BUILT_WITH_ASAN 0
 #endif
 

@@ -29,72 +29,53 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RPCRDMA_NOCANCEL_LIBC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-	__has_feature(memory_sanitizer)
-#define RPCRDMA_NOCANCEL_LIBC 1
-#endif
-#endif
+#include "common/sanitizers.h"
 
+#if defined(RPCRDMA_ASAN) || defined(RPCRDMA_TSAN) || defined(RPCRDMA_MSAN)
+#define rpcrdma_recv_nocancel recv
+#define rpcrdma_recvmsg_nocancel recvmsg
+#define rpcrdma_sendmsg_nocancel sendmsg
+#define rpcrdma_epoll_wait_nocancel epoll_wait
+#define rpcrdma_poll_nocancel poll
+#else
 /* The kernel's sigset size for the p-variants (NULL mask: none). */
 #define RPCRDMA_NOCANCEL_SIGSETSIZE (_NSIG / 8)
 
 static inline ssize_t rpcrdma_recv_nocancel(int fd, void *buf, size_t len,
 					    int flags)
 {
-#ifdef RPCRDMA_NOCANCEL_LIBC
-	return recv(fd, buf, len, flags);
-#else
 	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
-#endif
 }
 
 static inline ssize_t rpcrdma_recvmsg_nocancel(int fd, struct msghdr *m,
 					       int flags)
 {
-#ifdef RPCRDMA_NOCANCEL_LIBC
-	return recvmsg(fd, m, flags);
-#else
 	return syscall(SYS_recvmsg, fd, m, flags);
-#endif
 }
 
 static inline ssize_t rpcrdma_sendmsg_nocancel(int fd, const struct msghdr *m,
 					       int flags)
 {
-#ifdef RPCRDMA_NOCANCEL_LIBC
-	return sendmsg(fd, m, flags);
-#else
 	return syscall(SYS_sendmsg, fd, m, flags);
-#endif
 }
 
 /* epoll_wait, as epoll_pwait with no mask (every architecture has it). */
 static inline int rpcrdma_epoll_wait_nocancel(int epfd, struct epoll_event *ev,
 					      int max, int timeout_ms)
 {
-#ifdef RPCRDMA_NOCANCEL_LIBC
-	return epoll_wait(epfd, ev, max, timeout_ms);
-#else
 	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, timeout_ms, NULL,
 			    RPCRDMA_NOCANCEL_SIGSETSIZE);
-#endif
 }
 
 /* poll, as ppoll with no mask; a negative time-out waits for ever. */
 static inline int rpcrdma_poll_nocancel(struct pollfd *p, nfds_t n,
 					int timeout_ms)
 {
-#ifdef RPCRDMA_NOCANCEL_LIBC
-	return poll(p, n, timeout_ms);
-#else
 	struct timespec ts = {timeout_ms / 1000,
 			      (long)(timeout_ms % 1000) * 1000000L};
 	return (int)syscall(SYS_ppoll, p, n, timeout_ms < 0 ? NULL : &ts, NULL,
 			    RPCRDMA_NOCANCEL_SIGSETSIZE);
-#endif
 }
+#endif
 
 #endif

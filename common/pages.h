@@ -21,18 +21,16 @@
 
 #include <stddef.h>
 
+#include "common/sanitizers.h"
+
 /* Under AddressSanitizer the blocks come from its malloc instead: it
  * puts red zones around each one (an overrun of one array of a
  * connection into the next is caught) and LeakSanitizer reports a
  * connection's memory never freed; neither sees an mmap.  Its allocator
  * does not hand memory to glibc's heaps, so what this file is for does
  * not arise there. */
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef RPCRDMA_ASAN
 #define RPCRDMA_PAGES_FROM_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RPCRDMA_PAGES_FROM_MALLOC 1
-#endif
 #endif
 
 /* len bytes (rounded up to whole pages), zeroed, page-aligned; NULL if

@@ -397,10 +397,7 @@ RPCRDMA_EXPORT int rpcrdma_svc_create(const char *listen_addr,
 				      const struct rpcrdma_opts *opts,
 				      struct rpcrdma_svc **out)
 {
-	int cancel = rpcrdma_rpc_cancel_hold(); /* it starts and may join threads */
-	int rc = rpcrdma_rpc_svc_create(listen_addr, opts, false, out);
-	rpcrdma_rpc_cancel_restore(cancel);
-	return rc;
+	return rpcrdma_rpc_svc_create(listen_addr, opts, false, out);
 }
 
 struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
@@ -408,9 +405,8 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
 	return &s->loops[0];
 }
 
-int rpcrdma_rpc_svc_create(const char *listen_addr,
-			   const struct rpcrdma_opts *opts, bool external,
-			   struct rpcrdma_svc **out)
+static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
+		      bool external, struct rpcrdma_svc **out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -496,6 +492,18 @@ int rpcrdma_rpc_svc_create(const char *listen_addr,
 	return 0;
 fail:
 	rpcrdma_svc_destroy(s);
+	return rc;
+}
+
+/* Both servers' (rpcrdma_svc_create, svc_rdma_create): it starts and may
+ * join threads, with cancellation held off (rpc_internal.h). */
+int rpcrdma_rpc_svc_create(const char *listen_addr,
+			   const struct rpcrdma_opts *opts, bool external,
+			   struct rpcrdma_svc **out)
+{
+	int cancel = rpcrdma_rpc_cancel_hold();
+	int rc = svc_create(listen_addr, opts, external, out);
+	rpcrdma_rpc_cancel_restore(cancel);
 	return rc;
 }
 

@@ -613,10 +613,8 @@ RPCRDMA_EXPORT SVCXPRT *svc_rdma_create(const char *listen_addr,
 		return NULL;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	int cancel = rpcrdma_rpc_cancel_hold(); /* it starts and may join threads */
 	int rc = rpcrdma_rpc_svc_create(listen_addr ? listen_addr : "0.0.0.0",
 					opts, true, &s->svc);
-	rpcrdma_rpc_cancel_restore(cancel);
 	if (rc == 0)
 		rc = rpcrdma_rpc_svc_register_any_flags(s->svc, queue_handler, s,
 							RPCRDMA_RPC_REG_DEFER);
