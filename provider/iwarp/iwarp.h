@@ -83,7 +83,8 @@
 #define IW_MAX_MSG (1u << 31) /* largest Send / RDMA op */
 #define IW_ACTIVE_NS 2000000ull /* consumer counts as active for 2 ms */
 #define IW_DEFER_NS 1000000ull  /* progress thread waits 1 ms for it */
-#define IW_RXBUF 16384          /* RX staging buffer */
+#define IW_RXBUF 16384          /* RX staging buffer (one per thread) */
+#define IW_RXBUF_LOW 2048       /* ... on the stack, when a thread has none */
 /* Bytes one RX pass of a QP reads before it lets the caller go on to
  * other QPs and connections (iwarp_qp_rx.c): a bulk transfer is taken in
  * pieces, so a thread serving many connections interleaves small
@@ -398,7 +399,10 @@ enum iw_rx_state { IW_RX_HDR = 0, IW_RX_PAYLOAD, IW_RX_TRAILER, IW_RX_DEAD };
 
 struct iw_rx {
 	enum iw_rx_state st;
-	uint8_t *buf;            /* IW_RXBUF staging */
+	uint8_t *buf;            /* staging of the pass running now: its
+				    thread's (iwarp_qp_rx.c), cap bytes;
+				    NULL between passes */
+	size_t cap;
 	size_t rd, wr;
 	uint8_t hdr[2 + RPCRDMA_IWARP_DDP_UNTAGGED_HLEN + RPCRDMA_IWARP_TERM_MAX_LEN];
 	size_t have, need;
@@ -463,7 +467,6 @@ struct iw_qp {
 	struct iw_irqe *irq;
 	uint32_t irq_head, irq_count;
 	uint32_t irq_built;      /* IRQ entries taken into the TX batch */
-	struct iw_tx tx;
 	bool tx_stopped;         /* a Terminate went or came: send nothing
 				    more, the QP is going to error */
 	bool tx_hold;            /* responder: no FPDU before the first one
@@ -502,6 +505,9 @@ struct iw_qp {
 				    ep_lock */
 	uint64_t defer_until;
 	bool flushed;
+	/* Last: the batch's 13 KiB of arrays after every field above
+	 * (struct iw_ep). */
+	struct iw_tx tx;
 };
 
 /* CM endpoint = cm_id.  Its QP lives inside it so the progress thread
@@ -566,12 +572,16 @@ struct iw_ep {
 	uint8_t my_pd[RPCRDMA_IWARP_MPA_MAX_PD];
 	uint8_t my_pd_len;
 	uint8_t my_ird, my_ord;
-	struct iw_qp qp;
 	struct iw_ep *next_all, *next_grave;
 	/* Listener: accept() is failing for want of descriptors or memory
 	 * (logged once per episode), and the attempts since. */
 	bool accept_starved;
 	uint64_t accept_retries;
+	/* Last, and its TX batch last in it (struct iw_qp): the fields every
+	 * connection writes share the first pages, the batch's arrays only
+	 * their first entries (iwarp_qp_tx.c starts each batch at the
+	 * front). */
+	struct iw_qp qp;
 };
 
 static inline struct iw_dev *iw_dev(struct rpcrdma_dev *d)

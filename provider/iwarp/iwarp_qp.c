@@ -47,19 +47,22 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
  * and rq receive WRs, in one block of pages (it lives as long as its
  * connection: given back when it goes, common/pages.h), in the order
  * create_qp and queues_free name them. */
-#define QP_PARTS 8
+#define QP_PARTS 7
 static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 		       uint32_t rq, uint32_t rsge)
 {
 	const struct iw_qp *qp = NULL; /* for sizeof only */
-	len[0] = IW_RXBUF;
-	len[1] = IW_MAX_RD * sizeof(*qp->orq);
-	len[2] = IW_MAX_RD * sizeof(*qp->irq);
-	len[3] = (size_t)rq * sizeof(*qp->rq);
-	len[4] = (size_t)sq * sizeof(*qp->sq);
-	len[5] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
-	len[6] = (size_t)sq * inl;
-	len[7] = (size_t)rq * rsge * sizeof(*qp->rq_sge);
+	/* The entries every connection uses first (queues start again at
+	 * the front when they empty): the receive ring and its gather
+	 * lists, then the send queue, in the first page; the ORQ and IRQ,
+	 * which only RDMA Reads use, last. */
+	len[0] = (size_t)rq * sizeof(*qp->rq);
+	len[1] = (size_t)rq * rsge * sizeof(*qp->rq_sge);
+	len[2] = (size_t)sq * sizeof(*qp->sq);
+	len[3] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
+	len[4] = (size_t)sq * inl;
+	len[5] = IW_MAX_RD * sizeof(*qp->orq);
+	len[6] = IW_MAX_RD * sizeof(*qp->irq);
 }
 
 static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
@@ -67,12 +70,11 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 {
 	size_t len[QP_PARTS];
 	void *const p[QP_PARTS] = {
-		qp->rx.buf, qp->orq, qp->irq, qp->rq, qp->sq, qp->sq_sge,
-		qp->sq_inl, qp->rq_sge,
+		qp->rq, qp->rq_sge, qp->sq, qp->sq_sge, qp->sq_inl, qp->orq,
+		qp->irq,
 	};
 	queues_len(len, sq, ssge, inl, rq, rsge);
-	rpcrdma_pages_parts_free(p, len, QP_PARTS);
-	qp->rx.buf = NULL;
+	rpcrdma_pages_parts_free(p, len, QP_PARTS, 0);
 	qp->sq = NULL;
 	qp->sq_sge = NULL;
 	qp->sq_inl = NULL;
@@ -124,19 +126,18 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	size_t len[QP_PARTS];
 	void *p[QP_PARTS];
 	queues_len(len, sq, ssge, inl, rq, rsge);
-	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS)) {
+	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS, 0)) {
 		pthread_mutex_unlock(&qp->tx_lock);
 		pthread_mutex_unlock(&qp->rx_lock);
 		return RPCRDMA_ERR_NOMEM;
 	}
-	qp->rx.buf = p[0];
-	qp->orq = p[1];
-	qp->irq = p[2];
-	qp->rq = p[3];
-	qp->sq = p[4];
-	qp->sq_sge = p[5];
-	qp->sq_inl = p[6];
-	qp->rq_sge = p[7];
+	qp->rq = p[0];
+	qp->rq_sge = p[1];
+	qp->sq = p[2];
+	qp->sq_sge = p[3];
+	qp->sq_inl = p[4];
+	qp->orq = p[5];
+	qp->irq = p[6];
 	qp->rq_max_sge = rsge;
 	qp->sq_cap = sq;
 	qp->sq_max_sge = ssge;

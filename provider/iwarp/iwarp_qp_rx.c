@@ -48,17 +48,74 @@
  * the connection).  struct iw_ctr counts every byte placed and copied.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/pages.h"
 #include "provider/iwarp/iwarp.h"
 #include "wire/crc32c.h"
 
+/*
+ * The staging buffer.  A pass (rpcrdma_iwarp_rx_progress_locked) takes
+ * apart everything it reads before it returns: an FPDU cut short by the
+ * end of a read leaves its header bytes in rx->hdr and its trailer bytes
+ * in rx->trailer, and its payload is placed as it comes, so nothing
+ * stays staged from one pass to the next (only a QP that failed drops
+ * what it had read).  So the thread running the pass lends it one buffer
+ * for all the QPs it runs, instead of each QP keeping IW_RXBUF bytes of
+ * its own: an idle connection held the page its first message was read
+ * into (docs/SCALE.md, "Idle connections hold what they touched"), and a
+ * busy thread reads every connection's messages into pages that stay in
+ * its caches.  The buffer is made at the thread's first pass and goes
+ * with the thread.  A thread that cannot have one (no memory), or a pass
+ * that would find it in use (none can: a pass calls nothing that runs
+ * another), stages through IW_RXBUF_LOW bytes of its stack: smaller
+ * reads, nothing lost.
+ */
+static pthread_key_t scratch_key;
+static bool scratch_key_made;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local uint8_t *scratch;
+static _Thread_local bool scratch_busy;
+
+static void scratch_free(void *p)
+{
+	rpcrdma_pages_free(p, IW_RXBUF);
+}
+
+static void scratch_key_make(void)
+{
+	scratch_key_made = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+/* The thread's buffer into rx, or false (the caller lends its stack). */
+static bool scratch_take(struct iw_rx *rx)
+{
+	if (scratch_busy)
+		return false;
+	if (!scratch) {
+		pthread_once(&scratch_once, scratch_key_make);
+		if (!scratch_key_made)
+			return false;
+		uint8_t *b = rpcrdma_pages_alloc(IW_RXBUF);
+		if (!b)
+			return false;
+		if (pthread_setspecific(scratch_key, b) != 0) {
+			rpcrdma_pages_free(b, IW_RXBUF);
+			return false;
+		}
+		scratch = b;
+	}
+	scratch_busy = true;
+	rx->buf = scratch;
+	rx->cap = IW_RXBUF;
+	return true;
+}
+
 void rpcrdma_iwarp_rx_init(struct iw_rx *rx)
 {
-	uint8_t *buf = rx->buf;
 	memset(rx, 0, sizeof(*rx));
-	rx->buf = buf;
 	rx->recv.sge = rx->recv_sge;
 	rx->st = IW_RX_HDR;
 	rx->need = 4;
@@ -699,7 +756,7 @@ static bool careful(const struct iw_rx *rx)
 static size_t staged_max(const struct iw_rx *rx)
 {
 	if (!careful(rx))
-		return IW_RXBUF;
+		return rx->cap;
 	/* Careful: HDR or TRAILER (a payload is received directly). */
 	size_t n;
 	if (rx->st == IW_RX_TRAILER) {
@@ -717,7 +774,7 @@ static size_t staged_max(const struct iw_rx *rx)
 		else
 			n = rx->need - rx->have;
 	}
-	return n < IW_RXBUF ? n : IW_RXBUF;
+	return n < rx->cap ? n : rx->cap;
 }
 
 /* One read from the socket: into the staging buffer, or straight into the
@@ -740,7 +797,7 @@ static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 			/* Careful: up to the next FPDU's first IW_PEEK bytes;
 			 * else a whole staging buffer, as a staged read. */
 			tail = wary ? rpcrdma_iwarp_fpdu_pad(rx->ulpdu_len) + 4 + IW_PEEK
-				    : IW_RXBUF;
+				    : rx->cap;
 			iov[cnt].iov_base = rx->buf;
 			iov[cnt].iov_len = tail;
 			cnt++;
@@ -775,6 +832,12 @@ static ssize_t rx_read(struct iw_qp *qp, size_t *asked)
 void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 {
 	struct iw_rx *rx = &qp->rx;
+	uint8_t low[IW_RXBUF_LOW];
+	bool lent = scratch_take(rx);
+	if (!lent) {
+		rx->buf = low;
+		rx->cap = sizeof low;
+	}
 	/* A read that returned less than asked for emptied the socket: stop
 	 * after consuming it instead of asking again for an EAGAIN.  Bytes
 	 * that arrive later make the socket (part of cq_fd, and watched by
@@ -820,4 +883,10 @@ void rpcrdma_iwarp_rx_progress_locked(struct iw_qp *qp)
 					       RPCRDMA_WC_WR_FLUSH_ERR, 0, 0, 0, 0);
 		}
 	}
+	/* Nothing staged is left but a failed QP's (the top of the file):
+	 * the buffer goes back to the thread. */
+	rx->rd = rx->wr = 0;
+	rx->buf = NULL;
+	if (lent)
+		scratch_busy = false;
 }
