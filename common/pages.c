@@ -42,25 +42,37 @@ void *rpcrdma_pages_array(size_t n, size_t size)
 }
 
 #define PART_ALIGN 64 /* a cache line: no two arrays share one */
+#define PART_PAGE 4096 /* what on_page asks for: a page (or more) */
+
+/* Where part i starts, given where the previous one ended. */
+static size_t part_start(size_t off, unsigned i, uint32_t on_page)
+{
+	size_t a = i < 32 && (on_page >> i & 1) ? PART_PAGE : PART_ALIGN;
+	return (off + a - 1) & ~(a - 1);
+}
 
 /* The block's length into *total; false if it overflows. */
-static bool parts_total(const size_t *len, unsigned n, size_t *total)
+static bool parts_total(const size_t *len, unsigned n, uint32_t on_page,
+			size_t *total)
 {
 	*total = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (len[i] > SIZE_MAX / 4 || *total > SIZE_MAX / 4)
 			return false;
-		*total += (len[i] + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
+		if (len[i])
+			*total = part_start(*total, i, on_page) + len[i];
 	}
+	*total = (*total + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
 	return true;
 }
 
-int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n)
+int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
+			      uint32_t on_page)
 {
 	for (unsigned i = 0; i < n; i++)
 		out[i] = NULL;
 	size_t total;
-	if (!parts_total(len, n, &total))
+	if (!parts_total(len, n, on_page, &total))
 		return -1;
 #ifdef RPCRDMA_PAGES_FROM_MALLOC
 	/* One block each, so that each has its red zones. */
@@ -81,18 +93,22 @@ int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n)
 		return -1;
 	size_t off = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (len[i])
-			out[i] = base + off;
-		off += (len[i] + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
+		if (!len[i])
+			continue;
+		off = part_start(off, i, on_page);
+		out[i] = base + off;
+		off += len[i];
 	}
 	return 0;
 #endif
 }
 
-void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n)
+void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n,
+			      uint32_t on_page)
 {
 #ifdef RPCRDMA_PAGES_FROM_MALLOC
 	(void)len;
+	(void)on_page;
 	for (unsigned i = 0; i < n; i++)
 		free(p[i]);
 #else
@@ -100,7 +116,7 @@ void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		if (len[i]) {
 			size_t total;
-			if (parts_total(len, n, &total))
+			if (parts_total(len, n, on_page, &total))
 				rpcrdma_pages_free(p[i], total);
 			return;
 		}

@@ -20,6 +20,7 @@
 #define RPCRDMA_COMMON_PAGES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/sanitizers.h"
 
@@ -46,12 +47,18 @@ void *rpcrdma_pages_array(size_t n, size_t size);
 
 /* n arrays of one object in one block of pages: out[i] gets len[i]
  * bytes (zeroed; NULL when len[i] is 0), the first at the start of the
- * block (page-aligned), the others after it at 64-byte boundaries.
+ * block (page-aligned), the others after it at 64-byte boundaries, or at
+ * the next 4 KiB one for those whose bit is set in on_page (i < 32): a
+ * large array used from its front (slots, queues that start again at the
+ * front) then keeps its first entries in one page instead of two.  Not
+ * under sanitizers (RPCRDMA_PAGES_FROM_MALLOC: each part is calloc'd).
  * 0, or -1 with every out[i] NULL. */
-int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n);
+int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
+			      uint32_t on_page);
 
 /* Frees what rpcrdma_pages_parts_alloc gave: p[i] its out[i], with the
- * same len and n. */
-void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n);
+ * same len, n and on_page. */
+void rpcrdma_pages_parts_free(void *const *p, const size_t *len, unsigned n,
+			      uint32_t on_page);
 
 #endif

@@ -246,27 +246,33 @@ static void apply(struct rpcrdma_engine *e,
 	e->arena_len = z->arena;
 }
 
-/* The arrays of an engine of sizes z (and an event queue of evq
+/* The engine of sizes z, its arrays (and an event queue of evq
  * entries), in one block of pages: the arena first (page-aligned, as
- * registration likes it), then the small arrays together (they share
- * the pages every connection touches), in the order
- * rpcrdma_engine_create and rpcrdma_engine_destroy name them. */
-#define ENGINE_PARTS 11
+ * registration likes it), then the engine itself and the small arrays
+ * together (they share the pages every connection touches), then the
+ * slots and the work-request queue, each from a page of its own (a slot
+ * or a queue entry is set up when first used, and the first ones are
+ * the ones used: they then take one page, not two across a boundary),
+ * in the order rpcrdma_engine_create and rpcrdma_engine_destroy name
+ * them. */
+#define ENGINE_PARTS 12
+#define ENGINE_ON_PAGE (1u << 9 | 1u << 10 | 1u << 11)
 static void parts_len(const struct rpcrdma_engine_sizes *z, uint32_t evq,
 		      size_t *len)
 {
 	const struct rpcrdma_engine *e = NULL; /* for sizeof only */
 	len[0] = z->arena;
-	len[1] = (size_t)evq * sizeof *e->evq;
-	len[2] = (size_t)z->sqe * sizeof *e->sqe;
-	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
-	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
-	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
-	len[6] = (size_t)z->nrbuf * sizeof *e->recv_free;
-	len[7] = (size_t)z->nrbuf * sizeof *e->recv_posted;
-	len[8] = (size_t)z->nrq * sizeof *e->rq;
-	len[9] = (size_t)z->nrs * sizeof *e->rs;
-	len[10] = (size_t)z->wrq * sizeof *e->wrq;
+	len[1] = sizeof *e;
+	len[2] = (size_t)evq * sizeof *e->evq;
+	len[3] = (size_t)z->sqe * sizeof *e->sqe;
+	len[4] = (size_t)z->nrq * sizeof *e->rq_free;
+	len[5] = (size_t)z->nrs * sizeof *e->rs_free;
+	len[6] = (size_t)z->xid_map * sizeof *e->xid_map;
+	len[7] = (size_t)z->nrbuf * sizeof *e->recv_free;
+	len[8] = (size_t)z->nrbuf * sizeof *e->recv_posted;
+	len[9] = (size_t)z->nrq * sizeof *e->rq;
+	len[10] = (size_t)z->nrs * sizeof *e->rs;
+	len[11] = (size_t)z->wrq * sizeof *e->wrq;
 }
 
 int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
@@ -282,31 +288,26 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	/* The engine, its slots and its buffers are most of what a
 	 * connection holds: pages, so that they go back to the system when
 	 * it closes (common/pages.h). */
-	struct rpcrdma_engine *e = rpcrdma_pages_alloc(sizeof *e);
-	if (!e)
-		return RPCRDMA_ERR_NOMEM;
-	e->mem = *mem;
-	apply(e, cfg, &z);
-	e->cap = z;
 	size_t len[ENGINE_PARTS];
 	void *p[ENGINE_PARTS];
 	parts_len(&z, z.evq, len);
-	if (rpcrdma_pages_parts_alloc(len, p, ENGINE_PARTS)) {
-		e->arena_mr.addr = NULL;
-		rpcrdma_engine_destroy(e);
+	if (rpcrdma_pages_parts_alloc(len, p, ENGINE_PARTS, ENGINE_ON_PAGE))
 		return RPCRDMA_ERR_NOMEM;
-	}
+	struct rpcrdma_engine *e = p[1];
+	e->mem = *mem;
+	apply(e, cfg, &z);
+	e->cap = z;
 	e->arena = p[0];
-	e->evq = e->evq0 = p[1];
-	e->sqe = p[2];
-	e->rq_free = p[3];
-	e->rs_free = p[4];
-	e->xid_map = p[5];
-	e->recv_free = p[6];
-	e->recv_posted = p[7];
-	e->rq = p[8];
-	e->rs = p[9];
-	e->wrq = p[10];
+	e->evq = e->evq0 = p[2];
+	e->sqe = p[3];
+	e->rq_free = p[4];
+	e->rs_free = p[5];
+	e->xid_map = p[6];
+	e->recv_free = p[7];
+	e->recv_posted = p[8];
+	e->rq = p[9];
+	e->rs = p[10];
+	e->wrq = p[11];
 	e->evq0_cap = z.evq;
 	rpcrdma_sq_config(e);
 	rc = mem->reg(mem->ctx, e->arena, z.arena, RPCRDMA_ACCESS_LOCAL_WRITE,
@@ -346,16 +347,17 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	release_slots(e);
 	if (e->arena_mr.addr)
 		e->mem.release(e->mem.ctx, &e->arena_mr);
+	if (e->evq != e->evq0)
+		free(e->evq);
+	/* The engine is one of the parts: what freeing them needs is read
+	 * from it first. */
 	size_t len[ENGINE_PARTS];
 	void *const p[ENGINE_PARTS] = {
-		e->arena, e->evq0, e->sqe, e->rq_free, e->rs_free,
+		e->arena, e, e->evq0, e->sqe, e->rq_free, e->rs_free,
 		e->xid_map, e->recv_free, e->recv_posted, e->rq, e->rs, e->wrq,
 	};
 	parts_len(&e->cap, e->evq0_cap, len);
-	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS);
-	if (e->evq != e->evq0)
-		free(e->evq);
-	rpcrdma_pages_free(e, sizeof *e);
+	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS, ENGINE_ON_PAGE);
 }
 
 int rpcrdma_engine_reset(struct rpcrdma_engine *e,

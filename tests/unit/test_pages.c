@@ -85,7 +85,7 @@ static void test_parts(void)
 	enum { N = 6 };
 	const size_t len[N] = {5000, 0, 100, 3, 64, 70000};
 	void *out[N];
-	CHECK_EQ(rpcrdma_pages_parts_alloc(len, out, N), 0);
+	CHECK_EQ(rpcrdma_pages_parts_alloc(len, out, N, 0), 0);
 	CHECK(out[1] == NULL);
 	for (unsigned i = 0; i < N; i++) {
 		if (!len[i])
@@ -117,7 +117,7 @@ static void test_parts(void)
 				      (uintptr_t)out[j] + len[j] <=
 					      (uintptr_t)out[i]);
 	}
-	rpcrdma_pages_parts_free(out, len, N);
+	rpcrdma_pages_parts_free(out, len, N, 0);
 #ifndef RPCRDMA_PAGES_FROM_MALLOC
 	for (unsigned i = 0; i < N; i++)
 		if (len[i])
@@ -127,20 +127,56 @@ static void test_parts(void)
 	/* Nothing to allocate: success, every part NULL. */
 	const size_t none[2] = {0, 0};
 	void *o2[2] = {&o2, &o2};
-	CHECK_EQ(rpcrdma_pages_parts_alloc(none, o2, 2), 0);
+	CHECK_EQ(rpcrdma_pages_parts_alloc(none, o2, 2, 0), 0);
 	CHECK(o2[0] == NULL && o2[1] == NULL);
-	rpcrdma_pages_parts_free(o2, none, 2);
+	rpcrdma_pages_parts_free(o2, none, 2, 0);
 
 	/* Too large: refused, every part NULL. */
 	const size_t huge[2] = {16, SIZE_MAX / 2};
 	void *o3[2] = {&o3, &o3};
-	CHECK(rpcrdma_pages_parts_alloc(huge, o3, 2) != 0);
+	CHECK(rpcrdma_pages_parts_alloc(huge, o3, 2, 0) != 0);
 	CHECK(o3[0] == NULL && o3[1] == NULL);
+}
+
+/* Parts asked to start on a page do, the others pack after them at
+ * 64-byte boundaries; none overlap, and the block goes back whole. */
+static void test_parts_on_page(void)
+{
+	enum { N = 5 };
+	const size_t len[N] = {5000, 100, 9000, 3, 200};
+	const uint32_t on_page = 1u << 2 | 1u << 4;
+	void *out[N];
+	CHECK_EQ(rpcrdma_pages_parts_alloc(len, out, N, on_page), 0);
+	for (unsigned i = 0; i < N; i++) {
+		CHECK(out[i] != NULL);
+		if (!out[i])
+			return;
+		CHECK(all_zero(out[i], len[i]));
+		memset(out[i], 0x20 + (int)i, len[i]);
+	}
+	for (unsigned i = 0; i < N; i++)
+		CHECK(all_byte(out[i], len[i], (uint8_t)(0x20 + i)));
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	uintptr_t base = (uintptr_t)out[0];
+	CHECK(base % 4096 == 0);
+	/* 1 packs after 0; 2 starts on the next page, 3 right after it,
+	 * 4 on a page again: 4096-aligned offsets, not 64-aligned ones. */
+	CHECK_EQ((uintptr_t)out[1] - base, (uintptr_t)5056);
+	CHECK_EQ((uintptr_t)out[2] - base, (uintptr_t)8192);
+	CHECK_EQ((uintptr_t)out[3] - base, (uintptr_t)(8192 + 9024));
+	CHECK_EQ((uintptr_t)out[4] - base, (uintptr_t)20480);
+#endif
+	rpcrdma_pages_parts_free(out, len, N, on_page);
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+	for (unsigned i = 0; i < N; i++)
+		CHECK(!mapped(out[i], len[i]));
+#endif
 }
 
 int main(void)
 {
 	test_block();
 	test_parts();
+	test_parts_on_page();
 	TEST_MAIN_END();
 }
