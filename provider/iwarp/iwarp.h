@@ -203,11 +203,20 @@ enum iw_access_err {
 	IW_MEM_TO_WRAP,   /* offset + length overflows 64 bits */
 };
 
+#define IW_CQ_NEAR 8 /* completions the CQ record holds itself */
+
 struct iw_cq {
 	struct rpcrdma_cq base;
 	pthread_mutex_t lock;    /* ring and armed */
+	/* The ring in use: near, or far once more completions wait than
+	 * near holds, until it empties again (rpcrdma_iwarp_cq_push, pop).
+	 * far holds the cqe entries the CQ was made with (pages, untouched
+	 * until used), and grows past them rather than lose one. */
 	struct rpcrdma_wc *ring;
 	uint32_t cap, head;
+	struct rpcrdma_wc *far;
+	uint32_t far_cap;
+	struct rpcrdma_wc near[IW_CQ_NEAR];
 	/* count is written under lock, read without it to skip an empty
 	 * ring; armed is set by the consumer without the lock.  A push
 	 * stores count then takes armed, the consumer stores armed then

@@ -25,16 +25,21 @@ int rpcrdma_iwarp_create_cq(struct rpcrdma_dev *d, int cqe, void *context,
 	struct iw_cq *cq = rpcrdma_slab_alloc(&cq_slab);
 	if (!cq)
 		return RPCRDMA_ERR_NOMEM;
-	cq->cap = (uint32_t)cqe;
-	/* The ring lives as long as the connection: pages, given back
-	 * when it goes (common/pages.h). */
-	cq->ring = rpcrdma_pages_array(cq->cap, sizeof(*cq->ring));
+	/* The ring of cqe entries lives as long as the connection: pages,
+	 * given back when it goes (common/pages.h), and not touched while
+	 * the few completions a connection with a call or two in flight
+	 * has waiting fit in the record's own (an idle connection held the
+	 * page of its first completions). */
+	cq->far_cap = (uint32_t)cqe;
+	cq->far = rpcrdma_pages_array(cq->far_cap, sizeof(*cq->far));
+	cq->ring = cq->near;
+	cq->cap = IW_CQ_NEAR;
 	cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	cq->epfd = epoll_create1(EPOLL_CLOEXEC);
 	int rc = RPCRDMA_ERR_SYSTEM;
-	if (!cq->ring)
+	if (!cq->far)
 		rc = RPCRDMA_ERR_NOMEM;
-	if (!cq->ring || cq->efd < 0 || cq->epfd < 0)
+	if (!cq->far || cq->efd < 0 || cq->epfd < 0)
 		goto fail;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	if (epoll_ctl(cq->epfd, EPOLL_CTL_ADD, cq->efd, &ev) != 0)
@@ -51,7 +56,7 @@ fail:
 		close(cq->efd);
 	if (cq->epfd >= 0)
 		close(cq->epfd);
-	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
+	rpcrdma_pages_free(cq->far, cq->far_cap * sizeof(*cq->far));
 	rpcrdma_slab_free(&cq_slab, cq);
 	return rc;
 }
@@ -70,7 +75,7 @@ int rpcrdma_iwarp_destroy_cq(struct rpcrdma_cq *c)
 	close(cq->epfd);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->qps_lock);
-	rpcrdma_pages_free(cq->ring, cq->cap * sizeof(*cq->ring));
+	rpcrdma_pages_free(cq->far, cq->far_cap * sizeof(*cq->far));
 	rpcrdma_slab_free(&cq_slab, cq);
 	return 0;
 }
@@ -94,31 +99,46 @@ static void cq_unlock(struct iw_cq *cq, pthread_mutex_t *m)
 		pthread_mutex_unlock(m);
 }
 
+/* The ring in use is full (count entries from head), lock held: the
+ * waiting completions move to the far ring, or to a larger one when
+ * that is the full one (or smaller than what waits).  Overrun is a CQ
+ * error in verbs; growing instead keeps every completion, as a lost one
+ * would hang the consumer forever.  False: no memory to grow. */
+static bool ring_move(struct iw_cq *cq, uint32_t count)
+{
+	struct rpcrdma_wc *r = cq->far;
+	uint32_t ncap = cq->far_cap;
+	bool grown = false;
+	if (cq->ring == cq->far || ncap <= count) {
+		ncap = (cq->cap > ncap ? cq->cap : ncap) * 2;
+		r = rpcrdma_pages_array(ncap, sizeof(*r));
+		if (!r)
+			return false;
+		grown = true;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		r[i] = cq->ring[(cq->head + i) % cq->cap];
+	if (grown) {
+		rpcrdma_pages_free(cq->far, cq->far_cap * sizeof(*cq->far));
+		cq->far = r;
+		cq->far_cap = ncap;
+	}
+	cq->ring = r;
+	cq->cap = ncap;
+	cq->head = 0;
+	return true;
+}
+
 void rpcrdma_iwarp_cq_push(struct iw_cq *cq, const struct rpcrdma_wc *wc)
 {
 	cq_lock(cq, &cq->lock);
 	uint32_t count = atomic_load_explicit(&cq->count, memory_order_relaxed);
-	bool room = count < cq->cap;
+	bool room = count < cq->cap || ring_move(cq, count);
 	if (!room) {
-		/* Overrun: verbs makes this a CQ error.  Grow instead: a lost
-		 * completion would hang the consumer forever. */
-		uint32_t ncap = cq->cap * 2;
-		struct rpcrdma_wc *r = rpcrdma_pages_array(ncap, sizeof(*r));
-		if (r) {
-			for (uint32_t i = 0; i < count; i++)
-				r[i] = cq->ring[(cq->head + i) % cq->cap];
-			rpcrdma_pages_free(cq->ring,
-					   cq->cap * sizeof(*cq->ring));
-			cq->ring = r;
-			cq->head = 0;
-			cq->cap = ncap;
-			room = true;
-		} else {
-			/* No memory to grow: the completion is lost; poll
-			 * says so once the ring is drained, so the consumer
-			 * (woken below) disconnects instead of waiting. */
-			atomic_store(&cq->overflow, true);
-		}
+		/* No memory to grow: the completion is lost; poll says so
+		 * once the ring is drained, so the consumer (woken below)
+		 * disconnects instead of waiting. */
+		atomic_store(&cq->overflow, true);
 	}
 	if (room) {
 		cq->ring[(cq->head + count) % cq->cap] = *wc;
@@ -156,12 +176,15 @@ static int pop(struct iw_cq *cq, int n, struct rpcrdma_wc *wc)
 		cq->head = (cq->head + 1) % cq->cap;
 		count--;
 	}
-	/* Empty: start again at the front, so that a connection with a
-	 * call or two in flight keeps using the ring's first page instead
-	 * of walking through all of it (thousands of entries, sized for
-	 * the worst case) and holding every page afterwards. */
-	if (!count)
+	/* Empty: start again at the front of the near ring, so that a
+	 * connection with a call or two in flight keeps using its record
+	 * instead of walking through the far ring (thousands of entries,
+	 * sized for the worst case) and holding every page afterwards. */
+	if (!count) {
 		cq->head = 0;
+		cq->ring = cq->near;
+		cq->cap = IW_CQ_NEAR;
+	}
 	atomic_store(&cq->count, count);
 	cq_unlock(cq, &cq->lock);
 	return got;

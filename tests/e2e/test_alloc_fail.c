@@ -710,7 +710,8 @@ static void tirpc_sweep(const char *host, unsigned long max_n)
 /* The soft-iWARP CQ grows when full (verbs would make an overrun a CQ
  * error); when it cannot grow, the completion is lost, and poll_cq must
  * say so (RPCRDMA_ERR_OVERFLOW) once drained, or its consumer would wait
- * for that completion for ever. */
+ * for that completion for ever.  A CQ of one entry holds the IW_CQ_NEAR
+ * of its record without allocating; the next one needs a larger ring. */
 static void cq_overflow_case(void)
 {
 	const struct rpcrdma_provider_ops *ops = rpcrdma_provider_find("iwarp");
@@ -721,19 +722,64 @@ static void cq_overflow_case(void)
 		CHECK(0);
 		return;
 	}
-	struct rpcrdma_wc wc = {.wr_id = 1}, out[4];
-	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
+	struct rpcrdma_wc wc = {.wr_id = 0}, out[IW_CQ_NEAR + 4];
+	for (unsigned i = 1; i <= IW_CQ_NEAR; i++) {
+		wc.wr_id = i;
+		rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc);
+	}
 	atomic_store(&seen, 0);
 	atomic_store(&fail_at, 1);
 	atomic_store(&sticky, false);
 	atomic_store(&armed, true);
-	wc.wr_id = 2;
+	wc.wr_id = IW_CQ_NEAR + 1;
 	rpcrdma_iwarp_cq_push((struct iw_cq *)cq, &wc); /* cannot grow */
 	atomic_store(&armed, false);
 	CHECK_EQ(atomic_load(&injected), 1);
-	CHECK_EQ(ops->poll_cq(cq, 4, out), 1); /* the one that fitted */
-	CHECK_EQ(out[0].wr_id, 1);
+	/* Those that fitted, in order; then the loss is reported. */
+	CHECK_EQ(ops->poll_cq(cq, IW_CQ_NEAR + 4, out), IW_CQ_NEAR);
+	for (unsigned i = 0; i < IW_CQ_NEAR; i++)
+		CHECK_EQ(out[i].wr_id, (uint64_t)i + 1);
 	CHECK_EQ(ops->poll_cq(cq, 4, out), RPCRDMA_ERR_OVERFLOW);
+	CHECK_EQ(ops->destroy_cq(cq), 0);
+	ops->close(dev);
+}
+
+/* Completions past the record's own go on to the ring of cqe entries
+ * (no allocation: it was made with the CQ), past that to a larger one,
+ * and come back in order each time; the record's own serve again once
+ * the CQ is empty. */
+static void cq_rings_case(void)
+{
+	const struct rpcrdma_provider_ops *ops = rpcrdma_provider_find("iwarp");
+	struct rpcrdma_dev *dev = NULL;
+	struct rpcrdma_cq *cq = NULL;
+	CHECK(ops != NULL);
+	if (!ops || ops->open(NULL, &dev) ||
+	    ops->create_cq(dev, 3 * IW_CQ_NEAR, NULL, &cq)) {
+		CHECK(0);
+		return;
+	}
+	struct iw_cq *c = (struct iw_cq *)cq;
+	struct rpcrdma_wc wc = {.wr_id = 0}, out[8 * IW_CQ_NEAR];
+	for (unsigned round = 0; round < 2; round++) {
+		/* 2 x NEAR fit the cqe ring; 5 x NEAR need a larger one. */
+		unsigned n = round ? 5 * IW_CQ_NEAR : 2 * IW_CQ_NEAR;
+		for (unsigned i = 0; i < n; i++) {
+			wc.wr_id = 100 * round + i;
+			rpcrdma_iwarp_cq_push(c, &wc);
+			if (i == IW_CQ_NEAR - 1)
+				CHECK(c->ring == c->near);
+		}
+		CHECK(c->ring == c->far);
+		CHECK(c->far_cap >= n);
+		int got = 0, k;
+		while ((k = ops->poll_cq(cq, 3, out + got)) > 0)
+			got += k;
+		CHECK_EQ(got, (int)n);
+		for (int i = 0; i < got; i++)
+			CHECK_EQ(out[i].wr_id, (uint64_t)(100 * round + (unsigned)i));
+		CHECK(c->ring == c->near);
+	}
 	CHECK_EQ(ops->destroy_cq(cq), 0);
 	ops->close(dev);
 }
@@ -743,6 +789,7 @@ int main(int argc, char **argv)
 	const char *host = argc > 1 ? argv[1] : "127.0.0.1";
 	unsigned long max_n = argc > 2 ? strtoul(argv[2], NULL, 0) : 4000;
 	cq_overflow_case();
+	cq_rings_case();
 	uint8_t *bufs[S_N];
 	for (int k = 0; k < S_N; k++)
 		bufs[k] = malloc(8 + DDP_LEN);
