@@ -59,11 +59,16 @@ static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct call_cache *my_cache;
 
+/* At the thread's exit.  A call may still come after it on this thread
+ * (another key's destructor closing a connection): it makes a new cache,
+ * which the key frees in turn, instead of using this one freed. */
 static void cache_free(void *p)
 {
 	struct call_cache *k = p;
 	if (!k)
 		return;
+	if (my_cache == k)
+		my_cache = NULL;
 	for (unsigned i = 0; i < k->n; i++)
 		free(k->c[i]);
 	free(k);

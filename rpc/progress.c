@@ -761,9 +761,15 @@ void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x)
 static pthread_key_t waiter_key;
 static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
 
+static _Thread_local struct rpc_waiter *self_waiter;
+
+/* At the thread's exit; a call after it on this thread (another key's
+ * destructor) makes a new waiter rather than use this one freed. */
 static void waiter_free(void *p)
 {
 	struct rpc_waiter *w = p;
+	if (w && self_waiter == w)
+		self_waiter = NULL;
 	if (w) {
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->m);
@@ -775,8 +781,6 @@ static void waiter_key_make(void)
 {
 	pthread_key_create(&waiter_key, waiter_free);
 }
-
-static _Thread_local struct rpc_waiter *self_waiter;
 
 struct rpc_waiter *rpcrdma_rpc_waiter_self(void)
 {

@@ -79,8 +79,13 @@ static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static _Thread_local uint8_t *scratch;
 static _Thread_local bool scratch_busy;
 
+/* At the thread's exit, which may still run passes after this (another
+ * key's destructor closing a connection): such a pass makes a new
+ * buffer, and the key frees that one in turn. */
 static void scratch_free(void *p)
 {
+	if (scratch == p)
+		scratch = NULL;
 	rpcrdma_pages_free(p, IW_RXBUF);
 }
 

@@ -967,6 +967,72 @@ static void case_cancel_caller(void)
 	rpcrdma_clnt_destroy(c);
 }
 
+/* A synchronous call from a thread's exit: a thread-specific data
+ * destructor of the application closes or uses a connection after the
+ * library's own destructors of that thread ran.  The iwarp provider's RX
+ * staging is the thread's (provider/iwarp/iwarp_qp_rx.c), freed by a
+ * key's destructor; a pass after it must not use the freed buffer (ASan:
+ * heap-use-after-free; Release: the pages are unmapped).  glibc runs the
+ * destructors of a round in the order the keys were made, and the
+ * provider's key was made at this process's first RX pass, long before
+ * this case's, so the library's runs first. */
+struct exit_call {
+	struct rpcrdma_clnt *c;
+	atomic_int first, keyed;  /* the thread's own call; its setspecific */
+	atomic_int status, ran;   /* the destructor's call */
+};
+
+static pthread_key_t exit_key;
+
+static void exit_call_run(void *arg)
+{
+	struct exit_call *x = arg;
+	struct rpcrdma_call null = {.proc = 0};
+	struct rpcrdma_reply rep;
+	atomic_store(&x->status, rpcrdma_clnt_call(x->c, &null, &rep));
+	rpcrdma_reply_free(&rep);
+	atomic_fetch_add(&x->ran, 1);
+}
+
+/* The test's CHECKs are the main thread's: this one records. */
+static void *exit_call_main(void *arg)
+{
+	struct exit_call *x = arg;
+	struct rpcrdma_call null = {.proc = 0};
+	struct rpcrdma_reply rep;
+	atomic_store(&x->first, rpcrdma_clnt_call(x->c, &null, &rep));
+	rpcrdma_reply_free(&rep);
+	atomic_store(&x->keyed, pthread_setspecific(exit_key, x));
+	return NULL;
+}
+
+static void case_call_at_thread_exit(void)
+{
+	struct rpcrdma_clnt *c = connect_client(PROG, 1);
+	if (!c)
+		return;
+	struct exit_call x = {.c = c};
+	atomic_init(&x.first, 1);
+	atomic_init(&x.keyed, 1);
+	atomic_init(&x.status, 1);
+	atomic_init(&x.ran, 0);
+	CHECK_EQ(pthread_key_create(&exit_key, exit_call_run), 0);
+	for (int round = 0; round < 2; round++) {
+		pthread_t t;
+		int rc = pthread_create(&t, NULL, exit_call_main, &x);
+		CHECK_EQ(rc, 0);
+		if (rc)
+			break;
+		pthread_join(t, NULL);
+		CHECK_EQ(atomic_load(&x.first), 0);
+		CHECK_EQ(atomic_load(&x.keyed), 0);
+		CHECK_EQ(atomic_load(&x.ran), round + 1);
+		CHECK_EQ(atomic_load(&x.status), 0);
+	}
+	pthread_key_delete(exit_key);
+	rpcrdma_clnt_destroy(c);
+}
+
 static void case_errors(struct rpcrdma_clnt *c)
 {
 	struct rpcrdma_reply rep;
@@ -1767,6 +1833,7 @@ static int run_all(void)
 	RUN("destroy_outstanding", case_destroy_outstanding());
 	RUN("destroy_while_polling", case_destroy_while_polling());
 	RUN("cancel_caller", case_cancel_caller());
+	RUN("call_at_thread_exit", case_call_at_thread_exit());
 	RUN("svc_destroy_midcall", case_svc_destroy_midcall());
 	RUN("versions", case_versions());
 	RUN("null_rate", null_rate(c));
