@@ -464,8 +464,9 @@ struct rpcrdma_reply_req {
  * RPCRDMA_ERR_INVAL (XID mismatch, bad description).  A reply that cannot
  * be delivered (results larger than the offered Write chunk, a Long Reply
  * without a big enough Reply chunk, more RDMA Writes than sq_depth can
- * ever hold) is answered with ERR_CHUNK (RFC 8166 §4.5.3) and still
- * returns 0. */
+ * ever hold) is answered with ERR_CHUNK (RFC 8166 §4.5.3), one the
+ * engine has no memory or registration for with SYSTEM_ERR (version 1:
+ * the RPC reply; version 2: RDMA2_ERR_SYSTEM), and still returns 0. */
 int rpcrdma_engine_submit_reply(struct rpcrdma_engine *e, uint32_t call_id,
 				const struct rpcrdma_reply_req *rep,
 				uint64_t now);
@@ -532,7 +533,10 @@ struct rpcrdma_engine_event {
 				queue; otherwise its Send completed), or
 				_DISCONNECTED if the connection died first,
 				or _PEER_ERR_CHUNK if ERR_CHUNK went
-				instead */
+				instead, or _RPC_SYSTEM_ERR if the
+				engine had no memory or registration
+				for it and (v1) sent the RPC reply
+				SYSTEM_ERR instead */
 	size_t reply_len;    /* reply Payload stream bytes in reply_buf */
 	unsigned nresults;
 	size_t result_len[RPCRDMA_MAX_WRITE_CHUNKS]; /* bytes written into

@@ -194,6 +194,8 @@ struct responder_slot {
 	bool ulp;            /* a ULP reply (REPLY_SENT due), not an error */
 	bool own_reply;      /* an RPC reply the engine made (SYSTEM_ERR):
 				sent like a ULP's, freed without REPLY_SENT */
+	bool sys_reply;      /* msg is the engine's SYSTEM_ERR (sys_xid) */
+	uint8_t sys_xid[4];  /* its XID, the first word of msg[0] */
 	bool send_pending;   /* its Send not completed (send_queue.c) */
 	bool open;           /* counted in rs_open: taken, no Send built */
 	bool event_pending;  /* REPLY_SENT queued, not polled */

@@ -30,6 +30,7 @@ static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 		s->epoch = e->epoch;
 		s->ulp = false;
 		s->own_reply = false;
+		s->sys_reply = false;
 		s->send_pending = false;
 		s->callbuf = NULL;
 		s->call_malloced = false;
@@ -276,14 +277,35 @@ static uint32_t read_chunks(const struct rpcrdma_chunk_lists *cl)
 	return n;
 }
 
+/* s's message becomes the RPC reply made for a call the Responder has no
+ * memory or registration for: MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9:
+ * "errors like memory allocation failure"), AUTH_NONE verifier.  Its XID
+ * is kept in the slot, the rest is the same for every call. */
+static void sys_reply_msg(struct responder_slot *s)
+{
+	static const uint8_t rest[20] = {
+		0, 0, 0, 1,  /* REPLY */
+		0, 0, 0, 0,  /* MSG_ACCEPTED */
+		0, 0, 0, 0,  /* verifier: AUTH_NONE, empty */
+		0, 0, 0, 0,
+		0, 0, 0, 5,  /* SYSTEM_ERR */
+	};
+	rpcrdma_be32_put(s->sys_xid, s->xid);
+	s->msg[0] = (struct rpcrdma_iov){s->sys_xid, 4, false};
+	s->msg[1] = (struct rpcrdma_iov){(void *)rest, sizeof rest, false};
+	s->nmsg = 2;
+	s->sys_reply = true;
+	s->err = 0;
+	s->state = RS_WAIT_SQ;
+}
+
 /* The call cannot be taken for want of memory or a registration (its
  * chunk lists are copied into s).  Version 2 says so in the transport
  * (RDMA2_ERR_SYSTEM, draft §5.3.3).  Version 1 has no such error:
  * ERR_CHUNK would tell the Requester its chunks were wrong, which they
- * were not.  So the call gets the RPC reply made for it, MSG_ACCEPTED
- * with SYSTEM_ERR (RFC 5531 §9: "errors like memory allocation
- * failure"), sent inline by the engine alone: the Requester's call
- * completes with a clear error, and its Write chunks come back empty. */
+ * were not.  So the call gets the RPC reply made for it (sys_reply_msg),
+ * sent inline by the engine alone: the Requester's call completes with
+ * a clear error, and its Write chunks come back empty. */
 static void no_resources(struct rpcrdma_engine *e, struct responder_slot *s)
 {
 	if (s->vers == RPCRDMA_VERSION_2) {
@@ -293,21 +315,11 @@ static void no_resources(struct rpcrdma_engine *e, struct responder_slot *s)
 	if (s->call_malloced)
 		rpcrdma_buf_put(e, s->callbuf, s->call_cookie);
 	s->call_malloced = false;
-	uint8_t *p = s->small;
-	rpcrdma_be32_put(p, s->xid);
-	rpcrdma_be32_put(p + 4, 1);   /* REPLY */
-	rpcrdma_be32_put(p + 8, 0);   /* MSG_ACCEPTED */
-	rpcrdma_be32_put(p + 12, 0);  /* verifier: AUTH_NONE, empty */
-	rpcrdma_be32_put(p + 16, 0);
-	rpcrdma_be32_put(p + 20, 5);  /* SYSTEM_ERR */
 	s->callbuf = NULL;
-	s->msg[0] = (struct rpcrdma_iov){p, 24, false};
-	s->nmsg = 1;
+	sys_reply_msg(s);
 	s->user = NULL;
 	s->own_reply = true;  /* freed once sent, no REPLY_SENT */
-	s->err = 0;
 	s->reply_status = 0;
-	s->state = RS_WAIT_SQ;
 	rpcrdma_rs_run(e, s);
 }
 
@@ -747,6 +759,8 @@ static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 								 : (uint32_t)reduced;
 			goto err_chunk;
 		}
+		if (s->sys_reply)
+			goto err_system; /* it goes inline or not at all */
 		h->proc = RPCRDMA_V1_NOMSG;
 		h->chunks.has_reply = true;
 		nwr += write_chunk(e, s, NULL, (size_t)reduced, 0, &cl->reply,
@@ -771,7 +785,7 @@ static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 		s->staging = rpcrdma_buf_get(e, reduced ? (size_t)reduced : 1,
 					     &s->staging_cookie);
 		if (!s->staging)
-			goto err_system;
+			goto err_resources;
 	}
 	for (unsigned i = 0; i <= s->nmsg; i++) {
 		bool stage = i == s->nmsg;
@@ -794,7 +808,7 @@ static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 			return;
 		}
 		if (rc)
-			goto err_system;
+			goto err_resources;
 		s->nmr++;
 		if (!stage)
 			lkey[i] = mr->lkey;
@@ -863,6 +877,26 @@ static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 		  ulp_writes || s->own_reply);
 	return;
 
+err_resources:
+	if (s->vers != RPCRDMA_VERSION_2 && !s->sys_reply) {
+		/* Version 1 has no transport error for a Responder short of
+		 * memory or registrations, and ERR_CHUNK would tell the
+		 * Requester its chunks were wrong (it maps that to a call or
+		 * reply too large for a limit).  The call gets the RPC reply
+		 * made for it, SYSTEM_ERR, as no_resources() gives a call,
+		 * inline with no RDMA Write: the upper layer's reply is not
+		 * read, so what was taken for it goes back first.  Its
+		 * REPLY_SENT still comes, with RPCRDMA_ERR_RPC_SYSTEM_ERR. */
+		for (uint32_t k = 0; k < s->nmr; k++)
+			e->mem.release(e->mem.ctx, &s->mr[k]);
+		s->nmr = 0;
+		rpcrdma_buf_put(e, s->staging, s->staging_cookie);
+		s->staging = NULL;
+		sys_reply_msg(s);
+		s->reply_status = RPCRDMA_ERR_RPC_SYSTEM_ERR;
+		run_reply(e, s);
+		return;
+	}
 err_system:
 	/* Registrations made so far are dropped when the error's Send
 	 * completes (rs_finish / rs_free). */

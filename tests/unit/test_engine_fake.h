@@ -39,6 +39,7 @@ struct fake {
 	bool conn_down;   /* releases of live rkeys are fine then */
 	int again_budget; /* next N remote registrations return AGAIN */
 	int local_again;  /* next N local-only registrations return AGAIN */
+	int local_fail;   /* ... then the next N return NOMEM */
 	int live_remote[2];
 	bool drop_sends;  /* test hook: Sends vanish (peer never answers) */
 	/* Side i's releases deregister, which invalidates (an engine with
@@ -91,6 +92,11 @@ static inline int fake_reg(void *ctx, void *addr, size_t len, unsigned access,
 	    f->local_again > 0) {
 		f->local_again--;
 		return RPCRDMA_ERR_AGAIN;
+	}
+	if (!remote && access != RPCRDMA_ACCESS_LOCAL_WRITE &&
+	    f->local_fail > 0) {
+		f->local_fail--;
+		return RPCRDMA_ERR_NOMEM;
 	}
 	if (f->next_key + 1 >= FAKE_MAX_MR)
 		return RPCRDMA_ERR_NOMEM;

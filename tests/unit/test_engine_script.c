@@ -781,6 +781,90 @@ static void test_call_without_resources(void)
 	teardown();
 }
 
+/* Answer the call just fed (XID xid) with reply rv[0..n) while the next
+ * local registration fails outright (not AGAIN, which queues): version 1
+ * has no transport error for a Responder short of resources, and
+ * ERR_CHUNK would tell the Requester its chunks were wrong.  The call
+ * gets SYSTEM_ERR (RFC 5531 §9) inline, with header want[0..nw): no RDMA
+ * Write, the Write and Reply chunks echoed empty (RFC 8166 §4.3.2.2,
+ * §4.3.3).  The upper layer still gets its REPLY_SENT, saying so; what
+ * was registered or staged goes back, and the slot comes back. */
+static void reply_without_resources(uint32_t xid,
+				    const struct rpcrdma_iov *rv, unsigned n,
+				    const uint32_t *want, size_t nw)
+{
+	struct rpcrdma_engine_event ev;
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+	int user;
+	struct rpcrdma_reply_req rr = {rv, n, &user, false};
+	F->local_fail = 1;
+	CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
+	drain();
+	CHECK_EQ(F->local_fail, 0); /* the failure did happen */
+	CHECK_EQ(nsent, 1);
+	CHECK(sent[0].op == RPCRDMA_WR_SEND ||
+	      sent[0].op == RPCRDMA_WR_SEND_WITH_INV);
+	check_sent_words(0, want, nw);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+	CHECK_EQ(ev.type, RPCRDMA_EV_REPLY_SENT);
+	CHECK(ev.user == &user);
+	CHECK_EQ(ev.status, RPCRDMA_ERR_RPC_SYSTEM_ERR);
+	CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 0);
+	struct rpcrdma_engine_counters c;
+	rpcrdma_engine_get_counters(S.e, &c);
+	CHECK_EQ(c.err_chunk_sent, 0);
+	CHECK_EQ(c.rdma_write_bytes, 0);
+	CHECK_EQ(c.long_replies, 0);
+	CHECK_EQ(F->violations, 0);
+	/* The slots are free again: max_calls more calls are taken. */
+	for (uint32_t i = 0; i < 4; i++) {
+		const uint32_t next[] = {xid + 1 + i, 1, 1, 0, 0, 0, 0,
+					 xid + 1 + i, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+		feed(next, 17);
+		CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+		CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+		CHECK_EQ(ev.xid, xid + 1 + i);
+	}
+	teardown();
+}
+
+/* A DDP-eligible result whose source cannot be registered. */
+static void test_reply_write_without_registration(void)
+{
+	setup(4, 4);
+	static const uint32_t call[] = {0x81, 1, 1, 0, 0, 1, 1, 0x78, 64, 0,
+					0x2000, 0, 0, 0x81, 0, 2, 1, 1, 1, 0,
+					0, 0, 0};
+	feed(call, 23);
+	static uint8_t rep[24], data[64];
+	rpc_reply_hdr(rep, 0x81);
+	const struct rpcrdma_iov rv[2] = {{rep, 24, false}, {data, 64, true}};
+	/* xid, 1, grant 4, RDMA_MSG, no Read list, the Write chunk's one
+	 * segment with length 0, no Reply chunk; then the RPC reply. */
+	static const uint32_t want[] = {0x81, 1, 4, 0, 0, 1, 1, 0x78, 0, 0,
+					0x2000, 0, 0,
+					0x81, 1, 0, 0, 0, 5};
+	reply_without_resources(0x81, rv, 2, want, 19);
+}
+
+/* A Long Reply whose staging cannot be registered. */
+static void test_long_reply_without_registration(void)
+{
+	setup(4, 4);
+	static const uint32_t call[] = {0x91, 1, 1, 0, 0, 0, 1, 1, 0x77, 8192, 0,
+					0x1000, 0x91, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+	feed(call, 22);
+	static uint8_t rep[24], body[5000];
+	rpc_reply_hdr(rep, 0x91);
+	const struct rpcrdma_iov rv[2] = {{rep, 24, false},
+					  {body, sizeof body, false}};
+	/* The Reply chunk echoed with length 0 (§4.3.3). */
+	static const uint32_t want[] = {0x91, 1, 4, 0, 0, 0, 1, 1, 0x77, 0, 0,
+					0x1000, 0x91, 1, 0, 0, 0, 5};
+	reply_without_resources(0x91, rv, 2, want, 18);
+}
+
 int main(void)
 {
 	test_err_vers();
@@ -801,6 +885,8 @@ int main(void)
 	test_unaligned_position();
 	test_recv_byte_len_checked();
 	test_call_without_resources();
+	test_reply_write_without_registration();
+	test_long_reply_without_registration();
 	free(F);
 	TEST_MAIN_END();
 }
