@@ -126,8 +126,7 @@ void rpcrdma_rs_enqueue(struct rpcrdma_engine *e, struct responder_slot *s)
  * Create / destroy
  */
 /* The arena holds, after the receive buffers, a Send buffer per
- * Requester slot, then one per Responder slot, then a small-reply buffer
- * per Responder slot (derive). */
+ * Requester slot, then one per Responder slot (derive). */
 void rpcrdma_rq_first_use(struct rpcrdma_engine *e, uint32_t i)
 {
 	struct requester_slot *q = &e->rq[i];
@@ -146,7 +145,7 @@ void rpcrdma_rs_first_use(struct rpcrdma_engine *e, uint32_t i)
 		     (size_t)e->nrq * e->ssize;
 	s->idx = i;
 	s->sbuf = p + (size_t)i * e->ssize;
-	s->small = p + (size_t)e->nrs * e->ssize + (size_t)i * e->rsize;
+	s->rbuf = RPCRDMA_NIL;
 	if (i >= e->rs_used)
 		e->rs_used = i + 1;
 }
@@ -200,24 +199,27 @@ static int derive(const struct rpcrdma_engine_config *cfg,
 	 * fast Requester may overtake with its next call: twice the grant. */
 	z->nrs = 2 * cfg->credits;
 	z->recv_target = cfg->credits + cfg->max_calls;
-	z->nrbuf = z->recv_target + z->nrq;
+	/* Beside the receives posted, a receive buffer may be held by each
+	 * Requester slot (an inline reply while its invalidations complete)
+	 * and each Responder slot (an inline call, read in place until its
+	 * reply is sent): recv_buffers.c. */
+	z->nrbuf = z->recv_target + z->nrq + z->nrs;
 	z->sq_depth = cfg->sq_depth ? cfg->sq_depth
 				    : 4 * (cfg->max_calls + cfg->credits);
 	for (z->xid_map = 1; z->xid_map < 4 * z->nrq; z->xid_map <<= 1)
 		;
-	z->wrq = z->sq_depth + z->nrbuf;
+	z->wrq = z->sq_depth + z->recv_target + z->nrq;
 	z->evq = z->nrq + z->nrs + 1;
 	z->sqe = z->sq_depth + 1;
 	z->arena = (size_t)z->nrbuf * z->rsize +
-		   (size_t)(z->nrq + z->nrs) * z->ssize +
-		   (size_t)z->nrs * z->rsize;
+		   (size_t)(z->nrq + z->nrs) * z->ssize;
 	return 0;
 }
 
 /* The arena of rpcrdma_engine_create: receive buffers (credits, the
- * replies of our calls, and one per call held), a Send buffer per
- * Requester and Responder slot, and a small-reply buffer per Responder
- * slot, each as large as what we advertise (RFC 8797 §4.2).  0 for a
+ * replies of our calls, and one per slot that may hold one) and a Send
+ * buffer per Requester and Responder slot, each as large as what we
+ * advertise (RFC 8797 §4.2).  0 for a
  * configuration create refuses. */
 size_t rpcrdma_engine_buffer_bytes(const struct rpcrdma_engine_config *cfg)
 {

@@ -88,9 +88,10 @@ struct rx_view {
 enum message_shape { SHAPE_SHORT, SHAPE_CHUNKED, SHAPE_LONG };
 
 /*
- * Responder per-RPC state.  A slot owns its send buffer, a small call
- * buffer (inline calls) or a larger registered one (rebuilt from Read
- * chunks), and the local registrations of its reply.
+ * Responder per-RPC state.  A slot owns its send buffer, the receive
+ * buffer of an inline call (read in place) or a registered one it was
+ * rebuilt in (from Read chunks), and the local registrations of its
+ * reply.
  */
 enum rpcrdma_rs_state {
 	/* Slot unused. */
@@ -202,8 +203,10 @@ struct responder_slot {
 	bool hold;           /* kept after REPLY_SENT until the upper
 				layer releases it (reply_req.hold) */
 	uint8_t *sbuf;
-	uint8_t *small;      /* preallocated call buffer (recv size) */
-	uint8_t *callbuf;    /* rebuilt call: small or from buf_get */
+	uint32_t rbuf;       /* receive buffer the inline call is read
+				from in place (RPCRDMA_NIL: none) */
+	uint8_t *callbuf;    /* the call: in rbuf, or rebuilt in memory
+				from buf_get */
 	bool call_malloced;
 	void *call_cookie, *staging_cookie; /* buf_alloc's */
 	bool mr_stalled;     /* waiting for registrations (counted once) */
@@ -356,8 +359,8 @@ struct rpcrdma_engine {
 	uint32_t *rs_free;     /* stack of free slots */
 	uint32_t nrs_free;
 
-	/* Buffers: one registered arena (receive buffers, send buffers,
-	 * responder small call buffers). */
+	/* Buffers: one registered arena (receive buffers, send
+	 * buffers). */
 	uint8_t *arena;
 	size_t arena_len;
 	struct rpcrdma_engine_mr arena_mr;
@@ -579,8 +582,10 @@ struct requester_slot *rpcrdma_rq_find(const struct rpcrdma_engine *e,
 void rpcrdma_rq_put(struct rpcrdma_engine *e, struct requester_slot *q);
 
 /* responder.c */
-void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
-		     const uint8_t *msg, size_t len);
+/* Returns true when the receive buffer idx (msg is in it) is now held
+ * by the call's slot. */
+bool rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *v,
+		     uint32_t idx, const uint8_t *msg, size_t len);
 /* Answer xid (whose header carried rdma_vers vers) with an RDMA_ERROR /
  * RDMA2_ERROR: in the v2 layout when v2, else v1's (codes above 2
  * become ERR_CHUNK).  body: the code and its fields. */

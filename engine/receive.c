@@ -116,8 +116,7 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 	msg:
 		switch (payload_direction(payload, plen, h->xid)) {
 		case 1:
-			rpcrdma_rs_call(e, &v, payload, plen);
-			return false;
+			return rpcrdma_rs_call(e, &v, idx, payload, plen);
 		case 0:
 			v.response = true;
 			return rpcrdma_rq_reply(e, &v, idx, payload, plen,
@@ -130,10 +129,8 @@ static bool handle_v1(struct rpcrdma_engine *e, uint32_t idx,
 		/* RFC 8167 §4.1: a Read list means the Payload stream is a
 		 * Call pulled from the Requester; otherwise it was pushed
 		 * into our Reply chunk. */
-		if (h->chunks.nreads) {
-			rpcrdma_rs_call(e, &v, NULL, 0);
-			return false;
-		}
+		if (h->chunks.nreads)
+			return rpcrdma_rs_call(e, &v, idx, NULL, 0);
 		v.response = true;
 		return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv, inv_rkey);
 	default:
@@ -256,10 +253,8 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 		if (resp && dir == 0)
 			return rpcrdma_rq_reply(e, &v, idx, payload, plen,
 						with_inv, inv_rkey);
-		if (!resp && dir == 1) {
-			rpcrdma_rs_call(e, &v, payload, plen);
-			return false;
-		}
+		if (!resp && dir == 1)
+			return rpcrdma_rs_call(e, &v, idx, payload, plen);
 		if (resp)
 			e->ctr.bad_replies++;
 		else
@@ -271,8 +266,7 @@ static bool handle_v2(struct rpcrdma_engine *e, uint32_t idx,
 		if (resp)
 			return rpcrdma_rq_reply(e, &v, idx, NULL, 0, with_inv,
 						inv_rkey);
-		rpcrdma_rs_call(e, &v, NULL, 0);
-		return false;
+		return rpcrdma_rs_call(e, &v, idx, NULL, 0);
 	}
 }
 

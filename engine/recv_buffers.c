@@ -10,11 +10,14 @@
  * recv_target = grant + max_calls posted while connected (the grant:
  * credits, or less while the connection uses less, below).  A Requester
  * slot may hold the buffer of an inline reply while its call's
- * LOCAL_INVs complete, so there are max_calls more buffers for those
- * (rpcrdma_engine_create sizes them, in the front of the arena).  Every
- * buffer is always exactly one of: free (recv_free, a stack), posted
- * (recv_posted, a ring in posting order) or held by a call
- * (requester_slot.held_rbuf).
+ * LOCAL_INVs complete, so there are max_calls more buffers for those,
+ * and a Responder slot holds the buffer of an inline call, which the
+ * upper layer reads in place, until its reply is sent, so there is one
+ * more per Responder slot (rpcrdma_engine_create sizes them, in the
+ * front of the arena).  Every buffer is always exactly one of: free
+ * (recv_free, a stack), posted (recv_posted, a ring in posting order),
+ * held by a call (requester_slot.held_rbuf) or held by a call received
+ * (responder_slot.rbuf).
  */
 #include "engine/engine_internal.h"
 

@@ -33,6 +33,7 @@ static struct responder_slot *rs_alloc(struct rpcrdma_engine *e)
 		s->sys_reply = false;
 		s->send_pending = false;
 		s->callbuf = NULL;
+		s->rbuf = RPCRDMA_NIL;
 		s->call_malloced = false;
 		s->mr_stalled = false;
 		s->callmr_valid = false;
@@ -104,6 +105,9 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
 		rpcrdma_buf_put(e, s->callbuf, s->call_cookie);
 	s->call_malloced = false;
 	s->callbuf = NULL;
+	if (s->rbuf != RPCRDMA_NIL) /* posted again by the next refill */
+		rpcrdma_recv_put(e, s->rbuf);
+	s->rbuf = RPCRDMA_NIL;
 	if (s->state != RS_FREE) {
 		s->state = RS_FREE;
 		s->rdma_deadline = 0; /* rdma_timeout.c skips free slots */
@@ -323,14 +327,14 @@ static void no_resources(struct rpcrdma_engine *e, struct responder_slot *s)
 	rpcrdma_rs_run(e, s);
 }
 
-void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
-		     const uint8_t *msg, size_t len)
+bool rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
+		     uint32_t idx, const uint8_t *msg, size_t len)
 {
 	e->ctr.calls_received++;
 	struct responder_slot *s = rs_alloc(e);
 	if (!s) {
 		rpcrdma_ask_close(e, RPCRDMA_ERR_PROTOCOL);
-		return;
+		return false;
 	}
 	rpcrdma_recv_grant_used(e);
 	s->xid = h->xid;
@@ -344,7 +348,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	 * never exposed for this call. */
 	if (s->inv_handle && !rpcrdma_inv_named(cl, s->inv_handle)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
-		return;
+		return false;
 	}
 	if (read_chunks(cl) > e->cfg.max_read_chunks) {
 		/* Draft §5.3.3 RDMA2_ERR_READ_CHUNKS (v1: ERR_CHUNK). */
@@ -354,7 +358,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		er.max_chunks = e->cfg.max_read_chunks;
 		send_error_body(e, s, h->xid, s->vers,
 				s->vers == RPCRDMA_VERSION_2, &er);
-		return;
+		return false;
 	}
 	bool ok = true;
 	for (uint32_t i = 0; i < cl->nwrites; i++)
@@ -375,7 +379,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 				     0) : 0;
 	if (!ok || (!total && cl->nreads)) {
 		send_error(e, s, h->xid, RPCRDMA_V2_ERR_BAD_XDR);
-		return;
+		return false;
 	}
 	/* By shape (RFC 8166 §3.5): the counters say which ones a peer
 	 * actually sent. */
@@ -385,12 +389,17 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 		e->ctr.chunked_calls_received++;
 	rpcrdma_chunk_lists_copy(&s->cl, cl);
 	if (!cl->nreads) {
-		/* Short or Chunked-for-the-reply call: all inline. */
-		s->callbuf = s->small;
-		memcpy(s->callbuf, msg, len);
+		/* Short or Chunked-for-the-reply call: all inline.  The
+		 * upper layer reads it where it landed, and the slot holds
+		 * that receive buffer until the reply is sent (there is one
+		 * buffer more per slot for that, recv_buffers.c): no copy,
+		 * and no buffer of the slot's own to touch. */
+		uint8_t *rb = rpcrdma_rbuf_ptr(e, idx);
+		s->rbuf = idx;
+		s->callbuf = rb + (msg - rb);
 		s->call_len = len;
 		deliver(e, s);
-		return;
+		return true;
 	}
 	/* A Long Call with further Read chunks reads its PZRC to scratch
 	 * space past the rebuilt message, then spreads it. */
@@ -402,14 +411,14 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	s->callbuf = rpcrdma_buf_get(e, cap ? cap : 1, &s->call_cookie);
 	if (!s->callbuf) {
 		no_resources(e, s);
-		return;
+		return false;
 	}
 	s->call_malloced = true;
 	if (e->mem.reg(e->mem.ctx, s->callbuf, cap ? cap : 1,
 		       RPCRDMA_ACCESS_LOCAL_WRITE | RPCRDMA_ACCESS_READ_SINK,
 		       &s->callmr)) {
 		no_resources(e, s);
-		return;
+		return false;
 	}
 	s->callmr_valid = true;
 	s->call_len = (size_t)total;
@@ -417,6 +426,7 @@ void rpcrdma_rs_call(struct rpcrdma_engine *e, const struct rx_view *h,
 	       nomsg ? NULL : s->callbuf, s->read_dst, s->scratch);
 	s->state = RS_READING;
 	rpcrdma_rs_run(e, s);
+	return false;
 }
 
 static void reads_done(struct rpcrdma_engine *e, struct responder_slot *s)

@@ -865,6 +865,77 @@ static void test_long_reply_without_registration(void)
 	reply_without_resources(0x91, rv, 2, want, 18);
 }
 
+/* An inline call is read where it landed: its slot holds that receive
+ * buffer until the reply is sent, and the refill posts a free one in its
+ * place (engine/recv_buffers.c).  So the receives the grant counts on
+ * stay posted (RFC 8166 §3.3.1) while every slot holds a call, and a
+ * call's bytes stay as they came, whatever lands after it, until its
+ * REPLY_SENT. */
+static void test_call_read_in_place(void)
+{
+	setup(4, 4);
+	struct rpcrdma_engine_info in;
+	rpcrdma_engine_get_info(S.e, &in);
+	const uint32_t posted = in.recvs_posted;
+	CHECK(posted >= in.grant);
+	/* The grant's calls, all held by the upper layer. */
+	struct rpcrdma_engine_event held[4];
+	uint8_t copy[4][68];
+	for (uint32_t i = 0; i < 4; i++) {
+		const uint32_t call[] = {0xa1 + i, 1, 1, 0, 0, 0, 0,
+					 0xa1 + i, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+		feed(call, 17);
+		CHECK_EQ(rpcrdma_engine_poll_event(S.e, &held[i]), 1);
+		CHECK_EQ(held[i].type, RPCRDMA_EV_INCOMING_CALL);
+		CHECK_EQ(held[i].call_len, 40);
+		memcpy(copy[i], held[i].call, held[i].call_len);
+		rpcrdma_engine_get_info(S.e, &in);
+		CHECK_EQ(in.recvs_posted, posted);
+	}
+	/* Many more calls, each answered at once, cycle through every
+	 * receive buffer that is free or posted. */
+	for (uint32_t i = 0; i < 64; i++) {
+		const uint32_t x = 0xb00 + i;
+		const uint32_t call[] = {x, 1, 1, 0, 0, 0, 0,
+					 x, 0, 2, 1, 1, 1, 0, 0, 0, 0};
+		feed(call, 17);
+		struct rpcrdma_engine_event ev;
+		CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+		CHECK_EQ(ev.type, RPCRDMA_EV_INCOMING_CALL);
+		CHECK_EQ(ev.xid, x);
+		uint8_t rep[24];
+		rpc_reply_hdr(rep, x);
+		struct rpcrdma_iov rv = {rep, 24, false};
+		struct rpcrdma_reply_req rr = {&rv, 1, NULL, false};
+		CHECK_EQ(rpcrdma_engine_submit_reply(S.e, ev.call_id, &rr, 0), 0);
+		drain();
+		CHECK_EQ(nsent, 1);
+		CHECK_EQ(rpcrdma_be32_get(sent[0].bytes), x);
+		CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+		CHECK_EQ(ev.type, RPCRDMA_EV_REPLY_SENT);
+		rpcrdma_engine_get_info(S.e, &in);
+		CHECK_EQ(in.recvs_posted, posted);
+	}
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK_MEM(held[i].call, copy[i], 40);
+		uint8_t rep[24];
+		rpc_reply_hdr(rep, 0xa1 + i);
+		struct rpcrdma_iov rv = {rep, 24, false};
+		struct rpcrdma_reply_req rr = {&rv, 1, NULL, false};
+		CHECK_EQ(rpcrdma_engine_submit_reply(S.e, held[i].call_id, &rr,
+						     0), 0);
+		drain();
+		CHECK_EQ(nsent, 1);
+		struct rpcrdma_engine_event ev;
+		CHECK_EQ(rpcrdma_engine_poll_event(S.e, &ev), 1);
+		CHECK_EQ(ev.type, RPCRDMA_EV_REPLY_SENT);
+	}
+	rpcrdma_engine_get_info(S.e, &in);
+	CHECK_EQ(in.recvs_posted, posted);
+	CHECK_EQ(F->violations, 0);
+	teardown();
+}
+
 int main(void)
 {
 	test_err_vers();
@@ -887,6 +958,7 @@ int main(void)
 	test_call_without_resources();
 	test_reply_write_without_registration();
 	test_long_reply_without_registration();
+	test_call_read_in_place();
 	free(F);
 	TEST_MAIN_END();
 }
