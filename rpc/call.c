@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/slab.h"
+#include "common/thread_key.h"
 #include "common/usdt.h"
 #include "rpc/call.h"
 #include "wire/rpc_msg.h"
@@ -55,8 +56,6 @@ struct call_cache {
 	unsigned n;
 };
 
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static _Thread_local struct call_cache *my_cache;
 
 /* At the thread's exit.  A call may still come after it on this thread
@@ -74,20 +73,23 @@ static void cache_free(void *p)
 	free(k);
 }
 
-static void cache_key_make(void)
-{
-	pthread_key_create(&cache_key, cache_free);
-}
+static struct rpcrdma_thread_key cache_key = RPCRDMA_THREAD_KEY_INIT(cache_free);
 
+/* The thread's cache, or NULL: then records are not cached (a thread
+ * with no memory for one, or a process with no pthread key left). */
 static struct call_cache *cache_self(void)
 {
 	if (my_cache)
 		return my_cache;
-	pthread_once(&cache_once, cache_key_make);
+	if (!rpcrdma_thread_key_usable(&cache_key))
+		return NULL;
 	struct call_cache *k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;
-	pthread_setspecific(cache_key, k);
+	if (!rpcrdma_thread_key_set(&cache_key, k)) {
+		free(k);
+		return NULL;
+	}
 	my_cache = k;
 	return k;
 }

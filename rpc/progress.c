@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "common/nocancel.h"
+#include "common/thread_key.h"
 #include "rpc/rpc_internal.h"
 
 #define POLL_BATCH 32
@@ -502,6 +503,9 @@ static void wait_tell(struct rpc_work_item *it)
 	pthread_mutex_unlock(&w->m); /* s may be gone from here on */
 }
 
+/* The thread's waiter (rpcrdma_rpc_waiter_self), NULL until it needs one. */
+static _Thread_local struct rpc_waiter *self_waiter;
+
 void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 				  int status, struct rpc_work *work)
 {
@@ -509,8 +513,10 @@ void rpcrdma_rpc_wait_done_locked(struct rpc_xprt *x, struct rpc_wait *s,
 	/* Under the lock: the waiter checks it under the lock before it
 	 * parks. */
 	atomic_store(&s->finished, true);
-	if (s->w == rpcrdma_rpc_waiter_self())
-		return; /* it is this thread: it looks when it returns */
+	/* It is this thread: it looks when it returns.  (Compared with the
+	 * pointer itself, so a loop thread makes no waiter here.) */
+	if (s->w == self_waiter)
+		return;
 	bool driver = x->driver == s;
 	pthread_mutex_lock(&s->w->m);
 	if (s->park == PARK_SLEEPING) {
@@ -758,11 +764,6 @@ void rpcrdma_rpc_xprt_quiesce_locked(struct rpc_xprt *x)
 /* ---------------------------------------------------------------------
  * Waiters
  */
-static pthread_key_t waiter_key;
-static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
-
-static _Thread_local struct rpc_waiter *self_waiter;
-
 /* At the thread's exit; a call after it on this thread (another key's
  * destructor) makes a new waiter rather than use this one freed. */
 static void waiter_free(void *p)
@@ -777,16 +778,13 @@ static void waiter_free(void *p)
 	}
 }
 
-static void waiter_key_make(void)
-{
-	pthread_key_create(&waiter_key, waiter_free);
-}
+static struct rpcrdma_thread_key waiter_key =
+	RPCRDMA_THREAD_KEY_INIT(waiter_free);
 
 struct rpc_waiter *rpcrdma_rpc_waiter_self(void)
 {
 	if (self_waiter)
 		return self_waiter;
-	pthread_once(&waiter_once, waiter_key_make);
 	struct rpc_waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
@@ -797,7 +795,18 @@ struct rpc_waiter *rpcrdma_rpc_waiter_self(void)
 	pthread_cond_init(&w->cv, &a);
 	pthread_condattr_destroy(&a);
 	pthread_mutex_init(&w->m, NULL);
-	pthread_setspecific(waiter_key, w);
+	/* In a process with no pthread key left the waiter still serves
+	 * the thread's calls, as libtirpc's per-thread state does, but it
+	 * is not freed when the thread exits (its size is lost then, once
+	 * per thread); said once. */
+	if (!rpcrdma_thread_key_set(&waiter_key, w)) {
+		static atomic_flag told = ATOMIC_FLAG_INIT;
+		if (!atomic_flag_test_and_set(&told))
+			rpcrdma_rpc_log("no pthread key left (PTHREAD_KEYS_"
+					"MAX): a thread's waiter (%zu bytes) "
+					"is not freed when it exits",
+					sizeof(*w));
+	}
 	self_waiter = w;
 	return w;
 }

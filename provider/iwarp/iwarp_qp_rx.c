@@ -53,6 +53,7 @@
 #include <sys/socket.h>
 
 #include "common/pages.h"
+#include "common/thread_key.h"
 #include "provider/iwarp/iwarp.h"
 #include "wire/crc32c.h"
 
@@ -68,14 +69,12 @@
  * into (docs/SCALE.md, "Idle connections hold what they touched"), and a
  * busy thread reads every connection's messages into pages that stay in
  * its caches.  The buffer is made at the thread's first pass and goes
- * with the thread.  A thread that cannot have one (no memory), or a pass
+ * with the thread.  A thread that cannot have one (no memory, or no
+ * pthread key left in the process, common/thread_key.h), or a pass
  * that would find it in use (none can: a pass calls nothing that runs
  * another), stages through IW_RXBUF_LOW bytes of its stack: smaller
  * reads, nothing lost.
  */
-static pthread_key_t scratch_key;
-static bool scratch_key_made;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static _Thread_local uint8_t *scratch;
 static _Thread_local bool scratch_busy;
 
@@ -89,10 +88,8 @@ static void scratch_free(void *p)
 	rpcrdma_pages_free(p, IW_RXBUF);
 }
 
-static void scratch_key_make(void)
-{
-	scratch_key_made = pthread_key_create(&scratch_key, scratch_free) == 0;
-}
+static struct rpcrdma_thread_key scratch_key =
+	RPCRDMA_THREAD_KEY_INIT(scratch_free);
 
 /* The thread's buffer into rx, or false (the caller lends its stack). */
 static bool scratch_take(struct iw_rx *rx)
@@ -100,13 +97,12 @@ static bool scratch_take(struct iw_rx *rx)
 	if (scratch_busy)
 		return false;
 	if (!scratch) {
-		pthread_once(&scratch_once, scratch_key_make);
-		if (!scratch_key_made)
+		if (!rpcrdma_thread_key_usable(&scratch_key))
 			return false;
 		uint8_t *b = rpcrdma_pages_alloc(IW_RXBUF);
 		if (!b)
 			return false;
-		if (pthread_setspecific(scratch_key, b) != 0) {
+		if (!rpcrdma_thread_key_set(&scratch_key, b)) {
 			rpcrdma_pages_free(b, IW_RXBUF);
 			return false;
 		}
