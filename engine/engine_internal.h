@@ -450,6 +450,8 @@ static inline uint8_t *rpcrdma_rbuf_ptr(const struct rpcrdma_engine *e,
 /* A new work request at the tail, its send part zeroed; NULL when the
  * queue is full (an engine bug: the caller asks to close). */
 struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e);
+/* The same for a receive: is_recv set, nothing else touched. */
+struct rpcrdma_engine_wr *rpcrdma_wr_push_recv(struct rpcrdma_engine *e);
 /* Room for n more work requests (a call's binds and Send go in
  * together or not at all). */
 bool rpcrdma_wr_room(const struct rpcrdma_engine *e, uint32_t n);

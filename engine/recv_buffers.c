@@ -38,11 +38,10 @@ void rpcrdma_recv_refill(struct rpcrdma_engine *e)
 {
 	while (e->connected && e->nrecv_posted < e->recv_target &&
 	       e->nrecv_free) {
-		struct rpcrdma_engine_wr *w = rpcrdma_wr_push(e);
+		struct rpcrdma_engine_wr *w = rpcrdma_wr_push_recv(e);
 		if (!w)
 			return;
 		uint32_t idx = e->recv_free[--e->nrecv_free];
-		w->is_recv = true;
 		w->recv.wr_id = rpcrdma_wr_id(e, WRK_RECV, WRO_RECV, idx);
 		w->recv.num_sge = 1;
 		w->sge[0].addr = rpcrdma_addr(rpcrdma_rbuf_ptr(e, idx));

@@ -18,17 +18,35 @@
 
 #include "engine/engine_internal.h"
 
-struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
+/* The entry at the tail, taken; NULL when the queue is full. */
+static struct rpcrdma_engine_wr *tail_take(struct rpcrdma_engine *e,
+					   bool is_recv)
 {
 	if (e->wrq_count == e->wrq_cap)
 		return NULL;
 	struct rpcrdma_engine_wr *w =
 		&e->wrq[(e->wrq_head + e->wrq_count++) % e->wrq_cap];
+	w->is_recv = is_recv;
+	return w;
+}
+
+struct rpcrdma_engine_wr *rpcrdma_wr_push(struct rpcrdma_engine *e)
+{
+	struct rpcrdma_engine_wr *w = tail_take(e, false);
 	/* The roles set what they use: the SGEs up to num_sge, the recv
 	 * fields whole; only the send part needs zeroing. */
-	w->is_recv = false;
-	memset(&w->send, 0, sizeof w->send);
+	if (w)
+		memset(&w->send, 0, sizeof w->send);
 	return w;
+}
+
+struct rpcrdma_engine_wr *rpcrdma_wr_push_recv(struct rpcrdma_engine *e)
+{
+	/* A receive sets its recv part whole and one SGE; every reader of
+	 * an entry looks at is_recv first, so the send part, half of a
+	 * refill's work when it was zeroed for each receive, is left as it
+	 * was. */
+	return tail_take(e, true);
 }
 
 bool rpcrdma_wr_room(const struct rpcrdma_engine *e, uint32_t n)
