@@ -405,6 +405,38 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
 	return &s->loops[0];
 }
 
+/* The port of ss, 0 for "any". */
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* The listening id of s, on ss.  For port 0 the RDMA CM picks the port,
+ * and an iWARP device's CM picks it apart from the TCP stack (its own
+ * port space), so it may pick one a TCP socket holds: siw's listen then
+ * fails with EADDRINUSE, as its connect does (rpcrdma_clnt_create tries
+ * again for that, rpc/clnt.c).  Any port will do, so a few more picks,
+ * each with a new id: one whose listen failed is not bound again. */
+static int listen_on(struct rpcrdma_svc *s, const struct sockaddr_storage *ss,
+		     socklen_t sl)
+{
+	for (int attempt = 0;; attempt++) {
+		int rc = s->rd.ops->create_id(s->rd.ch, s, &s->listen_id);
+		if (rc < 0)
+			return rc;
+		rc = s->rd.ops->listen(s->listen_id,
+				       (const struct sockaddr *)ss, sl, 128);
+		if (rc != RPCRDMA_ERR_BUSY || port_of(ss) || attempt == 3)
+			return rc;
+		s->rd.ops->destroy_id(s->listen_id);
+		s->listen_id = NULL;
+		rpcrdma_rpc_trace("listen on port 0: the port picked is in use, "
+				  "trying again");
+	}
+}
+
 static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 		      bool external, struct rpcrdma_svc **out)
 {
@@ -440,10 +472,7 @@ static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 	if (rc < 0)
 		goto fail;
 	s->rd.budget.limit = s->opts.credit_budget;
-	rc = s->rd.ops->create_id(s->rd.ch, s, &s->listen_id);
-	if (rc < 0)
-		goto fail;
-	rc = s->rd.ops->listen(s->listen_id, (struct sockaddr *)&ss, sl, 128);
+	rc = listen_on(s, &ss, sl);
 	if (rc < 0)
 		goto fail;
 	const struct sockaddr_storage *la = &s->listen_id->local_addr;
@@ -453,10 +482,7 @@ static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 			  s->opts.versions == RPCRDMA_PREFER_V2 ? "s" : "",
 			  s->opts.versions == RPCRDMA_V1_ONLY ? "1"
 			  : s->opts.versions == RPCRDMA_V2_ONLY ? "2" : "1 and 2");
-	if (la->ss_family == AF_INET6)
-		s->port = ntohs(((const struct sockaddr_in6 *)la)->sin6_port);
-	else
-		s->port = ntohs(((const struct sockaddr_in *)la)->sin_port);
+	s->port = port_of(la);
 	s->disp = rpcrdma_rpc_disp_create(s->opts.workers);
 	if (!s->disp) {
 		rc = RPCRDMA_ERR_NOMEM;
