@@ -90,14 +90,28 @@ static void rs_close(struct rpcrdma_engine *e, struct responder_slot *s)
 		e->rs_open--;
 }
 
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
+/* The local registrations of s's reply go back. */
+static void reply_regs_release(struct rpcrdma_engine *e,
+			       struct responder_slot *s)
 {
-	rs_close(e, s);
 	for (uint32_t i = 0; i < s->nmr; i++)
 		e->mem.release(e->mem.ctx, &s->mr[i]);
 	s->nmr = 0;
+}
+
+/* ... and a Long Reply's staging buffer with them. */
+static void reply_memory_release(struct rpcrdma_engine *e,
+				 struct responder_slot *s)
+{
+	reply_regs_release(e, s);
 	rpcrdma_buf_put(e, s->staging, s->staging_cookie);
 	s->staging = NULL;
+}
+
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
+{
+	rs_close(e, s);
+	reply_memory_release(e, s);
 	if (s->callmr_valid)
 		e->mem.release(e->mem.ctx, &s->callmr);
 	s->callmr_valid = false;
@@ -808,9 +822,7 @@ static void run_reply(struct rpcrdma_engine *e, struct responder_slot *s)
 			       : e->mem.reg(e->mem.ctx, s->msg[i].base,
 					    s->msg[i].len, 0, mr);
 		if (rc == RPCRDMA_ERR_AGAIN) {
-			for (uint32_t k = 0; k < s->nmr; k++)
-				e->mem.release(e->mem.ctx, &s->mr[k]);
-			s->nmr = 0;
+			reply_regs_release(e, s);
 			if (!s->mr_stalled)
 				e->ctr.mr_stalls++;
 			s->mr_stalled = true;
@@ -897,11 +909,7 @@ err_resources:
 		 * inline with no RDMA Write: the upper layer's reply is not
 		 * read, so what was taken for it goes back first.  Its
 		 * REPLY_SENT still comes, with RPCRDMA_ERR_RPC_SYSTEM_ERR. */
-		for (uint32_t k = 0; k < s->nmr; k++)
-			e->mem.release(e->mem.ctx, &s->mr[k]);
-		s->nmr = 0;
-		rpcrdma_buf_put(e, s->staging, s->staging_cookie);
-		s->staging = NULL;
+		reply_memory_release(e, s);
 		sys_reply_msg(s);
 		s->reply_status = RPCRDMA_ERR_RPC_SYSTEM_ERR;
 		run_reply(e, s);
@@ -987,9 +995,7 @@ static void rs_finish(struct rpcrdma_engine *e, struct responder_slot *s)
 		rpcrdma_rs_free(e, s);
 		return;
 	}
-	for (uint32_t i = 0; i < s->nmr; i++)
-		e->mem.release(e->mem.ctx, &s->mr[i]);
-	s->nmr = 0;
+	reply_regs_release(e, s);
 	s->state = RS_DONE;
 	s->event_pending = true;
 	rpcrdma_ev_push(e, EVK_RS, s->idx, 0);
@@ -1001,9 +1007,7 @@ static void rs_finish(struct rpcrdma_engine *e, struct responder_slot *s)
 static void send_done_after_reply_sent(struct rpcrdma_engine *e,
 				       struct responder_slot *s)
 {
-	for (uint32_t i = 0; i < s->nmr; i++)
-		e->mem.release(e->mem.ctx, &s->mr[i]);
-	s->nmr = 0;
+	reply_regs_release(e, s);
 	rpcrdma_rs_done_maybe_free(e, s);
 }
 

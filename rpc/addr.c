@@ -89,18 +89,30 @@ int rpcrdma_rpc_parse_addr(const char *s, struct sockaddr_storage *ss,
 	return 0;
 }
 
+uint16_t rpcrdma_rpc_addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)(const void *)ss)
+				     ->sin6_port);
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)(const void *)ss)
+				     ->sin_port);
+	return 0;
+}
+
 void rpcrdma_rpc_addr_str(const struct sockaddr_storage *ss, char *out,
 			  size_t cap)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = rpcrdma_rpc_addr_port(ss);
 	if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const void *)ss;
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-		snprintf(out, cap, "[%s]:%u", host, ntohs(a->sin6_port));
+		snprintf(out, cap, "[%s]:%u", host, port);
 	} else if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const void *)ss;
 		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-		snprintf(out, cap, "%s:%u", host, ntohs(a->sin_port));
+		snprintf(out, cap, "%s:%u", host, port);
 	} else {
 		snprintf(out, cap, "?");
 	}

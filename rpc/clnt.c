@@ -834,14 +834,11 @@ static int clnt_create(const char *addr, uint32_t prog, uint32_t vers,
 	rc = rpcrdma_rpc_parse_addr(addr, &ss, &sl);
 	if (rc < 0)
 		return rc;
-	/* A connection attempt refused with the local address in use (an
-	 * RDMA CM that picks its local port apart from the TCP stack, as
-	 * iWARP devices do, can pick one a TCP socket holds: siw's
-	 * connect then fails with EADDRINUSE) is worth another attempt
-	 * with a new port; a few, as each picks at random. */
+	/* A connection attempt refused with the local address in use is
+	 * worth another with a new local port (RPC_PORT_PICKS). */
 	for (int attempt = 0;; attempt++) {
 		rc = clnt_connect(&ss, sl, prog, vers, &o, out);
-		if (rc != RPCRDMA_ERR_BUSY || attempt == 3)
+		if (rc != RPCRDMA_ERR_BUSY || attempt + 1 == RPC_PORT_PICKS)
 			return rc;
 		rpcrdma_rpc_trace("%s: local address in use, trying again",
 				  addr);

@@ -93,6 +93,17 @@ const char *rpcrdma_rpc_cm_event_name(int type);
 /* s has a port that is not a number from 0 to 65535 ("host:notaport"). */
 bool rpcrdma_rpc_addr_bad_port(const char *s);
 
+/* The port of an AF_INET or AF_INET6 address, host order (0: any). */
+uint16_t rpcrdma_rpc_addr_port(const struct sockaddr_storage *ss);
+
+/* Local ports an RDMA CM picks that turn out to be in use: an iWARP
+ * device's CM picks in a port space of its own, apart from the TCP
+ * stack, so it can pick one a TCP socket holds, and siw's connect or
+ * listen then fails with EADDRINUSE.  The picks are random, so a few
+ * more are worth it (a client's connect, rpc/clnt.c; a server's port-0
+ * listen, rpc/svc.c). */
+#define RPC_PORT_PICKS 4
+
 /* A line on stderr when RPCRDMA_DEBUG is set in the environment (read
  * once): connection events and failures, for diagnosing a broken peer. */
 void rpcrdma_rpc_trace(const char *fmt, ...)

@@ -405,20 +405,10 @@ struct rpc_loop *rpcrdma_rpc_svc_loop(struct rpcrdma_svc *s)
 	return &s->loops[0];
 }
 
-/* The port of ss, 0 for "any". */
-static uint16_t port_of(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-}
-
 /* The listening id of s, on ss.  For port 0 the RDMA CM picks the port,
- * and an iWARP device's CM picks it apart from the TCP stack (its own
- * port space), so it may pick one a TCP socket holds: siw's listen then
- * fails with EADDRINUSE, as its connect does (rpcrdma_clnt_create tries
- * again for that, rpc/clnt.c).  Any port will do, so a few more picks,
- * each with a new id: one whose listen failed is not bound again. */
+ * and may pick one in use (RPC_PORT_PICKS): any port will do, so it
+ * picks again, each time with a new id (one whose listen failed is not
+ * bound again).  A port asked for by number is that one or none. */
 static int listen_on(struct rpcrdma_svc *s, const struct sockaddr_storage *ss,
 		     socklen_t sl)
 {
@@ -428,7 +418,8 @@ static int listen_on(struct rpcrdma_svc *s, const struct sockaddr_storage *ss,
 			return rc;
 		rc = s->rd.ops->listen(s->listen_id,
 				       (const struct sockaddr *)ss, sl, 128);
-		if (rc != RPCRDMA_ERR_BUSY || port_of(ss) || attempt == 3)
+		if (rc != RPCRDMA_ERR_BUSY || rpcrdma_rpc_addr_port(ss) ||
+		    attempt + 1 == RPC_PORT_PICKS)
 			return rc;
 		s->rd.ops->destroy_id(s->listen_id);
 		s->listen_id = NULL;
@@ -482,7 +473,7 @@ static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 			  s->opts.versions == RPCRDMA_PREFER_V2 ? "s" : "",
 			  s->opts.versions == RPCRDMA_V1_ONLY ? "1"
 			  : s->opts.versions == RPCRDMA_V2_ONLY ? "2" : "1 and 2");
-	s->port = port_of(la);
+	s->port = rpcrdma_rpc_addr_port(la);
 	s->disp = rpcrdma_rpc_disp_create(s->opts.workers);
 	if (!s->disp) {
 		rc = RPCRDMA_ERR_NOMEM;

@@ -22,15 +22,13 @@ void rpcrdma_rpc_v1_server_key(const struct sockaddr_storage *ss, char *out,
 			       size_t cap)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
+	unsigned port = rpcrdma_rpc_addr_port(ss);
 	if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const void *)ss;
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-		port = ntohs(a->sin6_port);
 	} else if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const void *)ss;
 		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-		port = ntohs(a->sin_port);
 	}
 	snprintf(out, cap, "%s/%u", host, port);
 }
