@@ -533,7 +533,10 @@ struct rpcrdma_engine_event {
 				queue; otherwise its Send completed), or
 				_DISCONNECTED if the connection died first,
 				or _PEER_ERR_CHUNK if ERR_CHUNK went
-				instead, or _RPC_SYSTEM_ERR if the
+				instead (v2: _PEER_ERR_SYSTEM for
+				RDMA2_ERR_SYSTEM, _PEER_ERR_RESOURCE for
+				RDMA2_ERR_WRITE_RESOURCE and
+				_REPLY_RESOURCE), or _RPC_SYSTEM_ERR if the
 				engine had no memory or registration
 				for it and (v1) sent the RPC reply
 				SYSTEM_ERR instead */

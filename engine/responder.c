@@ -921,9 +921,16 @@ err_system:
 	memset(&er, 0, sizeof er);
 	er.code = RPCRDMA_V2_ERR_SYSTEM;
 err_chunk:
-	s->reply_status = RPCRDMA_ERR_PEER_ERR_CHUNK;
 	if (s->vers != RPCRDMA_VERSION_2 || !er.code)
 		er.code = RPCRDMA_V2_ERR_BAD_XDR; /* v1: ERR_CHUNK */
+	/* REPLY_SENT says which error went in the reply's place, in the
+	 * terms a Requester's CALL_DONE uses for it. */
+	s->reply_status = er.code == RPCRDMA_V2_ERR_SYSTEM
+				  ? RPCRDMA_ERR_PEER_ERR_SYSTEM
+			  : er.code == RPCRDMA_V2_ERR_WRITE_RESOURCE ||
+					  er.code == RPCRDMA_V2_ERR_REPLY_RESOURCE
+				  ? RPCRDMA_ERR_PEER_ERR_RESOURCE
+				  : RPCRDMA_ERR_PEER_ERR_CHUNK;
 	s->err = er.code;
 	s->ebody = er;
 	s->err_vers = s->vers;

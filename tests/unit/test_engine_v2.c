@@ -620,6 +620,19 @@ static void test_server_errors(void)
 
 /* Deliver a v2 call with the given chunk words (after rdma_inv_handle)
  * and answer it with `result` bytes DDP-eligible + a body of body_len. */
+/* The status of the one REPLY_SENT event drain() saw (1: none, or more
+ * than one). */
+static int reply_sent_status(void)
+{
+	int st = 1, n = 0;
+	for (int i = 0; i < nev; i++)
+		if (evs[i].type == RPCRDMA_EV_REPLY_SENT) {
+			st = evs[i].status;
+			n++;
+		}
+	return n == 1 ? st : 1;
+}
+
 static void call_and_reply(uint32_t xid, uint32_t inv, const uint32_t *lists,
 			   size_t nl, size_t result, size_t body_len)
 {
@@ -658,12 +671,14 @@ static void test_reply_errors(void)
 	uint32_t w1[] = {0x31, 2, 16, 4, F_RESP, 7, 1, 300};
 	check_sent_words(0, w1, 8);
 	CHECK_EQ(nwrites, 0);
+	CHECK_EQ(reply_sent_status(), RPCRDMA_ERR_PEER_ERR_RESOURCE);
 	/* No chunks; a 6000-byte body cannot go inline. */
 	uint32_t l2[] = {0, 0, 0};
 	call_and_reply(0x32, 0, l2, 3, 0, 6000);
 	uint32_t w2[] = {0x32, 2, 16, 4, F_RESP, 8, 6024};
 	CHECK_EQ(nsent, 1);
 	check_sent_words(0, w2, 7);
+	CHECK_EQ(reply_sent_status(), RPCRDMA_ERR_PEER_ERR_RESOURCE);
 	/* Ten 4-byte segments for a 40-byte result with sq_depth 8. */
 	uint32_t l3[3 + 4 * 10 + 3];
 	size_t k = 0;
@@ -682,6 +697,7 @@ static void test_reply_errors(void)
 	uint32_t w3[] = {0x33, 2, 16, 4, F_RESP, 9};
 	CHECK_EQ(nsent, 1);
 	check_sent_words(0, w3, 6);
+	CHECK_EQ(reply_sent_status(), RPCRDMA_ERR_PEER_ERR_SYSTEM);
 	teardown();
 }
 
