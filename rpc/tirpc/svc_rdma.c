@@ -20,6 +20,7 @@
  * (connections coming and going, time-outs); a call it happens to take
  * is queued and svc_run() woken through the same descriptor.
  */
+#include <arpa/inet.h>
 #include <err.h>
 #include <errno.h>
 #include <pthread.h>
@@ -270,6 +271,33 @@ static bool_t x_freeargs(SVCXPRT *x, xdrproc_t xargs, void *argsp)
 	return xargs(&xdrs, argsp);
 }
 
+/* The reply message (RFC 5531 §9): what xdr_replymsg() writes, with the
+ * header of the common reply, accepted, SUCCESS, with an AUTH_NONE
+ * verifier (every reply to AUTH_NONE and AUTH_SYS calls), written here
+ * in one piece: six words, then the results by their XDR routine.
+ * xdr_replymsg() spends some 500 instructions on those six words (an
+ * XDR call for each, the union's dispatch), a twentieth of a whole
+ * rdma-tirpc NULL call.  Any other reply is xdr_replymsg()'s. */
+bool_t tirpc_encode_reply(XDR *xdrs, struct rpc_msg *msg)
+{
+	const struct accepted_reply *ar = &msg->acpted_rply;
+	if (msg->rm_direction != REPLY ||
+	    msg->rm_reply.rp_stat != MSG_ACCEPTED ||
+	    ar->ar_stat != SUCCESS || ar->ar_verf.oa_flavor != AUTH_NONE ||
+	    ar->ar_verf.oa_length != 0 || !ar->ar_results.proc)
+		return xdr_replymsg(xdrs, msg);
+	int32_t *p = XDR_INLINE(xdrs, 6 * BYTES_PER_XDR_UNIT);
+	if (!p)
+		return FALSE; /* the gather stream could not grow */
+	p[0] = (int32_t)htonl(msg->rm_xid);
+	p[1] = (int32_t)htonl(REPLY);
+	p[2] = (int32_t)htonl(MSG_ACCEPTED);
+	p[3] = (int32_t)htonl(AUTH_NONE);
+	p[4] = 0;                   /* the verifier's body: none */
+	p[5] = (int32_t)htonl(SUCCESS);
+	return (*ar->ar_results.proc)(xdrs, ar->ar_results.where);
+}
+
 static bool_t send_reply(SVCXPRT *x, struct rpc_msg *msg)
 {
 	struct tirpc_call *c = cur_call(x);
@@ -283,7 +311,7 @@ static bool_t send_reply(SVCXPRT *x, struct rpc_msg *msg)
 	XDR xdrs;
 	struct xdr_gather g;
 	xdr_gather_create(&xdrs, &g, ddp, ddp_min);
-	if (!xdr_replymsg(&xdrs, msg)) {
+	if (!tirpc_encode_reply(&xdrs, msg)) {
 		xdr_gather_free(&g);
 		return FALSE;
 	}

@@ -30,8 +30,9 @@
 #include "rpcrdma/rpcrdma.h"
 #include "rpcrdma/tirpc.h"
 
+#define XDR_GATHER_FIRST 512
 struct xdr_gather {
-	uint8_t *buf;          /* inline bytes */
+	uint8_t *buf;          /* inline bytes: first, or from malloc */
 	size_t len, cap;
 	bool ddp_allowed;
 	size_t ddp_min;
@@ -41,15 +42,25 @@ struct xdr_gather {
 	size_t ddp_len;
 	size_t ddp_at;         /* inline offset the item was taken from */
 	bool failed;           /* out of memory */
+	/* The bytes of a small message (a NULL reply is 24, an rpcgen
+	 * call's arguments are mostly well under this): encoded in place,
+	 * with no malloc and free for each call and each reply.  So a
+	 * gather stream lives where it was created, and its bytes no
+	 * longer than the stream (xdr_gather_free). */
+	_Alignas(8) uint8_t first[XDR_GATHER_FIRST];
 };
 
-/* Initialises xdrs as an encode stream over g (which it zeroes first). */
+/* Initialises xdrs as an encode stream over g. */
 void xdr_gather_create(XDR *xdrs, struct xdr_gather *g, bool ddp_allowed,
 		       size_t ddp_min);
 /* The encoded stream as rpcrdma_iov pieces (at most 3).  Returns the
  * count. */
 unsigned xdr_gather_iov(const struct xdr_gather *g, struct rpcrdma_iov *iov);
 void xdr_gather_free(struct xdr_gather *g);
+
+/* The reply message msg on xdrs, byte for byte as xdr_replymsg() writes
+ * it (svc_rdma.c). */
+bool_t tirpc_encode_reply(XDR *xdrs, struct rpc_msg *msg);
 
 struct xdr_scatter {
 	const uint8_t *p;      /* inline results */

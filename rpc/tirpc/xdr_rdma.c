@@ -24,7 +24,7 @@ static bool g_reserve(struct xdr_gather *g, size_t more)
 		return false;
 	if (g->cap - g->len >= more)
 		return true;
-	size_t cap = g->cap ? g->cap : 512;
+	size_t cap = g->cap;
 	while (cap - g->len < more) {
 		if (cap > SIZE_MAX / 2) {
 			g->failed = true;
@@ -32,7 +32,14 @@ static bool g_reserve(struct xdr_gather *g, size_t more)
 		}
 		cap *= 2;
 	}
-	uint8_t *b = realloc(g->buf, cap);
+	uint8_t *b;
+	if (g->buf == g->first) {
+		b = malloc(cap);
+		if (b)
+			memcpy(b, g->first, g->len);
+	} else {
+		b = realloc(g->buf, cap);
+	}
 	if (!b) {
 		g->failed = true;
 		return false;
@@ -150,9 +157,18 @@ static const struct xdr_ops gather_ops = {
 void xdr_gather_create(XDR *xdrs, struct xdr_gather *g, bool ddp_allowed,
 		       size_t ddp_min)
 {
-	memset(g, 0, sizeof(*g));
+	/* Not a memset of the whole: first need not be zeroed. */
+	g->buf = g->first;
+	g->len = 0;
+	g->cap = sizeof(g->first);
 	g->ddp_allowed = ddp_allowed;
 	g->ddp_min = ddp_min ? ddp_min : 1;
+	g->ddp_taken = false;
+	g->skip_pad = false;
+	g->ddp = NULL;
+	g->ddp_len = 0;
+	g->ddp_at = 0;
+	g->failed = false;
 	memset(xdrs, 0, sizeof(*xdrs));
 	xdrs->x_op = XDR_ENCODE;
 	xdrs->x_ops = &gather_ops;
@@ -177,9 +193,11 @@ unsigned xdr_gather_iov(const struct xdr_gather *g, struct rpcrdma_iov *iov)
 
 void xdr_gather_free(struct xdr_gather *g)
 {
-	free(g->buf);
-	g->buf = NULL;
-	g->len = g->cap = 0;
+	if (g->buf != g->first)
+		free(g->buf);
+	g->buf = g->first;
+	g->len = 0;
+	g->cap = sizeof(g->first);
 }
 
 /* ---------------------------------------------------------------------
