@@ -133,6 +133,20 @@ fi
 # version (another version gives a module whose symbol CRCs or vermagic
 # do not match).  Cached as $cache/siw-$kver/{siw.ko,crc/siw.ko}; the
 # plain one is installed in the kernel tree (extra/) so modprobe finds it.
+# The version of package $1 to fetch for Debian version $2: $2 itself if
+# the archive has it, else the newest it has of the same upstream version
+# (6.1.192-2 -> 6.1.192-*); empty if none.
+archive_version() {
+	local all
+	all=$(apt-cache madison "$1" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}')
+	if printf '%s\n' "$all" | grep -qxF "$2"; then
+		echo "$2"
+		return
+	fi
+	printf '%s\n' "$all" | awk -v p="${2%-*}-" 'index($0, p) == 1' |
+		sort -V | tail -1
+}
+
 siw_build() {  # builds into $sdir; everything else it fetches is removed
 	local sdir=$1 ver series w H common
 	local deb
@@ -146,12 +160,19 @@ siw_build() {  # builds into $sdir; everything else it fetches is removed
 	[ -n "$ver" ] || { say "cannot tell the Debian version of linux-image-$kver"; return 1; }
 	series=$(echo "$kver" | cut -d. -f1-2)      # 6.1.0-56-amd64 -> 6.1
 	common=${kver%-*}-common                    # -> 6.1.0-56-common
+	# linux-kbuild (fixdep, modpost: tools, no symbol CRCs) is its own
+	# package, and a security update may replace it in the archive while
+	# the image and headers of $ver stay: take $ver when the archive still
+	# has it, else its newest build of the same upstream version.
+	local kb
+	kb=$(archive_version "linux-kbuild-$series" "$ver")
+	[ -n "$kb" ] || { say "no linux-kbuild-$series for Debian $ver"; return 1; }
 	w=$(mktemp -d "$cache/siw-build.XXXXXX") || return 1
-	say "building siw.ko for $kver (Debian $ver)"
+	say "building siw.ko for $kver (Debian $ver, linux-kbuild $kb)"
 	(
 		set -e
 		cd "$w"
-		apt-get download "linux-source-$series=$ver" "linux-kbuild-$series=$ver" \
+		apt-get download "linux-source-$series=$ver" "linux-kbuild-$series=$kb" \
 			"linux-headers-$kver=$ver" "linux-headers-$common=$ver" >&2
 		for d in linux-headers-*.deb linux-kbuild-*.deb; do
 			dpkg-deb -x "$d" root
