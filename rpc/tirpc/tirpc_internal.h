@@ -42,7 +42,8 @@ struct xdr_gather {
 	size_t ddp_len;
 	size_t ddp_at;         /* inline offset the item was taken from */
 	bool failed;           /* out of memory */
-	/* The bytes of a small message (a NULL reply is 24, an rpcgen
+	/* (first stays last: xdr_gather_create zeroes what is before it.)
+	 * The bytes of a small message (a NULL reply is 24, an rpcgen
 	 * call's arguments are mostly well under this): encoded in place,
 	 * with no malloc and free for each call and each reply.  So a
 	 * gather stream lives where it was created, and its bytes no

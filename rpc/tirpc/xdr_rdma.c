@@ -4,6 +4,7 @@
  * tirpc_internal.h for what they do and why.
  */
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,18 +158,12 @@ static const struct xdr_ops gather_ops = {
 void xdr_gather_create(XDR *xdrs, struct xdr_gather *g, bool ddp_allowed,
 		       size_t ddp_min)
 {
-	/* Not a memset of the whole: first need not be zeroed. */
+	/* Everything but the bytes, which need no zeroing. */
+	memset(g, 0, offsetof(struct xdr_gather, first));
 	g->buf = g->first;
-	g->len = 0;
 	g->cap = sizeof(g->first);
 	g->ddp_allowed = ddp_allowed;
 	g->ddp_min = ddp_min ? ddp_min : 1;
-	g->ddp_taken = false;
-	g->skip_pad = false;
-	g->ddp = NULL;
-	g->ddp_len = 0;
-	g->ddp_at = 0;
-	g->failed = false;
 	memset(xdrs, 0, sizeof(*xdrs));
 	xdrs->x_op = XDR_ENCODE;
 	xdrs->x_ops = &gather_ops;
