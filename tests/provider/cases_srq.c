@@ -917,10 +917,10 @@ static void case_srq_two_threads(void)
 	 * receive CQ is polled, so a poller that lags (two threads and the
 	 * kernel's work on two CPUs) lets up to TOTAL / 2 completions queue
 	 * there.  The pair's own CQ has 4 * N + 64 entries: on rxe it
-	 * overflowed about once in 40 runs, and rxe then moves the receiving
-	 * QP to the error state with no completion and drops every later
-	 * packet for it, so the client's Send never completed (the rxe
-	 * counters: its retransmissions sent, none received).  That tests
+	 * overflowed about once in 40 runs.  rxe then lost that receive's
+	 * completion and dropped every later packet for its QP, with no
+	 * completion or CM event anywhere, so the client's Send never
+	 * completed (docs/DEVICES.md, "A CQ that overflows").  That tests
 	 * the CQ's size, not the provider. */
 	tp.ops->destroy_cq(g.p.srv.rcq);
 	g.p.srv.rcq = NULL;
