@@ -255,8 +255,8 @@ static enum clnt_stat clnt_rdma_call(CLIENT *cl, rpcproc_t proc,
 		.nddp_results = ddp_max ? 1 : 0,
 		.timeout_ms = set_ms ? (unsigned)(set_ms - 1) : timeout_ms(&tmo),
 	};
+	/* Zeroed by rpcrdma_clnt_call and _into, whatever they return. */
 	struct rpcrdma_reply rep;
-	memset(&rep, 0, sizeof(rep));
 	/* A result buffer lent for this call (clnt_rdma_result_buffer):
 	 * the Write chunk is that buffer. */
 	struct rpcrdma_iov into = {NULL, 0, true};
