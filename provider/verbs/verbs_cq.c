@@ -10,6 +10,22 @@
 /* How many ibv_wc one ibv_poll_cq call fills; on the stack. */
 #define POLL_BATCH 16
 
+/* Every CQ of this provider in the process: an async event names an
+ * ibv_cq, which may be another user's on a shared context. */
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rpcrdma_verbs_cq *all_cqs;
+
+void rpcrdma_verbs_cq_error_event(struct ibv_cq *cq)
+{
+	pthread_mutex_lock(&all_lock);
+	for (struct rpcrdma_verbs_cq *c = all_cqs; c; c = c->next_all)
+		if (c->cq == cq) {
+			atomic_store(&c->lost, true);
+			break;
+		}
+	pthread_mutex_unlock(&all_lock);
+}
+
 int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,
 			    struct rpcrdma_cq **out)
 {
@@ -43,6 +59,10 @@ int rpcrdma_verbs_create_cq(struct rpcrdma_dev *dev, int cqe, void *context,
 	c->base.dev = dev;
 	c->base.context = context;
 	c->base.cqe = c->cq->cqe;
+	pthread_mutex_lock(&all_lock);
+	c->next_all = all_cqs;
+	all_cqs = c;
+	pthread_mutex_unlock(&all_lock);
 	*out = &c->base;
 	return 0;
 fail:
@@ -94,9 +114,24 @@ int rpcrdma_verbs_destroy_cq(struct rpcrdma_cq *cq)
 	if (!c)
 		return RPCRDMA_ERR_INVAL;
 	read_events(c, true);
+	/* Out of the list first: ibv_destroy_cq waits for the async events
+	 * naming it to be acked, and the reader acks only after looking the
+	 * CQ up under all_lock. */
+	pthread_mutex_lock(&all_lock);
+	for (struct rpcrdma_verbs_cq **pp = &all_cqs; *pp; pp = &(*pp)->next_all)
+		if (*pp == c) {
+			*pp = c->next_all;
+			break;
+		}
+	pthread_mutex_unlock(&all_lock);
 	int rc = ibv_destroy_cq(c->cq);
-	if (rc)
+	if (rc) {
+		pthread_mutex_lock(&all_lock);
+		c->next_all = all_cqs;
+		all_cqs = c;
+		pthread_mutex_unlock(&all_lock);
 		return rpcrdma_verbs_errno(rc);
+	}
 	rc = ibv_destroy_comp_channel(c->channel);
 	free(c);
 	return rc ? rpcrdma_verbs_errno(rc) : 0;
@@ -235,8 +270,19 @@ int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc)
 		int r = ibv_poll_cq(c->cq, want, iwc);
 		if (r < 0)
 			return got ? got : RPCRDMA_ERR_SYSTEM;
-		if (r == 0)
+		if (r == 0) {
+			/* Empty.  A CQ that was full at some moment had all
+			 * its entries polled since it was last seen empty:
+			 * only then can the device have lost one (half, as
+			 * several pollers count concurrently).  Reading the
+			 * events costs a system call, so not otherwise. */
+			unsigned run = atomic_exchange(&c->run, 0);
+			if (run && 2 * (uint64_t)run >= (uint64_t)c->cq->cqe)
+				rpcrdma_verbs_async_drain(d->ctx);
 			break;
+		}
+		atomic_fetch_add_explicit(&c->run, (unsigned)r,
+					  memory_order_relaxed);
 		/* The lock keeps a concurrently destroyed QP (shared CQ)
 		 * alive while its shadow ring is read. */
 		pthread_mutex_lock(&d->lock);
@@ -247,5 +293,9 @@ int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc)
 		if (r < want)
 			break;
 	}
+	/* Drained, and one was lost (provider.h): the consumer disconnects
+	 * its QPs instead of waiting for a completion that will not come. */
+	if (!got && atomic_load(&c->lost))
+		return RPCRDMA_ERR_OVERFLOW;
 	return got;
 }

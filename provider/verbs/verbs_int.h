@@ -105,6 +105,12 @@ struct rpcrdma_verbs_cq {
 	struct rpcrdma_cq base;
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
+	/* Completions polled since the CQ was last seen empty: when they
+	 * reach half its size it may have been full, and the device's
+	 * async events are read for a CQ error (verbs_cq.c). */
+	atomic_uint run;
+	atomic_bool lost;               /* IBV_EVENT_CQ_ERR seen */
+	struct rpcrdma_verbs_cq *next_all; /* the process's list */
 };
 
 /* A receive posted to an SRQ: its completion may come on any QP of the
@@ -225,7 +231,13 @@ struct rpcrdma_verbs_qp *rpcrdma_verbs_qp_lookup(struct rpcrdma_verbs_dev *dev,
 /* The QP table: set up at open, freed at close. */
 int rpcrdma_verbs_qp_table_init(struct rpcrdma_verbs_dev *dev);
 
+/* verbs_async.c: reads the context's pending events without blocking. */
+void rpcrdma_verbs_async_drain(struct ibv_context *ctx);
+/* verbs_cq.c: IBV_EVENT_CQ_ERR named cq (ignored when not ours). */
+void rpcrdma_verbs_cq_error_event(struct ibv_cq *cq);
+
 /* verbs_srq.c */
+void rpcrdma_verbs_srq_limit_event(struct ibv_srq *srq);
 int rpcrdma_verbs_create_srq(struct rpcrdma_pd *pd,
 			     const struct rpcrdma_srq_attr *attr,
 			     struct rpcrdma_srq **out);

@@ -9,17 +9,12 @@
  * completion's qp_num.
  *
  * The limit event (IBV_EVENT_SRQ_LIMIT_REACHED) is an asynchronous event
- * of the device context (ibv_get_async_event), which librdmacm's contexts
- * share between every user of the device in the process.  Nothing reads
- * them on a thread of ours: query_srq reads whatever events are pending
- * (the context's async fd made non-blocking), hands each limit event to
- * the SRQ it names -- found in the process's list of our SRQs, since
- * another device of ours on the same context may own it -- and acks
- * every event (the others are of no use here: a QP's failure shows in its
- * completions and CM events).  The SRQ's fd is an epoll set of its own
- * eventfd, written when an event is handed to it, and of the context's
- * async fd, so a consumer asleep on it wakes for its event whoever reads
- * the context's queue first.
+ * of the device context, read when query_srq asks (verbs_async.c) and
+ * handed to the SRQ it names -- found in the process's list of our SRQs,
+ * since another device of ours on the same context may own it.  The SRQ's
+ * fd is an epoll set of its own eventfd, written when an event is handed
+ * to it, and of the context's async fd, so a consumer asleep on it wakes
+ * for its event whoever reads the context's queue first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,28 +45,18 @@ static void limit_reached(struct rpcrdma_verbs_srq *s)
 	s->event = true;
 }
 
-/* Reads the context's pending asynchronous events without blocking. */
-static void drain_async(struct ibv_context *ctx)
+void rpcrdma_verbs_srq_limit_event(struct ibv_srq *srq)
 {
-	struct ibv_async_event ev;
-
-	while (ibv_get_async_event(ctx, &ev) == 0) {
-		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
-			/* Ours only: the event is not acked yet, so an SRQ
-			 * it names is not destroyed meanwhile. */
-			pthread_mutex_lock(&all_lock);
-			for (struct rpcrdma_verbs_srq *s = all_srqs; s;
-			     s = s->next_all)
-				if (s->srq == ev.element.srq) {
-					pthread_mutex_lock(&s->lock);
-					limit_reached(s);
-					pthread_mutex_unlock(&s->lock);
-					break;
-				}
-			pthread_mutex_unlock(&all_lock);
+	/* Ours only (another user of the context may own it). */
+	pthread_mutex_lock(&all_lock);
+	for (struct rpcrdma_verbs_srq *s = all_srqs; s; s = s->next_all)
+		if (s->srq == srq) {
+			pthread_mutex_lock(&s->lock);
+			limit_reached(s);
+			pthread_mutex_unlock(&s->lock);
+			break;
 		}
-		ibv_ack_async_event(&ev);
-	}
+	pthread_mutex_unlock(&all_lock);
 }
 
 static void srq_free(struct rpcrdma_verbs_srq *s)
@@ -172,7 +157,7 @@ int rpcrdma_verbs_destroy_srq(struct rpcrdma_srq *srq)
 		return RPCRDMA_ERR_INVAL;
 	struct rpcrdma_verbs_dev *d = rpcrdma_verbs_dev(srq->dev);
 	/* EBUSY while a QP uses it (provider.h); returns once every
-	 * async event read for it was acked (drain_async acks). */
+	 * async event read for it was acked (verbs_async.c acks). */
 	int rc = ibv_destroy_srq(s->srq);
 	if (rc)
 		return rpcrdma_verbs_errno(rc < 0 ? -rc : rc);
@@ -318,7 +303,7 @@ int rpcrdma_verbs_query_srq(struct rpcrdma_srq *srq, struct rpcrdma_srq_state *o
 
 	if (!s || !out)
 		return RPCRDMA_ERR_INVAL;
-	drain_async(rpcrdma_verbs_dev(srq->dev)->ctx);
+	rpcrdma_verbs_async_drain(rpcrdma_verbs_dev(srq->dev)->ctx);
 	pthread_mutex_lock(&s->lock);
 	out->posted = s->posted;
 	out->limit = s->limit;

@@ -644,6 +644,88 @@ out:
 	tp_pair_close(&p);
 }
 
+/* A CQ given more completions than it holds, unpolled meanwhile.  A
+ * provider keeps them all (ours grows the CQ), or, where the device loses
+ * one, poll_cq answers RPCRDMA_ERR_OVERFLOW once the CQ is drained
+ * (provider.h), so the consumer disconnects.  What must not happen is
+ * the silent loss: polls finding nothing for ever, as on rxe when nobody
+ * reads its IBV_EVENT_CQ_ERR (docs/DEVICES.md, "A CQ that overflows"). */
+static void case_cq_full(void)
+{
+	enum { SMALL = 16, EXTRA = 8, MSG = 16 };
+	struct tp_conn_opts o = { .max_send_wr = 128, .max_recv_wr = 128 };
+	struct tp_pair p;
+	const struct rpcrdma_provider_ops *ops = tp.ops;
+	struct rpcrdma_wc wc[16];
+
+	if (tp_pair_open(&p, &o) < 0)
+		goto out;
+	/* The client's send CQ only is small; the server's keep room. */
+	ops->destroy_cq(p.cli.scq);
+	p.cli.scq = NULL;
+	if (TP_OK(ops->create_cq(p.cli.dev, SMALL, &p.cli, &p.cli.scq)) < 0)
+		goto out;
+	int cap = p.cli.scq->cqe;
+	int n = cap + EXTRA;
+	if (!TP_CHECK(n <= 128, "the device made a CQ of %d for %d", cap,
+		      SMALL))
+		goto out;
+	o.srv_recvs = n;
+	if (tp_pair_connect(&p, &o) < 0)
+		goto out;
+	struct tp_buf *sb = tp_pair_buf(&p, &p.cli, MSG, 0, 0);
+	if (!sb)
+		goto out;
+	for (int i = 0; i < n; i++)
+		if (TP_OK(tp_post_send1(p.cli.qp, (uint64_t)i, RPCRDMA_WR_SEND,
+					RPCRDMA_SEND_SIGNALED, sb->p, MSG,
+					sb->mr->lkey, 0, 0, 0)) < 0)
+			goto out;
+	/* Let the Sends complete while nobody polls the client's CQ: the
+	 * server's receives say they arrived (as many as will). */
+	struct rpcrdma_wc rw[128];
+	int arrived = tp_wait_wc(p.srv.rcq, n, 3000, rw);
+	usleep(200 * 1000); /* their ACKs, on a device that needs them */
+	bool seen[128] = { false };
+	int got = 0, flushed = 0, rc = 0;
+	uint64_t end = tp_now_ms() + 3000;
+	while (got < n && tp_now_ms() < end) {
+		rc = ops->poll_cq(p.cli.scq, 16, wc);
+		if (rc < 0)
+			break;
+		if (rc == 0) {
+			usleep(1000);
+			continue;
+		}
+		for (int j = 0; j < rc; j++) {
+			uint64_t id = wc[j].wr_id;
+			TP_CHECK(id < (uint64_t)n && !seen[id],
+				 "completion of wr_id %llu twice or unknown",
+				 (unsigned long long)id);
+			if (id < (uint64_t)n)
+				seen[id] = true;
+			/* A QP the device failed flushes what was left. */
+			TP_CHECK(wc[j].status == RPCRDMA_WC_SUCCESS ||
+					 wc[j].status == RPCRDMA_WC_WR_FLUSH_ERR,
+				 "send %llu: %s", (unsigned long long)id,
+				 tp_wc_status_str(wc[j].status));
+			flushed += wc[j].status == RPCRDMA_WC_WR_FLUSH_ERR;
+		}
+		got += rc;
+	}
+	if (got == n) {
+		tp_note("CQ of %d: all %d completions kept (%d flushed), %d "
+			"messages arrived", cap, n, flushed, arrived);
+	} else if (TP_CHECK(rc == RPCRDMA_ERR_OVERFLOW,
+			    "CQ of %d: %d of %d completions, then poll_cq %d, "
+			    "not RPCRDMA_ERR_OVERFLOW", cap, got, n, rc)) {
+		tp_note("CQ of %d: %d of %d completions, then OVERFLOW; %d "
+			"messages arrived", cap, got, n, arrived);
+	}
+out:
+	tp_pair_close(&p);
+}
+
 const struct tp_case tp_cases_data[] = {
 	{ "send_recv_sizes", case_send_recv_sizes, 120,
 	  "Send/Recv 0 B .. max_msg_size (cap 16 MiB), byte_len and data" },
@@ -659,5 +741,8 @@ const struct tp_case tp_cases_data[] = {
 	  "IRD/ORD exchanged; 2 x negotiated ORD Reads posted at once" },
 	{ "cq_fd", case_cq_fd, 60,
 	  "CQ fd: quiet unarmed, wakes a blocked poll() when armed, ack" },
+	{ "cq_full", case_cq_full, 60,
+	  "more completions than a CQ holds: all kept, or poll_cq says "
+	  "OVERFLOW once drained; never a silent loss" },
 	{ NULL, NULL, 0, NULL },
 };
