@@ -276,7 +276,10 @@ int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc)
 			 * only then can the device have lost one (half, as
 			 * several pollers count concurrently).  Reading the
 			 * events costs a system call, so not otherwise. */
-			unsigned run = atomic_exchange(&c->run, 0);
+			unsigned run = atomic_load_explicit(&c->run,
+							    memory_order_relaxed);
+			if (run)  /* no atomic write for an idle CQ's polls */
+				run = atomic_exchange(&c->run, 0);
 			if (run && 2 * (uint64_t)run >= (uint64_t)c->cq->cqe)
 				rpcrdma_verbs_async_drain(d->ctx);
 			break;
