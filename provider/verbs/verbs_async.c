@@ -24,16 +24,21 @@
 
 #include "provider/verbs/verbs_int.h"
 
-void rpcrdma_verbs_async_drain(struct ibv_context *ctx)
+void rpcrdma_verbs_async_drain(struct rpcrdma_verbs_dev *d)
 {
+	struct ibv_context *ctx = d->ctx;
 	struct ibv_async_event ev;
 
-	/* Non-blocking once, for every later reader too (an SRQ's fd
-	 * watches this fd, verbs_srq.c). */
-	int fl = fcntl(ctx->async_fd, F_GETFL);
-	if (fl < 0 || (!(fl & O_NONBLOCK) &&
-		       fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0))
-		return;
+	/* The context's async fd is made non-blocking here, the one place
+	 * that reads it, on the first read through this device. */
+	if (!atomic_load_explicit(&d->async_nonblock, memory_order_acquire)) {
+		int fl = fcntl(ctx->async_fd, F_GETFL);
+		if (fl < 0 || (!(fl & O_NONBLOCK) &&
+			       fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0))
+			return;
+		atomic_store_explicit(&d->async_nonblock, true,
+				      memory_order_release);
+	}
 	while (ibv_get_async_event(ctx, &ev) == 0) {
 		/* The event is not acked yet: the object it names is not
 		 * destroyed meanwhile. */

@@ -281,7 +281,7 @@ int rpcrdma_verbs_poll_cq(struct rpcrdma_cq *cq, int n, struct rpcrdma_wc *wc)
 			if (run)  /* no atomic write for an idle CQ's polls */
 				run = atomic_exchange(&c->run, 0);
 			if (run && 2 * (uint64_t)run >= (uint64_t)c->cq->cqe)
-				rpcrdma_verbs_async_drain(d->ctx);
+				rpcrdma_verbs_async_drain(d);
 			break;
 		}
 		atomic_fetch_add_explicit(&c->run, (unsigned)r,

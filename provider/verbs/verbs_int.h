@@ -61,6 +61,8 @@ struct rpcrdma_verbs_dev {
 	struct ibv_port_attr port;
 	unsigned connect_timeout_ms;
 	atomic_bool removed;            /* DEVICE_REMOVAL seen */
+	atomic_bool async_nonblock;     /* ctx->async_fd made non-blocking
+					   (verbs_async.c) */
 	/* Linux rxe (seen on 6.1) writes the kernel's IB_WC_WITH_INVALIDATE
 	 * (1 << 2) into user CQEs, which libibverbs reads as
 	 * IBV_WC_IP_CSUM_OK; IBV_WC_WITH_INV (1 << 3) never shows.  Only
@@ -232,7 +234,7 @@ struct rpcrdma_verbs_qp *rpcrdma_verbs_qp_lookup(struct rpcrdma_verbs_dev *dev,
 int rpcrdma_verbs_qp_table_init(struct rpcrdma_verbs_dev *dev);
 
 /* verbs_async.c: reads the context's pending events without blocking. */
-void rpcrdma_verbs_async_drain(struct ibv_context *ctx);
+void rpcrdma_verbs_async_drain(struct rpcrdma_verbs_dev *d);
 /* verbs_cq.c: IBV_EVENT_CQ_ERR named cq (ignored when not ours). */
 void rpcrdma_verbs_cq_error_event(struct ibv_cq *cq);
 

@@ -17,7 +17,6 @@
  * for its event whoever reads the context's queue first.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -92,12 +91,9 @@ int rpcrdma_verbs_create_srq(struct rpcrdma_pd *pd,
 	pthread_mutex_init(&s->lock, NULL);
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	int fl = fcntl(d->ctx->async_fd, F_GETFL);
 	struct epoll_event e1 = { .events = EPOLLIN, .data.u32 = 0 };
 	struct epoll_event e2 = { .events = EPOLLIN, .data.u32 = 1 };
-	if (s->efd < 0 || s->epfd < 0 || fl < 0 ||
-	    (!(fl & O_NONBLOCK) &&
-	     fcntl(d->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0) ||
+	if (s->efd < 0 || s->epfd < 0 ||
 	    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->efd, &e1) < 0 ||
 	    epoll_ctl(s->epfd, EPOLL_CTL_ADD, d->ctx->async_fd, &e2) < 0) {
 		srq_free(s);
@@ -303,7 +299,7 @@ int rpcrdma_verbs_query_srq(struct rpcrdma_srq *srq, struct rpcrdma_srq_state *o
 
 	if (!s || !out)
 		return RPCRDMA_ERR_INVAL;
-	rpcrdma_verbs_async_drain(rpcrdma_verbs_dev(srq->dev)->ctx);
+	rpcrdma_verbs_async_drain(rpcrdma_verbs_dev(srq->dev));
 	pthread_mutex_lock(&s->lock);
 	out->posted = s->posted;
 	out->limit = s->limit;

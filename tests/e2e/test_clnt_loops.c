@@ -62,9 +62,9 @@
  * pthread_atfork handlers, rpc/dev.c, rpc/clnt.c, for the library's). */
 #include "common/sanitizers.h"
 #if defined(RPCRDMA_TSAN) || defined(RPCRDMA_ASAN)
-#define UNDER_TSAN 1
+#define UNDER_SANITIZER 1
 #else
-#define UNDER_TSAN 0
+#define UNDER_SANITIZER 0
 #endif
 
 #define PROG 0x20000778u
@@ -550,14 +550,14 @@ int main(int argc, char **argv)
 		stats();
 	if (!strcmp(what, "reconnect") || !strcmp(what, "all"))
 		reconnect();
-	if (!strcmp(what, "fork") && UNDER_TSAN) {
+	if (!strcmp(what, "fork") && UNDER_SANITIZER) {
 		printf("fork: not under ThreadSanitizer or "
-		       "AddressSanitizer (see UNDER_TSAN)\n");
+		       "AddressSanitizer (see UNDER_SANITIZER)\n");
 		close(life);
 		waitpid(srv, NULL, 0);
 		return 77;
 	}
-	if ((!strcmp(what, "fork") || !strcmp(what, "all")) && !UNDER_TSAN)
+	if ((!strcmp(what, "fork") || !strcmp(what, "all")) && !UNDER_SANITIZER)
 		forked();
 	close(life);
 	int st;
