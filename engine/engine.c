@@ -251,7 +251,10 @@ static void apply(struct rpcrdma_engine *e,
 /* The engine of sizes z, its arrays (and an event queue of evq
  * entries), in one block of pages: the arena first (page-aligned, as
  * registration likes it), then the engine itself and the small arrays
- * together (they share the pages every connection touches), then the
+ * together (they share the pages every connection touches; the send
+ * queue's entries last, so that with the defaults the engine, the
+ * arrays every connection writes at set-up and its first entries are
+ * one page, where the entries had pushed the arrays onto a second), then the
  * slots and the work-request queue, each from a page of its own (a slot
  * or a queue entry is set up when first used, and the first ones are
  * the ones used: they then take one page, not two across a boundary),
@@ -266,12 +269,12 @@ static void parts_len(const struct rpcrdma_engine_sizes *z, uint32_t evq,
 	len[0] = z->arena;
 	len[1] = sizeof *e;
 	len[2] = (size_t)evq * sizeof *e->evq;
-	len[3] = (size_t)z->sqe * sizeof *e->sqe;
-	len[4] = (size_t)z->nrq * sizeof *e->rq_free;
-	len[5] = (size_t)z->nrs * sizeof *e->rs_free;
-	len[6] = (size_t)z->xid_map * sizeof *e->xid_map;
-	len[7] = (size_t)z->nrbuf * sizeof *e->recv_free;
-	len[8] = (size_t)z->nrbuf * sizeof *e->recv_posted;
+	len[3] = (size_t)z->nrq * sizeof *e->rq_free;
+	len[4] = (size_t)z->nrs * sizeof *e->rs_free;
+	len[5] = (size_t)z->xid_map * sizeof *e->xid_map;
+	len[6] = (size_t)z->nrbuf * sizeof *e->recv_free;
+	len[7] = (size_t)z->nrbuf * sizeof *e->recv_posted;
+	len[8] = (size_t)z->sqe * sizeof *e->sqe;
 	len[9] = (size_t)z->nrq * sizeof *e->rq;
 	len[10] = (size_t)z->nrs * sizeof *e->rs;
 	len[11] = (size_t)z->wrq * sizeof *e->wrq;
@@ -301,12 +304,12 @@ int rpcrdma_engine_create(const struct rpcrdma_engine_config *cfg,
 	e->cap = z;
 	e->arena = p[0];
 	e->evq = e->evq0 = p[2];
-	e->sqe = p[3];
-	e->rq_free = p[4];
-	e->rs_free = p[5];
-	e->xid_map = p[6];
-	e->recv_free = p[7];
-	e->recv_posted = p[8];
+	e->rq_free = p[3];
+	e->rs_free = p[4];
+	e->xid_map = p[5];
+	e->recv_free = p[6];
+	e->recv_posted = p[7];
+	e->sqe = p[8];
 	e->rq = p[9];
 	e->rs = p[10];
 	e->wrq = p[11];
@@ -355,8 +358,8 @@ void rpcrdma_engine_destroy(struct rpcrdma_engine *e)
 	 * from it first. */
 	size_t len[ENGINE_PARTS];
 	void *const p[ENGINE_PARTS] = {
-		e->arena, e, e->evq0, e->sqe, e->rq_free, e->rs_free,
-		e->xid_map, e->recv_free, e->recv_posted, e->rq, e->rs, e->wrq,
+		e->arena, e, e->evq0, e->rq_free, e->rs_free, e->xid_map,
+		e->recv_free, e->recv_posted, e->sqe, e->rq, e->rs, e->wrq,
 	};
 	parts_len(&e->cap, e->evq0_cap, len);
 	rpcrdma_pages_parts_free(p, len, ENGINE_PARTS, ENGINE_ON_PAGE);

@@ -94,6 +94,11 @@ bool rpcrdma_sq_complete(struct rpcrdma_engine *e, uint64_t wr_id)
 		e->sqe_head = (e->sqe_head + 1) % e->sqe_cap;
 		e->sqe_count--;
 	}
+	/* Empty: start again at the front, so that a connection with a
+	 * request or two out keeps using the first entries (the page it
+	 * shares with the engine) instead of walking the ring. */
+	if (!e->sqe_count)
+		e->sqe_head = 0;
 	if (!found) {
 		/* A completion of nothing outstanding: the provider broke
 		 * the reliable connection's semantics. */
