@@ -273,13 +273,20 @@ enum iw_qp_state {
 	IW_QP_ERROR,     /* failed or disconnected; WRs flushed */
 };
 
+/* Send gather lists of up to this many entries live in the entry
+ * itself (the RPC layer's engine posts at most 4, RPCRDMA_ENGINE_MAX_SGE):
+ * entry and list then share a page, where a separate array of lists put
+ * the first list on a page of its own. */
+#define IW_SWQE_SGE 4
+
 struct iw_swqe {
 	uint64_t wr_id;
 	enum rpcrdma_wr_opcode opcode;
 	unsigned flags;
 	bool signaled;
 	int num_sge;
-	struct rpcrdma_sge *sge; /* its max_send_sge slots of qp->sq_sge */
+	struct rpcrdma_sge *sge; /* sge_near, or its max_send_sge slots of
+				    qp->sq_sge */
 	uint64_t len;
 	uint32_t inval_rkey;
 	uint64_t raddr;
@@ -294,6 +301,7 @@ struct iw_swqe {
 	uint8_t *inl;         /* INLINE payload copied at post: its
 				 max_inline_data bytes of qp->sq_inl (NULL
 				 without) */
+	struct rpcrdma_sge sge_near[IW_SWQE_SGE];
 };
 
 struct iw_rwqe {
@@ -465,7 +473,8 @@ struct iw_qp {
 	 * (a QP of 4 SGEs and no inline data does not carry room for 16
 	 * SGEs and 256 bytes in each of thousands of entries). */
 	struct iw_swqe *sq;
-	struct rpcrdma_sge *sq_sge;   /* sq_cap x sq_max_sge */
+	struct rpcrdma_sge *sq_sge;   /* sq_cap x sq_max_sge; NULL when
+					 sq_max_sge <= IW_SWQE_SGE */
 	uint8_t *sq_inl;              /* sq_cap x sq_max_inline, or NULL */
 	uint32_t sq_max_sge, sq_max_inline;
 	uint32_t sq_cap, sq_head, sq_count;
@@ -482,7 +491,7 @@ struct iw_qp {
 				    received (RFC 5044 §7.1.2 rule 4) */
 	bool rtr_pending;        /* initiator: send the RTR first */
 	uint32_t tx_msn[3];
-	struct iw_hist hist[IW_HIST];
+	struct iw_hist *hist;    /* IW_HIST, with the queues (iwarp_qp.c) */
 	uint32_t hist_n;
 	struct rpcrdma_terminate_info term;
 

@@ -47,22 +47,27 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
  * and rq receive WRs, in one block of pages (it lives as long as its
  * connection: given back when it goes, common/pages.h), in the order
  * create_qp and queues_free name them. */
-#define QP_PARTS 7
+#define QP_PARTS 8
 static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 		       uint32_t rq, uint32_t rsge)
 {
 	const struct iw_qp *qp = NULL; /* for sizeof only */
 	/* The entries every connection uses first (queues start again at
 	 * the front when they empty): the receive ring and its gather
-	 * lists, then the send queue, in the first page; the ORQ and IRQ,
-	 * which only RDMA Reads use, last. */
+	 * lists, the history of sent messages (a ring of 1.5 KiB, every
+	 * entry of which a connection writes in time), then the send queue
+	 * with its short gather lists in its entries, in the first page;
+	 * the long gather lists, the ORQ and IRQ, which only RDMA Reads
+	 * use, last. */
 	len[0] = (size_t)rq * sizeof(*qp->rq);
 	len[1] = (size_t)rq * rsge * sizeof(*qp->rq_sge);
-	len[2] = (size_t)sq * sizeof(*qp->sq);
-	len[3] = (size_t)sq * ssge * sizeof(*qp->sq_sge);
-	len[4] = (size_t)sq * inl;
-	len[5] = IW_MAX_RD * sizeof(*qp->orq);
-	len[6] = IW_MAX_RD * sizeof(*qp->irq);
+	len[2] = IW_HIST * sizeof(*qp->hist);
+	len[3] = (size_t)sq * sizeof(*qp->sq);
+	len[4] = ssge > IW_SWQE_SGE ? (size_t)sq * ssge * sizeof(*qp->sq_sge)
+				    : 0;
+	len[5] = (size_t)sq * inl;
+	len[6] = IW_MAX_RD * sizeof(*qp->orq);
+	len[7] = IW_MAX_RD * sizeof(*qp->irq);
 }
 
 static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
@@ -70,8 +75,8 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 {
 	size_t len[QP_PARTS];
 	void *const p[QP_PARTS] = {
-		qp->rq, qp->rq_sge, qp->sq, qp->sq_sge, qp->sq_inl, qp->orq,
-		qp->irq,
+		qp->rq, qp->rq_sge, qp->hist, qp->sq, qp->sq_sge, qp->sq_inl,
+		qp->orq, qp->irq,
 	};
 	queues_len(len, sq, ssge, inl, rq, rsge);
 	rpcrdma_pages_parts_free(p, len, QP_PARTS, 0);
@@ -80,6 +85,7 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 	qp->sq_inl = NULL;
 	qp->rq = NULL;
 	qp->rq_sge = NULL;
+	qp->hist = NULL;
 	qp->orq = NULL;
 	qp->irq = NULL;
 }
@@ -133,11 +139,12 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	}
 	qp->rq = p[0];
 	qp->rq_sge = p[1];
-	qp->sq = p[2];
-	qp->sq_sge = p[3];
-	qp->sq_inl = p[4];
-	qp->orq = p[5];
-	qp->irq = p[6];
+	qp->hist = p[2];
+	qp->sq = p[3];
+	qp->sq_sge = p[4];
+	qp->sq_inl = p[5];
+	qp->orq = p[6];
+	qp->irq = p[7];
 	qp->rq_max_sge = rsge;
 	qp->sq_cap = sq;
 	qp->sq_max_sge = ssge;

@@ -118,7 +118,8 @@ int rpcrdma_iwarp_post_send(struct rpcrdma_qp *b, struct rpcrdma_send_wr *wr,
 		/* Its gather list and inline room, set here rather than at
 		 * create: an entry's page is touched only once the queue is
 		 * that deep (an idle connection's QP holds none of them). */
-		w->sge = qp->sq_sge + (size_t)slot * qp->sq_max_sge;
+		w->sge = qp->sq_sge ? qp->sq_sge + (size_t)slot * qp->sq_max_sge
+				    : w->sge_near;
 		w->inl = qp->sq_max_inline
 				 ? qp->sq_inl + (size_t)slot * qp->sq_max_inline
 				 : NULL;
