@@ -220,6 +220,92 @@ out:
 	tp_pair_close(&p);
 }
 
+/* Sends with as many gather entries as the QP was made for, and with
+ * few, posted together so they take different send queue entries: our
+ * iwarp provider keeps short gather lists in the entry and long ones in
+ * an array beside the queue (provider/iwarp/iwarp.h, IW_SWQE_SGE), and
+ * both must gather every byte in order. */
+static void case_send_gather_wide(void)
+{
+	struct tp_conn_opts o = { 0 };
+	struct tp_pair p;
+	struct rpcrdma_wc wc;
+	enum { ROUNDS = 6, PIECE = 700, MAXG = 16 };
+
+	o.max_sge = MAXG;
+	if (tp_pair_up(&p, &o) < 0)
+		goto out;
+	int wide = (int)p.max_sge < MAXG ? (int)p.max_sge : MAXG;
+	if (wide < 2) {
+		tp_skip("max_sge %u", p.max_sge);
+		goto out;
+	}
+	/* Gather counts: the widest, 1, short, the widest again... */
+	int ng[ROUNDS] = { wide, 1, wide < 4 ? wide : 4, wide, 2, wide };
+	size_t stride = (size_t)MAXG * (PIECE + 64);
+	struct tp_buf *s = tp_pair_buf(&p, &p.cli, ROUNDS * stride, 0, 0);
+	struct tp_buf *r = tp_pair_buf(&p, &p.srv, ROUNDS * stride,
+				       RPCRDMA_ACCESS_LOCAL_WRITE, 0);
+	if (!s || !r)
+		goto out;
+	memset(r->p, 0xEE, r->len);
+	struct rpcrdma_sge ss[ROUNDS][MAXG], rs[ROUNDS];
+	struct rpcrdma_send_wr sw[ROUNDS];
+	struct rpcrdma_recv_wr rw[ROUNDS];
+	size_t total[ROUNDS];
+	for (int k = 0; k < ROUNDS; k++) {
+		uint8_t *base = s->p + (size_t)k * stride;
+		total[k] = 0;
+		/* Pieces of different lengths, with gaps between them. */
+		for (int i = 0; i < ng[k]; i++) {
+			uint32_t len = PIECE - 37u * (uint32_t)i;
+			uint8_t *at = base + (size_t)i * (PIECE + 64);
+			tp_fill(at, len, 100u + (uint32_t)k, total[k]);
+			ss[k][i].addr = tp_addr(at);
+			ss[k][i].length = len;
+			ss[k][i].lkey = s->mr->lkey;
+			total[k] += len;
+		}
+		rs[k].addr = tp_addr(r->p + (size_t)k * stride);
+		rs[k].length = (uint32_t)stride;
+		rs[k].lkey = r->mr->lkey;
+		rw[k] = (struct rpcrdma_recv_wr){ .wr_id = 0x100 + (uint64_t)k,
+						  .sg_list = &rs[k],
+						  .num_sge = 1 };
+		rw[k].next = k + 1 < ROUNDS ? &rw[k + 1] : NULL;
+		memset(&sw[k], 0, sizeof(sw[k]));
+		sw[k].wr_id = 0x200 + (uint64_t)k;
+		sw[k].sg_list = ss[k];
+		sw[k].num_sge = ng[k];
+		sw[k].opcode = RPCRDMA_WR_SEND;
+		sw[k].send_flags = RPCRDMA_SEND_SIGNALED;
+		sw[k].next = k + 1 < ROUNDS ? &sw[k + 1] : NULL;
+	}
+	struct rpcrdma_recv_wr *rbad = NULL;
+	struct rpcrdma_send_wr *sbad = NULL;
+	if (TP_OK(rpcrdma_post_recv(p.srv.qp, &rw[0], &rbad)) < 0 ||
+	    TP_OK(rpcrdma_post_send(p.cli.qp, &sw[0], &sbad)) < 0)
+		goto out;
+	for (int k = 0; k < ROUNDS; k++) {
+		if (!tp_expect_wc(p.cli.scq, TO_MS, sw[k].wr_id,
+				  RPCRDMA_WC_SEND, RPCRDMA_WC_SUCCESS, NULL))
+			goto out;
+		if (!tp_expect_wc(p.srv.rcq, TO_MS, rw[k].wr_id,
+				  RPCRDMA_WC_RECV, RPCRDMA_WC_SUCCESS, &wc))
+			goto out;
+		TP_CHECK(wc.byte_len == total[k], "send %d (%d SGEs): byte_len "
+			 "%u, sent %zu", k, ng[k], wc.byte_len, total[k]);
+		const uint8_t *got = r->p + (size_t)k * stride;
+		size_t bad = tp_verify(got, total[k], 100u + (uint32_t)k, 0);
+		TP_CHECK(bad == SIZE_MAX, "send %d (%d SGEs) differs at %zu",
+			 k, ng[k], bad);
+		TP_CHECK(got[total[k]] == 0xEE,
+			 "send %d: byte after the message written", k);
+	}
+out:
+	tp_pair_close(&p);
+}
+
 static void case_send_recv_ordering(void)
 {
 	struct tp_conn_opts o = { 0 };
@@ -731,6 +817,9 @@ const struct tp_case tp_cases_data[] = {
 	  "Send/Recv 0 B .. max_msg_size (cap 16 MiB), byte_len and data" },
 	{ "send_recv_multi_sge", case_send_recv_multi_sge, 60,
 	  "multi-SGE Send gathered into multi-SGE Receive" },
+	{ "send_gather_wide", case_send_gather_wide, 60,
+	  "Sends of max_sge (up to 16) and of 1-4 gather entries, posted "
+	  "together: every byte, in order" },
 	{ "send_recv_ordering", case_send_recv_ordering, 60,
 	  "128 pipelined Sends in order; unsignaled Sends do not complete" },
 	{ "rdma_write_sizes", case_rdma_write_sizes, 240,
