@@ -473,6 +473,19 @@ static double per_call(enum tool t, const struct copts *o, int k,
 	double b = tool_count(t, o, k, 2 * o->iters, why, cap);
 	if (isnan(b))
 		return NAN;
+	/* The difference cancels what a run costs besides its calls when
+	 * that is the same in both runs: so it is for callgrind's
+	 * instructions, not for perf's context switches of an unpinned
+	 * process, whose set-up (connecting, threads starting) can switch
+	 * more in one run than N calls do.  Fewer over 2N calls than over N
+	 * says that, and is no count per call (it printed as a negative
+	 * one). */
+	if (b < a) {
+		snprintf(why, cap, "%.0f over %lu calls but %.0f over %lu: "
+			 "the runs' set-up varied more than the calls cost",
+			 b, 2 * o->iters, a, o->iters);
+		return NAN;
+	}
 	return (b - a) / (double)o->iters;
 }
 
