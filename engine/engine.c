@@ -252,9 +252,8 @@ static void apply(struct rpcrdma_engine *e,
  * entries), in one block of pages: the arena first (page-aligned, as
  * registration likes it), then the engine itself and the small arrays
  * together (they share the pages every connection touches; the send
- * queue's entries last, so that with the defaults the engine, the
- * arrays every connection writes at set-up and its first entries are
- * one page, where the entries had pushed the arrays onto a second), then the
+ * queue's entries last among them, as only its first few are used
+ * while few requests are out), then the
  * slots and the work-request queue, each from a page of its own (a slot
  * or a queue entry is set up when first used, and the first ones are
  * the ones used: they then take one page, not two across a boundary),
