@@ -504,6 +504,7 @@ int rpcrdma_engine_established(struct rpcrdma_engine *e, const void *pdata,
 	rpcrdma_sq_reset(e);
 	rpcrdma_credits_reset(e); /* RFC 8166 §3.3.3 */
 	rpcrdma_recv_grant_reset(e);
+	e->await_first = !e->cfg.client; /* recv_buffers.c */
 	e->ctr.connections++;
 	rpcrdma_recv_refill(e);
 	rpcrdma_neg_start(e, now);
@@ -617,6 +618,7 @@ void rpcrdma_engine_conn_lost(struct rpcrdma_engine *e, uint64_t now)
 static void received(struct rpcrdma_engine *e, uint32_t idx, size_t len,
 		     bool with_inv, uint32_t inv_rkey)
 {
+	e->await_first = false; /* the rest are posted at this input's end */
 	if (!rpcrdma_rx_message(e, idx, len, with_inv, inv_rkey))
 		rpcrdma_recv_put(e, idx);
 	rpcrdma_progress(e);

@@ -372,6 +372,7 @@ struct rpcrdma_engine {
 	uint32_t *recv_posted;         /* ring: posted, oldest first */
 	uint32_t recv_posted_head, nrecv_posted;
 	uint32_t recv_target;
+	bool await_first;              /* a server before the first message */
 	uint32_t grant;                /* credits granted now (recv_buffers.c) */
 	uint32_t grant_taken;          /* of cfg.budget, for the grant */
 	bool grant_wants;              /* counted in cfg.budget->wanting */

@@ -7,7 +7,8 @@
  * grants (RFC 8166 §3.3.1), and a Requester one for the reply of each
  * call it has outstanding (RFC 8167 §4.3: with reverse-direction calls
  * both roles share the connection's receives).  The engine keeps
- * recv_target = grant + max_calls posted while connected (the grant:
+ * recv_target = grant + max_calls posted while connected (a server
+ * posts one until the first message comes, rpcrdma_recv_refill; the grant:
  * credits, or less while the connection uses less, below).  A Requester
  * slot may hold the buffer of an inline reply while its call's
  * LOCAL_INVs complete, so there are max_calls more buffers for those,
@@ -34,10 +35,39 @@ void rpcrdma_recv_put(struct rpcrdma_engine *e, uint32_t idx)
 	e->recv_free[e->nrecv_free++] = idx;
 }
 
+/*
+ * A server's first receive (RFC 8166 §3.3.3).  Until the client's first
+ * message has come, a server posts one receive only: the client "MUST
+ * NOT assume more than one credit is available and MUST receive a valid
+ * reply ... prior to sending its next request" (the v2 draft's §7 says
+ * the same of its opener: one message, then nothing until an answer),
+ * and a server sends no call of its own before it knows the client's
+ * version (requester.c).  The rest are posted at the end of the input
+ * that took the first message, before the Send of any reply that
+ * grants them (the driver posts receives first).
+ *
+ * Why: the first message's buffer is then the first one posted again,
+ * and the client's next message lands in it.  With every receive posted
+ * up front, the v2 opener took the first buffer and the first call the
+ * second, so an idle connection held two pages of receive buffers where
+ * one does; and a connection that never sends holds one receive, not
+ * the whole grant's.  A client that breaks the MUST finds no receive
+ * for its second message: fatal to the connection on iWARP (RFC 5041
+ * §7.2), an RNR NAK on InfiniBand and RoCE, where only the sender's RNR
+ * retries can save it.  Linux's xprtrdma starts every connection at one
+ * credit, as §3.3.3 asks.
+ * A server that speaks only version 1 knows the version at once and
+ * may call first, so it posts them all (!e->vers).
+ */
+static uint32_t refill_target(const struct rpcrdma_engine *e)
+{
+	return e->await_first && !e->vers ? 1 : e->recv_target;
+}
+
 void rpcrdma_recv_refill(struct rpcrdma_engine *e)
 {
-	while (e->connected && e->nrecv_posted < e->recv_target &&
-	       e->nrecv_free) {
+	const uint32_t target = refill_target(e);
+	while (e->connected && e->nrecv_posted < target && e->nrecv_free) {
 		struct rpcrdma_engine_wr *w = rpcrdma_wr_push_recv(e);
 		if (!w)
 			return;
@@ -57,7 +87,7 @@ void rpcrdma_recv_refill(struct rpcrdma_engine *e)
 	 * next replies would grant receives that are not there, and the
 	 * peer's Send into none is fatal to the connection anyway: close
 	 * now, with the reason. */
-	if (e->connected && e->nrecv_posted < e->recv_target)
+	if (e->connected && e->nrecv_posted < target)
 		rpcrdma_ask_close(e, RPCRDMA_ERR_OVERFLOW);
 }
 

@@ -535,6 +535,20 @@ static void echo_grant(uint32_t xid, uint32_t want)
 	CHECK_EQ(r.credit, want);
 }
 
+/* P connected (our private data, IRD 64), 3000 bytes of data exposed at
+ * 0x6000 for held calls' Read chunks, and a first echo call answered
+ * with the first grant.  False if it could not connect. */
+static bool grant_peer(const char *addr, uint32_t seed, uint32_t xid)
+{
+	static uint8_t data[3000];
+	if (!connect_peer(addr, pd_ours, 8, 64))
+		return false;
+	fill(data, sizeof data, seed);
+	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
+	echo_grant(xid, GRANT_START);
+	return true;
+}
+
 /* n calls at once, each with its argument in a Read chunk whose RDMA
  * Read Request the peer does not answer yet: the server has them all
  * open.  The Read Requests that came until none came for QUIET_MS go
@@ -650,12 +664,8 @@ static uint32_t grant_after_idle(uint32_t xid, uint32_t want)
  * Terminate and no replies). */
 static void case_grant_grows(const char *addr)
 {
-	if (!connect_peer(addr, pd_ours, 8, 64))
+	if (!grant_peer(addr, 9, 0xb00)) /* one open of 8: no growth */
 		return;
-	static uint8_t data[3000];
-	fill(data, sizeof data, 9);
-	iwpeer_expose(&P, 0x6000, 0x10000, data, sizeof data);
-	echo_grant(0xb00, GRANT_START); /* one open of 8: no growth */
 	held_calls(0xb10, GRANT_START, 2 * GRANT_START);
 	held_calls(0xb40, 2 * GRANT_START, GRANT_MAX);
 	held_calls(0xb80, GRANT_MAX, GRANT_MAX); /* never past credits */
@@ -1334,6 +1344,48 @@ static void case_server_follows_v1(const char *addr)
 	iwpeer_close(&P);
 }
 
+/* RFC 8166 §3.3.3 on a connection: our server posts one receive until
+ * the client's first message has come, and the rest before the answer
+ * that grants them (engine/recv_buffers.c).  The peer sends its first
+ * message alone, as the RFC asks, then at once as many calls as the
+ * answer granted: each must land in a posted receive (a Send into none
+ * is fatal, RFC 5041 §7.2: a Terminate and no replies).  A v1 client,
+ * whose calls are held open (their Read chunks unanswered), then a v2
+ * client (draft §7: the opener alone, then calls). */
+static void case_first_receive(const char *addr)
+{
+	if (!grant_peer(addr, 11, 0xd00))
+		return;
+	held_calls(0xd10, GRANT_START, 2 * GRANT_START);
+	iwpeer_close(&P);
+
+	memset(&P, 0, sizeof P);
+	P.fd = -1;
+	if (!connect_peer(addr, NULL, 0, 0))
+		return;
+	struct pp_hdr h, r;
+	v2h(&h, 0xd40, PP_CONNPROP);
+	h.body[h.nbody++] = 0; /* no properties */
+	send_msg(&h, NULL, 0);
+	CHECK(next_send(&r));
+	CHECK(r.xid == 0xd40 && r.proc == PP_CONNPROP &&
+	      r.flags == PP_F_RESPONSE && r.credit == GRANT_START);
+	for (uint32_t i = 0; i < GRANT_START; i++) {
+		v2h(&h, 0xd50 + i, PP_MSG);
+		send_call(&h, P_ECHO, NULL, 0);
+	}
+	unsigned answered = 0;
+	for (uint32_t i = 0; i < GRANT_START; i++) {
+		if (!next_send(&r))
+			break;
+		if (r.xid >= 0xd50 && r.xid < 0xd50 + GRANT_START &&
+		    is_success(&r, r.xid))
+			answered++;
+	}
+	CHECK_EQ(answered, GRANT_START);
+	iwpeer_close(&P);
+}
+
 /* =====================================================================
  * RFC 5041 §7.2, RFC 5040 §7: a DDP segment of DDP version 2, or on an
  * untagged queue that does not exist (QN 5), gets a Terminate naming the
@@ -1406,6 +1458,7 @@ static const struct named cases[] = {
 	{"v1_only_server", RPCRDMA_V1_ONLY, false, case_v1_only_server, 0},
 	{"ddp_errors", RPCRDMA_V1_ONLY, false, case_ddp_errors, 0},
 	{"server_follows_v1", RPCRDMA_PREFER_V2, false, case_server_follows_v1, 0},
+	{"first_receive", RPCRDMA_PREFER_V2, false, case_first_receive, 0},
 };
 
 int main(int argc, char **argv)

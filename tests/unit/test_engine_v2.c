@@ -17,6 +17,7 @@
 
 #include "test.h"
 #include "test_engine_fake.h"
+#include "engine/engine_internal.h" /* test_server_first_receive looks inside */
 #include "wire/rpcrdma_v1.h"
 #include "wire/rpcrdma_v2.h"
 
@@ -242,7 +243,7 @@ static void test_opener_then_v2(void)
 	uint32_t ans[] = {x, 2, 5, 5, F_RESP, 3, 77, 3, 0xaabbccdd, 1, 4, 8192,
 			  2, 4, 0};
 	feed(ans, 15);
-	struct rpcrdma_engine_info in = info();
+	const struct rpcrdma_engine_info in = info();
 	CHECK_EQ(in.version, 2);
 	CHECK(!in.negotiating);
 	CHECK(in.peer_props);
@@ -439,6 +440,19 @@ static void test_v2_only_refused(void)
  * §7.1, §7.3: the server side
  */
 
+/* A v2 call (RDMA2_MSG, no chunks) of NFSv3 NULL, taken as one. */
+static void feed_v2_call(uint32_t xid)
+{
+	uint8_t m[256];
+	uint32_t ch[] = {xid, 2, 8, 0, 0, 0, 0, 0, 0};
+	size_t n = xdr_words(m, ch, 9);
+	rpc_call_hdr(m + n, 100003, 3, 0);
+	rpcrdma_be32_put(m + n, xid);
+	feed_bytes(m, n + 40);
+	CHECK_EQ(nev, 1);
+	CHECK_EQ(evs[0].type, RPCRDMA_EV_INCOMING_CALL);
+}
+
 /* A v2 opener gets our CONNPROP as its answer (F_RESPONSE, its xid, our
  * grant); calls are answered in v2 with F_RESPONSE; a v1 message later
  * gets ERR_VERS 2..2 (never switch mid-connection). */
@@ -459,14 +473,7 @@ static void test_server_v2(void)
 	CHECK_EQ(info().peer_rbsiz, 8192);
 	CHECK_EQ(info().send_threshold, 4096); /* our own Sends' limit */
 	/* A v2 call. */
-	uint8_t m[256];
-	uint32_t ch[] = {0x61, 2, 8, 0, 0, 0, 0, 0, 0};
-	size_t n = xdr_words(m, ch, 9);
-	rpc_call_hdr(m + n, 100003, 3, 0);
-	rpcrdma_be32_put(m + n, 0x61);
-	feed_bytes(m, n + 40);
-	CHECK_EQ(nev, 1);
-	CHECK_EQ(evs[0].type, RPCRDMA_EV_INCOMING_CALL);
+	feed_v2_call(0x61);
 	/* The call takes the slot the answer used (the first, 0): an idle
 	 * connection holds one slot's pages, not two. */
 	CHECK_EQ(evs[0].call_id, 0);
@@ -488,6 +495,79 @@ static void test_server_v2(void)
 	uint32_t ev[] = {0x71, 1, 16, 4, 1, 2, 2};
 	check_sent_words(0, ev, 7);
 	teardown();
+}
+
+/* RFC 8166 §3.3.3 and the draft's §7: a client sends one message and
+ * waits for its answer, so a server posts one receive until the first
+ * message comes, and the rest at the end of that input, before the Send
+ * of the answer that grants them (engine/recv_buffers.c).  The first
+ * message's buffer is posted again first, so the client's next message
+ * lands in it: an idle connection holds one buffer's pages, not two. */
+static void check_all_posted(void)
+{
+	struct rpcrdma_engine_info in = info();
+	CHECK_EQ(in.recvs_posted, in.grant + C.max_calls);
+}
+
+static void test_server_first_receive(void)
+{
+	cfg_reset();
+	start(true);
+	CHECK_EQ(info().recvs_posted, 1);
+	const uint32_t first = S.e->recv_posted[S.e->recv_posted_head];
+	uint32_t op[] = {0xa1, 2, 8, 5, 0, 1, 1, 4, 8192};
+	feed(op, 9);
+	const struct rpcrdma_engine_info in = info();
+	CHECK_EQ(in.version, 2);
+	CHECK_EQ(in.recvs_posted, in.grant + C.max_calls);
+	/* The answer grants what is posted now (§3.3.1). */
+	CHECK_EQ(nsent, 1);
+	CHECK_EQ(word(0, 2), in.grant);
+	CHECK(in.grant > 1);
+	/* The next message lands where the opener did. */
+	CHECK_EQ(S.e->recv_posted[S.e->recv_posted_head], first);
+	feed_v2_call(0xa2);
+	const uint8_t *b = rpcrdma_rbuf_ptr(S.e, first);
+	const uint8_t *at = (const uint8_t *)evs[0].call;
+	CHECK(at >= b && at < b + S.e->rsize);
+	teardown();
+
+	/* A v1 client's first call: held in its buffer until its reply
+	 * (engine/recv_buffers.c), with the whole grant posted beside it. */
+	cfg_reset();
+	start(true);
+	CHECK_EQ(info().recvs_posted, 1);
+	uint32_t v1c[] = {0xa3, 1, 8, 0, 0, 0, 0, 0xa3, 0, 2, 100003, 3, 0, 0, 0,
+			  0, 0};
+	feed(v1c, 17);
+	CHECK_EQ(nev, 1);
+	CHECK_EQ(info().version, 1);
+	check_all_posted();
+	teardown();
+
+	/* Whatever the first message is, even one that gets an error: the
+	 * error's credit value is backed too. */
+	cfg_reset();
+	start(true);
+	uint32_t bad[] = {0xa4, 7, 8, 0};
+	feed(bad, 4);
+	CHECK_EQ(nsent, 1);
+	check_all_posted();
+	CHECK(word(0, 2) <= info().grant);
+	teardown();
+
+	/* A server of version 1 only knows the version at once and may call
+	 * first, and a client may be called as soon as it has a grant:
+	 * both post them all at once. */
+	for (int client = 0; client < 2; client++) {
+		cfg_reset();
+		C.client = client;
+		if (!client)
+			C.versions = RPCRDMA_ENGINE_V1_ONLY;
+		start(true);
+		check_all_posted();
+		teardown();
+	}
 }
 
 /* A v1 client's first message fixes v1 (§7.3); a v2 message later gets
@@ -1312,6 +1392,7 @@ int main(void)
 	test_lost_opener();
 	test_v2_only_refused();
 	test_server_v2();
+	test_server_first_receive();
 	test_server_follows_v1();
 	test_v1_only_server();
 	test_server_errors();
