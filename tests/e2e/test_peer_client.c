@@ -1359,8 +1359,6 @@ static void case_first_receive(const char *addr)
 	held_calls(0xd10, GRANT_START, 2 * GRANT_START);
 	iwpeer_close(&P);
 
-	memset(&P, 0, sizeof P);
-	P.fd = -1;
 	if (!connect_peer(addr, NULL, 0, 0))
 		return;
 	struct pp_hdr h, r;
