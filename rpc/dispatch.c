@@ -62,11 +62,18 @@ struct req_block {
 	max_align_t data[];
 };
 
-/* The Responder side's state on one connection. */
+/* The Responder side's state on one connection, with a request per
+ * Responder slot (call_id).  Slot 0's is in the record itself: the
+ * engine hands slot 0 out first and takes a freed slot back first
+ * (engine/responder.c), so a connection with one call at a time uses
+ * only that one, and the record shares a slab page with another
+ * connection's instead of holding a page of its own (docs/SCALE.md).
+ * The others are pages, touched only if calls overlap. */
 struct rpc_responder {
 	struct rpc_disp *disp;        /* NULL: no calls served */
-	struct rpcrdma_svc_req *reqs; /* one per Responder slot (call_id) */
-	uint32_t nreqs;
+	uint32_t nreqs;               /* call_ids below it have a request */
+	struct rpcrdma_svc_req *more; /* call_id 1 and up, nreqs - 1 */
+	struct rpcrdma_svc_req first; /* call_id 0 */
 };
 
 /* A connection's Responder state, several to a page (common/slab.h). */
@@ -163,19 +170,25 @@ int rpcrdma_rpc_disp_register(struct rpc_disp *d, uint32_t prog, uint32_t vers,
 	return 0;
 }
 
-/* The requests of a connection, as long-lived as it: pages, given back
- * when it goes (common/pages.h). */
+/* The requests of call_ids 1 and up, as long-lived as the connection:
+ * pages, given back when it goes (common/pages.h).  Left as the pages
+ * came (zero, not resident): incoming_locked sets a request up when its
+ * slot first takes a call, so a connection that never has two calls at
+ * once holds none of them (63 of 1.7 KiB at 32 credits). */
 static struct rpcrdma_svc_req *reqs_create(uint32_t n)
 {
-	/* Left as the pages came (zero, not resident): incoming_locked sets
-	 * a request up when its slot first takes a call, so an idle
-	 * connection holds none of them (64 of 1.7 KiB at 32 credits). */
-	return rpcrdma_pages_array(n ? n : 1, sizeof(struct rpcrdma_svc_req));
+	return rpcrdma_pages_array(n, sizeof(struct rpcrdma_svc_req));
 }
 
 static void reqs_free(struct rpcrdma_svc_req *r, uint32_t n)
 {
-	rpcrdma_pages_free(r, (n ? n : 1) * sizeof(*r));
+	rpcrdma_pages_free(r, n * sizeof(*r));
+}
+
+/* The request of call_id id (below q->nreqs). */
+static struct rpcrdma_svc_req *req_of(struct rpc_responder *q, uint32_t id)
+{
+	return id ? &q->more[id - 1] : &q->first;
 }
 
 /* ---------------------------------------------------------------------
@@ -492,14 +505,14 @@ static void incoming_locked(struct rpc_responder *q, struct rpc_xprt *x,
 			    const struct rpcrdma_engine_event *ev,
 			    struct rpc_work *w)
 {
-	if (ev->call_id >= q->nreqs || q->reqs[ev->call_id].x) {
+	if (ev->call_id >= q->nreqs || req_of(q, ev->call_id)->x) {
 		/* The engine hands out call_ids below call_slots, and a slot
 		 * comes back only after REPLY_SENT; never seen. */
 		rpcrdma_rpc_trace("%s: call %#x on busy slot %u", x->name,
 				  ev->xid, ev->call_id);
 		return;
 	}
-	struct rpcrdma_svc_req *r = &q->reqs[ev->call_id];
+	struct rpcrdma_svc_req *r = req_of(q, ev->call_id);
 	r->call_id = ev->call_id;
 	r->x = x;
 	r->next = NULL;
@@ -681,12 +694,11 @@ static int responder_attach(struct rpc_xprt *x, void **state)
 	 * handler's own allocation failing gives SYSTEM_ERR). */
 	struct rpcrdma_engine_info in;
 	rpcrdma_engine_get_info(x->e, &in);
-	q->reqs = reqs_create(in.call_slots);
-	if (!q->reqs) {
+	q->nreqs = in.call_slots;
+	if (q->nreqs > 1 && !(q->more = reqs_create(q->nreqs - 1))) {
 		rpcrdma_slab_free(&responder_slab, q);
 		return RPCRDMA_ERR_NOMEM;
 	}
-	q->nreqs = in.call_slots;
 	*state = q;
 	return 0;
 }
@@ -697,7 +709,8 @@ static void responder_detach(struct rpc_xprt *x, void *state)
 	struct rpc_responder *q = state;
 	if (!q)
 		return;
-	reqs_free(q->reqs, q->nreqs);
+	if (q->more)
+		reqs_free(q->more, q->nreqs - 1);
 	rpcrdma_slab_free(&responder_slab, q);
 }
 
