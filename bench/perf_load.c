@@ -291,6 +291,8 @@ struct server {
 	char host[128];            /* address the contenders connect to */
 	uint16_t port;             /* its PORT */
 	bool v6;
+	char census[64];           /* ours with --census: where it writes
+				      its page census; "" for none */
 };
 
 /* Four TCP ports from base free on host (the server takes them). */
@@ -314,8 +316,11 @@ static bool ports_free(const struct sockaddr_storage *ss, socklen_t len,
 /* Starts `rpcrdma-perf server` (this executable) on host, waits for its
  * line saying it serves.  0 or -1 (message printed). */
 static int server_start(struct server *s, const char *host,
-			const char *provider, unsigned workers)
+			const char *provider, unsigned workers, bool census)
 {
+	if (census)
+		snprintf(s->census, sizeof(s->census),
+			 "/tmp/rpcrdma-perf-census.%d", (int)getpid());
 	struct sockaddr_storage ss;
 	socklen_t len;
 	if (pr_parse_addr(host, 0, &ss, &len) < 0) {
@@ -362,6 +367,10 @@ static int server_start(struct server *s, const char *host,
 			if (workers) {
 				argv[n++] = (char *)"--workers";
 				argv[n++] = wk;
+			}
+			if (s->census[0]) {
+				argv[n++] = (char *)"--census";
+				argv[n++] = s->census;
 			}
 			argv[n] = NULL;
 			execv("/proc/self/exe", argv);
@@ -450,6 +459,8 @@ struct run_result {
 	struct group_result g[2];
 	unsigned ngroups;
 	bool failed;                 /* a process died or did not answer */
+	char *census;                /* the server's page census while the
+				        connections were held (--census) */
 };
 
 struct child {
@@ -613,6 +624,7 @@ struct run_params {
 	double idle_s;               /* hold the connections idle */
 	double settle_s;             /* after the close, before RSS */
 	bool quiet;
+	bool census;                 /* ask the server for its page census */
 };
 
 static void progress(const struct run_params *rp, const char *fmt, ...)
@@ -627,6 +639,38 @@ static void progress(const struct run_params *rp, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+/* The server's page census, now (SIGUSR2 asks for it: rpcrdma-perf
+ * server --census); NULL if it did not come within 10 s. */
+static char *census_take(const struct server *srv)
+{
+	unlink(srv->census);
+	if (kill(srv->pid, SIGUSR2) < 0)
+		return NULL;
+	uint64_t until = perf_now_ns() + 10000000000ull;
+	FILE *f = NULL;
+	while (!(f = fopen(srv->census, "r")) && perf_now_ns() < until) {
+		struct timespec t = {0, 20000000};
+		nanosleep(&t, NULL);
+	}
+	if (!f) {
+		fprintf(stderr, "rpcrdma-perf load: no page census from the "
+				"server\n");
+		return NULL;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (m) {
+		char line[256];
+		while (fgets(line, sizeof(line), f))
+			fprintf(m, "    %s", line);
+		fclose(m);
+	}
+	fclose(f);
+	unlink(srv->census);
+	return text;
 }
 
 static int run_groups(const struct server *srv, const struct ld_group *gs,
@@ -706,6 +750,8 @@ static int run_groups(const struct server *srv, const struct ld_group *gs,
 				       (double)(t1 - t0);
 	}
 	rr->rss_held = srv->pid ? proc_rss_kib(srv->pid) : 0;
+	if (rp->census && srv->census[0])
+		rr->census = census_take(srv);
 
 	if (duration > 0) {
 		progress(rp, "load for %.1f s", duration);
@@ -781,7 +827,7 @@ static void load_usage(void)
 			"       [--server HOST:PORT --server-pid PID | --addr IP "
 			"--server-workers N]\n"
 			"       [--fairness [--fair-conns N] [--greedy-depth D] "
-			"[--greedy-mix SPEC]] [--json] [--quiet]\n"
+			"[--greedy-mix SPEC]] [--json] [--quiet] [--census]\n"
 			"       rpcrdma-perf load --help\n");
 }
 
@@ -834,6 +880,7 @@ static int parse_load_opts(int argc, char **argv, struct lopts *o)
 		{"greedy-mix", required_argument, NULL, 'G'},
 		{"json", no_argument, NULL, 'j'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"census", no_argument, NULL, 'K'},
 		{NULL, 0, NULL, 0},
 	};
 	unsigned u;
@@ -943,6 +990,9 @@ static int parse_load_opts(int argc, char **argv, struct lopts *o)
 		case 'f':
 			o->fairness = true;
 			break;
+		case 'K':
+			o->rp.census = true;
+			break;
 		case 'F':
 			if (parse_uint(optarg, 1, 4096, &o->fair_conns) < 0)
 				return -1;
@@ -976,6 +1026,11 @@ static int parse_load_opts(int argc, char **argv, struct lopts *o)
 	if (o->g.reopen && (o->who & ~(1u << LD_NATIVE)) && o->g.depth > 1) {
 		fprintf(stderr, "rpcrdma-perf load: --reopen with rdma-tirpc "
 				"or libtirpc needs --depth 1\n");
+		return -1;
+	}
+	if (o->rp.census && (o->server || o->fairness || o->json)) {
+		fprintf(stderr, "rpcrdma-perf load: --census needs a server of "
+				"its own, text output and no --fairness\n");
 		return -1;
 	}
 	if (o->server && !o->server_pid)
@@ -1213,7 +1268,7 @@ static int setup_server(const struct lopts *o, struct server *srv)
 	memset(srv, 0, sizeof(*srv));
 	if (!o->server)
 		return server_start(srv, o->addr, o->g.provider,
-				    o->server_workers);
+				    o->server_workers, o->rp.census);
 	struct sockaddr_storage ss;
 	socklen_t len;
 	if (pr_parse_addr(o->server, RPCRDMA_DEFAULT_PORT, &ss, &len) < 0) {
@@ -1308,7 +1363,12 @@ static int cmd_contenders(struct lopts *o, const struct server *srv)
 			continue;
 		print_group(&gs[a], &rr[a], 0, load);
 		print_server(&rr[a], load);
+		if (rr[a].census)
+			fputs(rr[a].census, stdout);
 	}
+	for (unsigned a = 0; a < LD_NAPI; a++)
+		if (o->who & 1u << a)
+			free(rr[a].census);
 	if (load && ran[LD_TIRPC] && (ran[LD_NATIVE] || ran[LD_RTIRPC]) &&
 	    !o->rp.quiet) {
 		printf("  ratios to libtirpc (calls/s: higher is better; p99, "

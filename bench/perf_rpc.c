@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "common/pages.h"
 #include "perf_rpc.h"
 #include "perf_tirpc.h"
 #include "rpcrdma/rpcrdma.h"
@@ -634,6 +635,8 @@ struct ropts {
 	bool json;
 	bool malloc_tune;
 	bool goals;                 /* --goals: the project's targets too */
+	const char *census;         /* server --census FILE: the page census
+				       (common/pages.h) to FILE on SIGUSR2 */
 };
 
 /* --goals: the project's targets and MET / MISSED beside the numbers
@@ -651,7 +654,8 @@ static void rpc_usage(const char *cmd)
 		"[--with rpcrdma,rdma-tirpc,libtirpc,tcp]\n"
 		"       [--repeat N] [--workers N]"
 		" [--issue callback|thread] [--sizes 4k,64k,1m]\n"
-		"       [--malloc tuned|default] [--window BYTES]\n",
+		"       [--malloc tuned|default] [--window BYTES]"
+		" [--census FILE (server)]\n",
 		cmd,
 		!strcmp(cmd, "server")   ? " --listen HOST:PORT"
 		: !strcmp(cmd, "client") ? " HOST:PORT"
@@ -727,6 +731,7 @@ static int parse_opts(int argc, char **argv, struct ropts *o)
 		{"window", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{"goals", no_argument, NULL, 'G'},
+		{"census", required_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
 	unsigned long v;
@@ -795,6 +800,9 @@ static int parse_opts(int argc, char **argv, struct ropts *o)
 			break;
 		case 'q':
 			o->p.quiet = true;
+			break;
+		case 'C':
+			o->census = optarg;
 			break;
 		case 'G':
 			o->goals = show_goals = true;
@@ -1561,6 +1569,26 @@ int perf_cmd_client(int argc, char **argv)
 	return run_passes(&o, false);
 }
 
+/* The page census to path, whole or not at all: written beside it and
+ * renamed, so a reader waiting for path never sees half of it. */
+static void census_write(const char *path)
+{
+	if (!path)
+		return;
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.part", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		perror("rpcrdma-perf server: census");
+		return;
+	}
+	rpcrdma_pages_census_print(f);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
+}
+
 int perf_cmd_server(int argc, char **argv)
 {
 	struct ropts o;
@@ -1584,7 +1612,12 @@ int perf_cmd_server(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* Every connection's blocks from the start (rpcrdma-perf load
+	 * --census asks for the census while its connections idle). */
+	if (o.census)
+		rpcrdma_pages_census_start();
 
 	uint16_t port = pr_get_port(&ss);
 	char listen[96];
@@ -1614,7 +1647,8 @@ int perf_cmd_server(int argc, char **argv)
 	       o.pin == PIN_YES ? " (pinned)" : "");
 	fflush(stdout);
 	int sig;
-	sigwait(&set, &sig);
+	while (sigwait(&set, &sig) == 0 && sig == SIGUSR2)
+		census_write(o.census);
 	rc = 0;
 out:
 	if (ts)

@@ -169,7 +169,10 @@ static const struct {
 	 "  --device NAME            the verbs device (default: the first)\n"
 	 "  --workers N              handler threads (default 0: inline)\n"
 	 "  --pin                    all threads on one CPU\n"
-	 "  --cpu N                  the CPU --pin uses (default 0)\n"},
+	 "  --cpu N                  the CPU --pin uses (default 0)\n"
+	 "  --census FILE            keep a page census (common/pages.h) and "
+	 "write it to FILE\n"
+	 "                           on each SIGUSR2\n"},
 	{"cost",
 	 "  --iters N                measured calls, N (default 2000)\n"
 	 "  --warmup N               calls before measuring (default 100)\n"
@@ -233,7 +236,11 @@ static const struct {
 	 "(default 32)\n"
 	 "  --greedy-mix SPEC        its calls (default w1m)\n"
 	 "  --quiet                  no progress lines\n"
-	 "  --json                   JSON instead of text\n"},
+	 "  --json                   JSON instead of text\n"
+	 "  --census                 the server's page census while the "
+	 "connections are held:\n"
+	 "                           its resident pages by the function that "
+	 "allocated them\n"},
 };
 
 static void usage(FILE *f)

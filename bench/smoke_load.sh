@@ -6,8 +6,8 @@
 # started (connections made, first calls made, a load with a mix of NULL,
 # WRITE and READ calls), that no call failed or was left without an end
 # (calls never completed must be 0: that is correctness, not speed), that
-# --reopen and --fairness run, and that --json is valid JSON with the
-# same fields.  The numbers are printed, never compared with anything.
+# --reopen, --fairness and --census run, and that --json is valid JSON
+# with the same fields.  The numbers are printed, never compared with anything.
 set -u
 perf=$1
 fails=0
@@ -68,6 +68,19 @@ printf '%s\n' "$json" | jq -e '
 	.greedy.never_completed == 0 and .greedy.mib_per_s != null and
 	.ratios.small_p99_beside_vs_alone != null' >/dev/null ||
 	fail "--fairness --json output"
+
+# --census: the server's resident pages by allocating function, while
+# its connections are held (none under AddressSanitizer, which says so).
+out=$("$perf" load $common --duration 0 --with rpcrdma --census --quiet 2>&1)
+printf '%s\n' "$out"
+if ! printf '%s\n' "$out" | grep -q 'page census: none in this build'; then
+	printf '%s\n' "$out" |
+		grep -Eq '^    page census: [1-9][0-9]* pages .* resident' ||
+		fail "--census: no census of resident pages"
+	printf '%s\n' "$out" |
+		grep -Eq '^ +[1-9][0-9]* +4 +[0-9.]+  rpcrdma_engine_create \[0\]$' ||
+		fail "--census: no engine arena line for the 4 connections"
+fi
 
 if [ "$fails" -eq 0 ]; then
 	echo "bench_load_smoke: every check passed"

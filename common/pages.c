@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-void *rpcrdma_pages_alloc(size_t len)
+static void *block_alloc(size_t len)
 {
 	if (len == 0 || len > SIZE_MAX / 2)
 		return NULL;
@@ -22,10 +22,20 @@ void *rpcrdma_pages_alloc(size_t len)
 #endif
 }
 
+void *rpcrdma_pages_alloc_at(size_t len, const char *site)
+{
+	void *p = block_alloc(len);
+	if (p && rpcrdma_pages_census_on())
+		rpcrdma_pages_census_add(p, p, len, site, -1);
+	return p;
+}
+
 void rpcrdma_pages_free(void *p, size_t len)
 {
 	if (!p)
 		return;
+	if (rpcrdma_pages_census_on())
+		rpcrdma_pages_census_del(p);
 #ifdef RPCRDMA_PAGES_FROM_MALLOC
 	(void)len;
 	free(p);
@@ -34,11 +44,11 @@ void rpcrdma_pages_free(void *p, size_t len)
 #endif
 }
 
-void *rpcrdma_pages_array(size_t n, size_t size)
+void *rpcrdma_pages_array_at(size_t n, size_t size, const char *site)
 {
 	if (size && n > SIZE_MAX / size)
 		return NULL;
-	return rpcrdma_pages_alloc(n * size);
+	return rpcrdma_pages_alloc_at(n * size, site);
 }
 
 #define PART_ALIGN 64 /* a cache line: no two arrays share one */
@@ -66,8 +76,8 @@ static bool parts_total(const size_t *len, unsigned n, uint32_t on_page,
 	return true;
 }
 
-int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
-			      uint32_t on_page)
+int rpcrdma_pages_parts_alloc_at(const size_t *len, void **out, unsigned n,
+				 uint32_t on_page, const char *site)
 {
 	for (unsigned i = 0; i < n; i++)
 		out[i] = NULL;
@@ -76,6 +86,7 @@ int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
 		return -1;
 #ifdef RPCRDMA_PAGES_FROM_MALLOC
 	/* One block each, so that each has its red zones. */
+	(void)site; /* no census of malloc's blocks */
 	for (unsigned i = 0; i < n; i++)
 		if (len[i] && !(out[i] = calloc(1, len[i]))) {
 			for (unsigned j = 0; j < i; j++) {
@@ -88,9 +99,10 @@ int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
 #else
 	if (total == 0)
 		return 0;
-	uint8_t *base = rpcrdma_pages_alloc(total);
+	uint8_t *base = block_alloc(total);
 	if (!base)
 		return -1;
+	bool census = rpcrdma_pages_census_on();
 	size_t off = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (!len[i])
@@ -98,6 +110,9 @@ int rpcrdma_pages_parts_alloc(const size_t *len, void **out, unsigned n,
 		off = part_start(off, i, on_page);
 		out[i] = base + off;
 		off += len[i];
+		if (census)
+			rpcrdma_pages_census_add(base, out[i], len[i], site,
+						 (int)i);
 	}
 	return 0;
 #endif

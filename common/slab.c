@@ -87,7 +87,7 @@ static struct slab_page *page_new(struct rpcrdma_slab *s)
 	if (pg) {
 		s->spare = NULL;
 	} else {
-		pg = rpcrdma_pages_alloc(SLAB_PAGE);
+		pg = rpcrdma_pages_alloc_at(SLAB_PAGE, s->name);
 		if (!pg)
 			return NULL;
 		s->npages++;
@@ -101,7 +101,7 @@ static struct slab_page *page_new(struct rpcrdma_slab *s)
 void *rpcrdma_slab_alloc(struct rpcrdma_slab *s)
 {
 	if (!shared(s))
-		return rpcrdma_pages_alloc(s->size);
+		return rpcrdma_pages_alloc_at(s->size, s->name);
 	pthread_mutex_lock(&s->lock);
 	struct slab_page *pg = s->partial;
 	if (!pg) {

@@ -35,10 +35,11 @@ struct rpcrdma_slab {
 	struct slab_page *partial; /* pages with a free record */
 	struct slab_page *spare;   /* one empty page kept, not unmapped */
 	size_t npages;             /* mapped, the spare among them */
+	const char *name;          /* the type, for the page census */
 };
 
 #define RPCRDMA_SLAB(type) \
-	{ sizeof(type), PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0 }
+	{ sizeof(type), PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, "slab " #type }
 
 /* A zeroed record of s->size bytes, 16-byte aligned; NULL when the system
  * has no memory.  Records larger than half a page get pages of their own

@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -173,10 +175,108 @@ static void test_parts_on_page(void)
 #endif
 }
 
+#ifndef RPCRDMA_PAGES_FROM_MALLOC
+/* The pages-resident and blocks columns of the census line of site
+ * (with " [part]" when part >= 0) in the census printed now; false if
+ * the census has no such line. */
+static bool census_row(const char *site, int part, unsigned long long *pages,
+		       unsigned long long *blocks)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return false;
+	int rc = rpcrdma_pages_census_print(f);
+	fclose(f);
+	char want[96];
+	if (part >= 0)
+		snprintf(want, sizeof want, "%s [%d]", site, part);
+	else
+		snprintf(want, sizeof want, "%s", site);
+	bool found = false;
+	for (char *line = strtok(buf, "\n"); rc == 0 && line && !found;
+	     line = strtok(NULL, "\n")) {
+		unsigned long long p, b;
+		double per;
+		char name[96];
+		if (sscanf(line, "%llu %llu %lf %95[^\n]", &p, &b, &per,
+			   name) == 4 &&
+		    !strcmp(name, want)) {
+			*pages = p;
+			*blocks = b;
+			found = true;
+		}
+	}
+	free(buf);
+	return found;
+}
+#endif
+
+/* The page census counts, per allocating function and part, the pages
+ * written, each page once (a page two parts share is the first's), and
+ * forgets a block once freed. */
+static void test_census(void)
+{
+#ifdef RPCRDMA_PAGES_FROM_MALLOC
+	rpcrdma_pages_census_start();
+	FILE *f = fopen("/dev/null", "w");
+	CHECK(f != NULL);
+	if (f) {
+		CHECK_EQ(rpcrdma_pages_census_print(f), -1); /* says none */
+		fclose(f);
+	}
+#else
+	unsigned long long pages = 0, blocks = 0;
+	FILE *f = fopen("/dev/null", "w");
+	CHECK(f != NULL);
+	if (f) {
+		CHECK_EQ(rpcrdma_pages_census_print(f), -1); /* not started */
+		fclose(f);
+	}
+	rpcrdma_pages_census_start();
+	/* Part 0 at 0 (100 bytes), part 1 at 128 to 12416, part 2 on the
+	 * page at 16384, two pages long. */
+	const size_t len[3] = {100, 3 * 4096, 8192};
+	void *out[3];
+	CHECK_EQ(rpcrdma_pages_parts_alloc(len, out, 3, 1u << 2), 0);
+	uint8_t *a = rpcrdma_pages_alloc(5 * 4096);
+	CHECK(a != NULL);
+	if (!a || !out[0])
+		return;
+	/* Nothing written yet: no line (those with no page resident are
+	 * only counted). */
+	CHECK(!census_row("test_census", 0, &pages, &blocks));
+	CHECK(!census_row("test_census", -1, &pages, &blocks));
+	((uint8_t *)out[0])[0] = 1;      /* page 0 */
+	((uint8_t *)out[1])[0] = 1;      /* page 0 too: part 0's */
+	((uint8_t *)out[1])[5000] = 1;   /* page 1 */
+	((uint8_t *)out[1])[12287] = 1;  /* page 3 */
+	((uint8_t *)out[2])[8191] = 1;   /* page 5 */
+	a[0] = a[4 * 4096] = a[4 * 4096 + 1] = 1; /* pages 0 and 4 */
+	CHECK(census_row("test_census", 0, &pages, &blocks));
+	CHECK_EQ(pages, 1ull);
+	CHECK_EQ(blocks, 1ull);
+	CHECK(census_row("test_census", 1, &pages, &blocks));
+	CHECK_EQ(pages, 2ull);
+	CHECK(census_row("test_census", 2, &pages, &blocks));
+	CHECK_EQ(pages, 1ull);
+	CHECK(census_row("test_census", -1, &pages, &blocks));
+	CHECK_EQ(pages, 2ull);
+	CHECK_EQ(blocks, 1ull);
+	rpcrdma_pages_parts_free(out, len, 3, 1u << 2);
+	CHECK(!census_row("test_census", 1, &pages, &blocks));
+	CHECK(census_row("test_census", -1, &pages, &blocks));
+	rpcrdma_pages_free(a, 5 * 4096);
+	CHECK(!census_row("test_census", -1, &pages, &blocks));
+#endif
+}
+
 int main(void)
 {
 	test_block();
 	test_parts();
 	test_parts_on_page();
+	test_census();
 	TEST_MAIN_END();
 }
