@@ -505,14 +505,15 @@ static void incoming_locked(struct rpc_responder *q, struct rpc_xprt *x,
 			    const struct rpcrdma_engine_event *ev,
 			    struct rpc_work *w)
 {
-	if (ev->call_id >= q->nreqs || req_of(q, ev->call_id)->x) {
+	struct rpcrdma_svc_req *r =
+		ev->call_id < q->nreqs ? req_of(q, ev->call_id) : NULL;
+	if (!r || r->x) {
 		/* The engine hands out call_ids below call_slots, and a slot
 		 * comes back only after REPLY_SENT; never seen. */
 		rpcrdma_rpc_trace("%s: call %#x on busy slot %u", x->name,
 				  ev->xid, ev->call_id);
 		return;
 	}
-	struct rpcrdma_svc_req *r = req_of(q, ev->call_id);
 	r->call_id = ev->call_id;
 	r->x = x;
 	r->next = NULL;
