@@ -105,6 +105,10 @@
 				   is shorter than 20 bytes */
 #define IW_TX_FPDUS 64          /* FPDUs in one sendmsg */
 #define IW_TX_IOV 512           /* iovecs in one sendmsg (<= IOV_MAX) */
+/* The small batch every QP starts with (struct iw_tx): one FPDU, with
+ * room for its header, each of a WR's SGEs and its trailer. */
+#define IW_TX_FPDUS_SMALL 1
+#define IW_TX_IOV_SMALL (2 + IW_MAX_SGE)
 #define IW_TX_BYTES (64u << 10) /* wire bytes in one sendmsg */
 /* Wire bytes one TX pass of a QP writes before it lets the caller go on
  * to other QPs and connections (iwarp_qp_tx.c), as IW_RX_BUDGET does for
@@ -391,11 +395,22 @@ struct iw_tx {
 	int iovidx;           /* next iovec to send */
 	size_t bytes, sent;   /* wire bytes built, sent */
 	size_t pass_sent;     /* wire bytes of this pass's batches before */
+	/* The batch's arrays, f_cap FPDUs and iov_cap iovecs: the small ones
+	 * below until a batch fills them (one FPDU), the QP block's large
+	 * ones (IW_TX_FPDUS, IW_TX_IOV: 13 KiB) from the next batch on
+	 * (iwarp_qp_tx.c, batch_reset).  A QP that only ever sends one
+	 * message at a time, as an idle or lightly used connection does,
+	 * never touches the large ones, and its endpoint fits one page. */
+	struct iw_txf *f;
+	struct iovec *iov;
+	int f_cap, iov_cap;
+	bool large;           /* a batch filled the small arrays */
+	struct iw_txf *f_large;
+	struct iovec *iov_large;
 	/* Last, and never read past nf and niov: create_qp clears the
-	 * fields above only (these are 13 KiB of pages an idle QP would
-	 * otherwise hold). */
-	struct iw_txf f[IW_TX_FPDUS];
-	struct iovec iov[IW_TX_IOV];
+	 * fields above only. */
+	struct iw_txf f_small[IW_TX_FPDUS_SMALL];
+	struct iovec iov_small[IW_TX_IOV_SMALL];
 };
 
 /* Placement and copy counters (struct rpcrdma_qp_counters): each has one
@@ -523,7 +538,7 @@ struct iw_qp {
 				    ep_lock */
 	uint64_t defer_until;
 	bool flushed;
-	/* Last: the batch's 13 KiB of arrays after every field above
+	/* Last: the batch's small arrays after every field above
 	 * (struct iw_ep). */
 	struct iw_tx tx;
 };
@@ -596,9 +611,8 @@ struct iw_ep {
 	bool accept_starved;
 	uint64_t accept_retries;
 	/* Last, and its TX batch last in it (struct iw_qp): the fields every
-	 * connection writes share the first pages, the batch's arrays only
-	 * their first entries (iwarp_qp_tx.c starts each batch at the
-	 * front). */
+	 * connection writes, then the small batch's arrays, in one page
+	 * (iwarp_cm.c, ep_new). */
 	struct iw_qp qp;
 };
 

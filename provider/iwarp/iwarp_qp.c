@@ -47,7 +47,8 @@ void rpcrdma_iwarp_complete(struct iw_qp *qp, bool send_side, uint64_t wr_id,
  * and rq receive WRs, in one block of pages (it lives as long as its
  * connection: given back when it goes, common/pages.h), in the order
  * create_qp and queues_free name them. */
-#define QP_PARTS 8
+#define QP_PARTS 10
+#define QP_ON_PAGE (1u << 8)
 static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 		       uint32_t rq, uint32_t rsge)
 {
@@ -58,7 +59,9 @@ static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 	 * entry of which a connection writes in time), then the send queue
 	 * with its short gather lists in its entries, in the first page;
 	 * the long gather lists, the ORQ and IRQ, which only RDMA Reads
-	 * use, last. */
+	 * use, then the TX batch's large arrays (struct iw_tx), from a page
+	 * of their own, which only a QP that sends several messages at once
+	 * touches. */
 	len[0] = (size_t)rq * sizeof(*qp->rq);
 	len[1] = (size_t)rq * rsge * sizeof(*qp->rq_sge);
 	len[2] = IW_HIST * sizeof(*qp->hist);
@@ -68,6 +71,8 @@ static void queues_len(size_t *len, uint32_t sq, uint32_t ssge, uint32_t inl,
 	len[5] = (size_t)sq * inl;
 	len[6] = IW_MAX_RD * sizeof(*qp->orq);
 	len[7] = IW_MAX_RD * sizeof(*qp->irq);
+	len[8] = IW_TX_FPDUS * sizeof(*qp->tx.f);
+	len[9] = IW_TX_IOV * sizeof(*qp->tx.iov);
 }
 
 static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
@@ -76,10 +81,10 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 	size_t len[QP_PARTS];
 	void *const p[QP_PARTS] = {
 		qp->rq, qp->rq_sge, qp->hist, qp->sq, qp->sq_sge, qp->sq_inl,
-		qp->orq, qp->irq,
+		qp->orq, qp->irq, qp->tx.f_large, qp->tx.iov_large,
 	};
 	queues_len(len, sq, ssge, inl, rq, rsge);
-	rpcrdma_pages_parts_free(p, len, QP_PARTS, 0);
+	rpcrdma_pages_parts_free(p, len, QP_PARTS, QP_ON_PAGE);
 	qp->sq = NULL;
 	qp->sq_sge = NULL;
 	qp->sq_inl = NULL;
@@ -88,6 +93,8 @@ static void queues_free(struct iw_qp *qp, uint32_t sq, uint32_t ssge,
 	qp->hist = NULL;
 	qp->orq = NULL;
 	qp->irq = NULL;
+	qp->tx.f = qp->tx.f_large = NULL;
+	qp->tx.iov = qp->tx.iov_large = NULL;
 }
 
 int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
@@ -132,7 +139,7 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	size_t len[QP_PARTS];
 	void *p[QP_PARTS];
 	queues_len(len, sq, ssge, inl, rq, rsge);
-	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS, 0)) {
+	if (rpcrdma_pages_parts_alloc(len, p, QP_PARTS, QP_ON_PAGE)) {
 		pthread_mutex_unlock(&qp->tx_lock);
 		pthread_mutex_unlock(&qp->rx_lock);
 		return RPCRDMA_ERR_NOMEM;
@@ -156,7 +163,13 @@ int rpcrdma_iwarp_create_qp(struct rpcrdma_cm_id *id, struct rpcrdma_pd *pd,
 	qp->rq_head = qp->rq_count = 0;
 	qp->orq_head = qp->orq_count = 0;
 	qp->irq_head = qp->irq_count = qp->irq_built = 0;
-	memset(&qp->tx, 0, offsetof(struct iw_tx, f));
+	memset(&qp->tx, 0, offsetof(struct iw_tx, f_small));
+	qp->tx.f = qp->tx.f_small;
+	qp->tx.iov = qp->tx.iov_small;
+	qp->tx.f_cap = IW_TX_FPDUS_SMALL;
+	qp->tx.iov_cap = IW_TX_IOV_SMALL;
+	qp->tx.f_large = p[8];
+	qp->tx.iov_large = p[9];
 	qp->tx_stopped = false;
 	atomic_store(&qp->ctr.tagged, 0);
 	atomic_store(&qp->ctr.tagged_copied, 0);

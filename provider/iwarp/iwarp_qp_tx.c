@@ -6,7 +6,8 @@
  * FPDUs, which go into a batch: one iovec array handed to one sendmsg.
  *   fill:  pick a message, append its FPDUs, pick the next one, ... until
  *          nothing is ready or the batch is full (IW_TX_FPDUS FPDUs,
- *          IW_TX_IOV iovecs, IW_TX_BYTES bytes);
+ *          IW_TX_IOV iovecs, IW_TX_BYTES bytes; a QP's batches are one
+ *          FPDU until one more was ready, batch_reset);
  *   push:  sendmsg the rest of the batch; each FPDU TCP took whole is
  *          retired in order: its message's last FPDU completes the WR
  *          (a Send/Write completes once TCP owns its bytes, like siw),
@@ -204,10 +205,22 @@ static void set_want_out(struct iw_qp *qp, bool on, bool room)
 	}
 }
 
+/* An empty batch.  Its arrays change here only, when nothing points
+ * into them (an iovec points at its FPDU's header): the small ones until
+ * a batch found them full, the large ones from then on.  So a QP that
+ * sends one message at a time keeps the endpoint's page only, and one
+ * that has many ready at once sends them in one sendmsg, as before,
+ * after a single batch of one FPDU. */
 static void batch_reset(struct iw_tx *tx)
 {
 	tx->nf = tx->niov = tx->rf = tx->iovidx = 0;
 	tx->bytes = tx->sent = 0;
+	if (tx->large && tx->f != tx->f_large) {
+		tx->f = tx->f_large;
+		tx->iov = tx->iov_large;
+		tx->f_cap = IW_TX_FPDUS;
+		tx->iov_cap = IW_TX_IOV;
+	}
 }
 
 static void msg_init(struct iw_qp *qp, bool tagged, uint8_t opcode,
@@ -407,13 +420,21 @@ static bool add_fpdu(struct iw_qp *qp)
 		 * finds the data in cache). */
 		size_t pos = tx->bytes % qp->emss;
 		uint32_t prev = tx->nf > 1 ? tx->f[tx->nf - 2].end : 0;
-		if (tx->nf == IW_TX_FPDUS ||
-		    tx->niov + 2 + tx->src.nseg > IW_TX_IOV ||
-		    tx->bytes + wire > IW_TX_BYTES || wire >= IW_BULK_FPDU ||
+		if (tx->bytes + wire > IW_TX_BYTES || wire >= IW_BULK_FPDU ||
 		    tx->f[tx->nf - 1].end - prev >= IW_BULK_FPDU ||
 		    (pos && pos + wire > qp->emss))
 			return false;
+		if (tx->nf == tx->f_cap ||
+		    tx->niov + 2 + tx->src.nseg > tx->iov_cap) {
+			/* Full for its arrays alone: the large ones next. */
+			tx->large = true;
+			return false;
+		}
 	}
+	/* The first FPDU of a batch always fits: its header, a piece of
+	 * each SGE and its trailer. */
+	_Static_assert(IW_TX_IOV_SMALL >= 2 + IW_MAX_SGE,
+		       "a small batch holds one FPDU of any WR");
 	struct iw_txf *f = &tx->f[tx->nf];
 	struct rpcrdma_iwarp_ddp_hdr h = tx->ddp;
 	if (h.tagged)

@@ -13,6 +13,7 @@
 
 #include "test.h"
 #include "test_engine_fake.h"
+#include "unit/resident_pages.h"
 #include "engine/engine_internal.h" /* test_untouched_slots looks inside */
 
 static struct fake *F;
@@ -1083,33 +1084,6 @@ static bool all_zero(const void *p, size_t n)
 		if (b[i])
 			return false;
 	return true;
-}
-
-/* Resident pages of [p, p + n), or -1 where this cannot be told: under
- * AddressSanitizer the engine's pages come from malloc (common/pages.h),
- * which may have touched them. */
-static long resident_pages(const void *p, size_t n)
-{
-#ifdef RPCRDMA_PAGES_FROM_MALLOC
-	(void)p;
-	(void)n;
-	return -1;
-#else
-	long pg = sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	size_t len = (uintptr_t)p + n - a;
-	size_t np = (len + (size_t)pg - 1) / (size_t)pg;
-	unsigned char *vec = calloc(np, 1);
-	if (!vec || mincore((void *)a, len, vec) != 0) {
-		free(vec);
-		return -1;
-	}
-	long r = 0;
-	for (size_t i = 0; i < np; i++)
-		r += vec[i] & 1;
-	free(vec);
-	return r;
-#endif
 }
 
 /* A slot is set up when first taken, and a slot never taken is never

@@ -11,9 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "provider/iwarp/iwarp.h" /* the TX batch's arrays */
 #include "provider/provider.h"
 #include "test.h"
 #include "unit/iwarp_loopback.h"
+#include "unit/resident_pages.h"
 
 
 #if defined(__SANITIZE_THREAD__)
@@ -85,6 +87,64 @@ static int post(struct rpcrdma_qp *qp, uint64_t id, enum rpcrdma_wr_opcode op,
 {
 	return iwl_post_send(ops, qp, id, op, RPCRDMA_SEND_SIGNALED, p, len,
 			     lkey, raddr, rkey);
+}
+
+/* A QP sends one message at a time from its endpoint's small batch and
+ * never touches the large one (iwarp_qp_tx.c, batch_reset); a chain of
+ * Sends posted at once fills the small batch with its first FPDU and
+ * goes on in the large one, every message whole and in order. */
+static void send_chain(struct iwl_side *c, struct iwl_side *s)
+{
+	struct iw_tx *tx = &((struct iw_ep *)c->id)->qp.tx;
+	CHECK(tx->f == tx->f_small && tx->iov == tx->iov_small);
+	long r = resident_pages(tx->f_large, IW_TX_FPDUS * sizeof *tx->f);
+	if (r >= 0)
+		CHECK_EQ(r, 0);
+#if defined(__x86_64__)
+	/* The fields every connection writes and the small batch: one
+	 * page an idle connection holds, not two (docs/SCALE.md). */
+	CHECK(sizeof(struct iw_ep) <= 4096);
+#endif
+	enum { N = 8, SZ = 64 };
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(iwl_post_recv(ops, s->qp, 200 + (uint64_t)i,
+				       s->buf + SZ * i, SZ, s->mr->lkey), 0);
+	struct rpcrdma_sge sge[N];
+	struct rpcrdma_send_wr wr[N];
+	memset(wr, 0, sizeof wr);
+	for (int i = 0; i < N; i++) {
+		uint8_t *p = c->buf + 1024 + SZ * i;
+		memset(p, 'a' + i, (size_t)i + 1);
+		sge[i] = (struct rpcrdma_sge){ (uint64_t)(uintptr_t)p,
+					       (uint32_t)i + 1, c->mr->lkey };
+		wr[i].wr_id = 10 + (uint64_t)i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = RPCRDMA_WR_SEND;
+		wr[i].send_flags = RPCRDMA_SEND_SIGNALED;
+		wr[i].next = i + 1 < N ? &wr[i + 1] : NULL;
+	}
+	struct rpcrdma_send_wr *bad;
+	CHECK_EQ(ops->post_send(c->qp, wr, &bad), 0);
+	struct rpcrdma_wc wc;
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(wait_wc(c->cq, &wc), 1);
+		CHECK(wc.wr_id == 10 + (uint64_t)i &&
+		      wc.status == RPCRDMA_WC_SUCCESS);
+	}
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(wait_wc(s->cq, &wc), 1);
+		CHECK(wc.wr_id == 200 + (uint64_t)i &&
+		      wc.status == RPCRDMA_WC_SUCCESS &&
+		      wc.opcode == RPCRDMA_WC_RECV);
+		CHECK_EQ(wc.byte_len, (uint32_t)i + 1);
+		const uint8_t *got = s->buf + SZ * i;
+		bool same = true;
+		for (int k = 0; k <= i; k++)
+			same &= got[k] == 'a' + i;
+		CHECK(same);
+	}
+	CHECK(tx->f == tx->f_large && tx->iov == tx->iov_large);
 }
 
 static void run(const char *addr, bool crc)
@@ -163,6 +223,8 @@ static void run(const char *addr, bool crc)
 	CHECK(wc.wr_id == 100 && wc.status == RPCRDMA_WC_SUCCESS && wc.opcode == RPCRDMA_WC_RECV);
 	CHECK_EQ(wc.byte_len, 4);
 	CHECK(memcmp(s.buf, "ping", 4) == 0);
+
+	send_chain(&c, &s);
 
 	/* RDMA Write of 200 KiB: several FPDUs, placed directly. */
 	const uint32_t wl = 200 * 1024;
