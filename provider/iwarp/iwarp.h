@@ -530,7 +530,9 @@ struct iw_qp {
 				    (what rx_lock being held tells
 				    otherwise) */
 
-	pthread_mutex_t ep_lock; /* progress-thread epoll registration */
+	pthread_mutex_t ep_lock; /* progress-thread epoll registration,
+				    and want_out with the socket's
+				    registration in the CQs' sets */
 	bool in_armed, deferred;
 	_Atomic bool want_out;   /* written under ep_lock, read without */
 	_Atomic bool out_room;   /* want_out with room in the socket: TX

@@ -395,12 +395,15 @@ void rpcrdma_iwarp_qp_start(struct iw_qp *qp, int fd, bool crc, uint32_t ird,
 	atomic_store(&qp->state, IW_QP_RTS);
 	pthread_mutex_unlock(&qp->tx_lock);
 	pthread_mutex_unlock(&qp->rx_lock);
-	rpcrdma_iwarp_cq_watch(qp, true);
 	pthread_mutex_lock(&qp->ep_lock);
 	qp->in_armed = true;
 	qp->want_out = false;
 	qp->out_room = false;
 	qp->deferred = false;
+	/* Its events from want_out, under the lock that orders every change
+	 * of want_out with the registration that follows it (set_want_out,
+	 * iwarp_qp_tx.c). */
+	rpcrdma_iwarp_cq_watch(qp, true);
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
 	/* Anything posted before the connection completed goes out now (the
