@@ -206,7 +206,7 @@ static void set_want_out(struct iw_qp *qp, bool on, bool room)
 	 * last: a socket with room keeps cq_fd readable, nothing is left to
 	 * send, and the consumer's loop found cq_fd ready on every pass (a
 	 * poll group at 80-100 % of a core while idle, in about one run of
-	 * five of 4900 connections, docs/SCALE.md). */
+	 * six of 4900 connections, docs/SCALE.md). */
 	if (changed)
 		rpcrdma_iwarp_cq_watch_out(qp);
 	pthread_mutex_unlock(&qp->ep_lock);
