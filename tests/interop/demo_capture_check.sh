@@ -19,11 +19,9 @@ tag="demo capture"
 . "$(dirname "$0")/demo_capture.sh"
 
 # Wireshark decodes calls of programs it does not know only when asked.
-# MPA is found by tshark's heuristic; a connection whose ephemeral port
-# is a port registered to another protocol (34980, EtherCAT, came up in
-# CI) was given to that protocol instead, and its frames counted as
-# malformed.  Heuristics first: every segment is offered to MPA.
-ts() { tshark -o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE -n -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }
+# The options of every tshark run on our captures: tests/tshark_mpa.sh.
+. "$(dirname "$0")/../tshark_mpa.sh"
+ts() { tshark $tshark_mpa_opts -o rpc.dissect_unknown_programs:TRUE -r "$pcap" "$@" 2>/dev/null; }
 count() { ts -Y "$1" | wc -l; }
 frames=$(ts | wc -l)
 rpcordma=$(count rpcordma)

@@ -22,11 +22,9 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 not installed: skip"; exit
 tag="v2 capture"
 . "$(dirname "$0")/demo_capture.sh"
 
-# MPA is found by tshark's heuristic; a connection whose ephemeral port
-# is a port registered to another protocol (34980, EtherCAT, came up in
-# CI) was given to that protocol instead, and its frames counted as
-# malformed.  Heuristics first: every segment is offered to MPA.
-ts() { tshark -o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
+# The options of every tshark run on our captures: tests/tshark_mpa.sh.
+. "$(dirname "$0")/../tshark_mpa.sh"
+ts() { tshark $tshark_mpa_opts --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
 frames=$(ts | wc -l)
 ddp=$(ts -Y iwarp_ddp_rdmap | wc -l)
 malformed=$(ts -Y _ws.malformed | wc -l)

@@ -77,11 +77,9 @@ fi
 # The suite's Send payloads are test patterns, not RPC-over-RDMA: keep
 # tshark's rpcordma dissector from parsing them (a 4-byte pattern makes it
 # throw "Malformed Packet: RPCoRDMA").  The iWARP layers are what we judge.
-# MPA is found by tshark's heuristic; a connection whose ephemeral port
-# is a port registered to another protocol (34980, EtherCAT, came up in
-# CI) was given to that protocol instead, and its frames counted as
-# malformed.  Heuristics first: every segment is offered to MPA.
-ts() { tshark -o tcp.reassemble_out_of_order:TRUE -o tcp.try_heuristic_first:TRUE -n --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
+# The options of every tshark run on our captures: tests/tshark_mpa.sh.
+. "$(dirname "$0")/../tshark_mpa.sh"
+ts() { tshark $tshark_mpa_opts --disable-protocol rpcordma -r "$pcap" "$@" 2>/dev/null; }
 count() { ts -Y "$1" | wc -l; }
 
 frames=$(ts | wc -l)
