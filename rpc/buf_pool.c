@@ -278,6 +278,16 @@ void rpcrdma_rpc_buf_put(struct rpc_bufpool *p, struct rpc_buf *b,
 		pool_free(p);
 }
 
+bool rpcrdma_rpc_bufpool_holds_idle(struct rpc_bufpool *p)
+{
+	if (!p)
+		return false;
+	pthread_mutex_lock(&p->lock);
+	bool idle = p->idle_bytes > 0;
+	pthread_mutex_unlock(&p->lock);
+	return idle;
+}
+
 void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms)
 {
 	if (!p)

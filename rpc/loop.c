@@ -10,7 +10,8 @@
  * while a connection changes state (an input came, a close is asked, a
  * registration is short); else at the earliest deadline of its
  * connections (a call's time-out, an opener's, an RDMA operation's:
- * progress.c), and every RPC_QUIET_TICK_MS at the latest.  Whatever moves
+ * progress.c), and every RPC_QUIET_TICK_MS at the latest, less often the
+ * longer it stays idle (up to RPC_QUIET_TICK_MAX_MS).  Whatever moves
  * a connection (rpcrdma_rpc_loop_unquiet) wakes the loop from a long
  * sleep: idle connections, and calls that wait for a slow server, cost
  * no CPU.
@@ -474,14 +475,20 @@ static struct rpc_xprt *loop_xprts(struct rpc_loop *l)
  * owner's round.  Returns when the loop must tick next: LOOP_TICK_MS on
  * while one connection waits on time, else the earliest time a quiet
  * connection is to be looked at again (progress.c): a loop whose
- * connections are all idle sleeps until then. */
+ * connections are all idle sleeps until then, RPC_QUIET_TICK_MAX_MS at
+ * most. */
 static uint64_t tick(struct rpc_loop *l, uint64_t now)
 {
-	uint64_t next = now + RPC_QUIET_TICK_MS;
+	uint64_t next = now + RPC_QUIET_TICK_MAX_MS;
 	/* Registered buffers unused for a while go back to the system (a
-	 * client's pool is its own: on_ticked). */
-	if (l->rd)
+	 * client's pool is its own: on_ticked), and while the pool keeps
+	 * any, the loop comes back for them in RPC_QUIET_TICK_MS. */
+	if (l->rd) {
 		rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
+		if (rpcrdma_rpc_bufpool_holds_idle(l->rd->pool))
+			next = now + RPC_QUIET_TICK_MS;
+	}
+	bool moving = false; /* a connection not quiet */
 	for (struct rpc_xprt *x = loop_xprts(l); x; x = x->next) {
 		uint64_t q = atomic_load_explicit(&x->quiet_until,
 						  memory_order_relaxed);
@@ -492,12 +499,19 @@ static uint64_t tick(struct rpc_loop *l, uint64_t now)
 			q = atomic_load_explicit(&x->quiet_until,
 						 memory_order_relaxed);
 		}
+		if (!q)
+			moving = true;
 		uint64_t due = q > now ? q : now + LOOP_TICK_MS;
 		if (due < next)
 			next = due;
 	}
-	if (l->on_round)
+	/* The owner's round takes every connection's lock (a server reaps
+	 * the dead ones): only when one is not quiet, which a dead one never
+	 * is (progress.c), and now and then whatever the case. */
+	if (l->on_round && (moving || now >= l->round_at)) {
 		l->on_round(l->owner, l);
+		l->round_at = now + RPC_QUIET_TICK_MAX_MS;
+	}
 	trim_after_reaps(l, now);
 	if (l->trim_at && l->trim_at < next)
 		next = l->trim_at;

@@ -371,6 +371,10 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 
 	rpc_work_init(&w);
 	pthread_mutex_lock(&x->lock);
+	/* 0: x moved since its last tick (rpc_xprt_unquiet), or was not
+	 * quiet then. */
+	bool was_quiet = atomic_load_explicit(&x->quiet_until,
+					      memory_order_relaxed) != 0;
 	if (x->close_req && !x->disconnect_sent && x->id && !x->dead) {
 		x->disconnect_sent = true;
 		/* DISCONNECTED follows and unwinds the engine; if the
@@ -392,21 +396,22 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 			next = d;
 	}
 	rpcrdma_rpc_xprt_pump_locked(x, &w);
+	int polled = 0;
 	if (x->cq && (!x->driver || x->driver_busy)) {
 		/* Attended by nobody, or its wake-ups were turned off while
 		 * another thread polled: look now, and watch again if it
 		 * should be watched. */
-		arm_poll_locked(x, &w);
+		polled = arm_poll_locked(x, &w);
 		rpcrdma_rpc_xprt_need_attention_locked(x);
 	}
 	/* The loop skips x until its earliest deadline: a call's time-out,
-	 * the engine's (the v2 opener, the Responder's RDMA operations:
-	 * rpcrdma_engine_next_deadline), and at the latest the next whole
-	 * multiple of RPC_QUIET_TICK_MS, so that the quiet connections of a
-	 * loop come due together, one wake-up for all of them.  Any pass of
-	 * the engine ends the skip (rpc_xprt_unquiet).  A connection that is
-	 * changing state (connecting, closing, its version not settled,
-	 * work left) is ticked at the loop's pace. */
+	 * the engine's (the v2 opener, the Responder's RDMA operations, an
+	 * idle grant: rpcrdma_engine_next_deadline), and at the latest the
+	 * next whole multiple of its quiet period, so that the quiet
+	 * connections of a loop come due together, one wake-up for all of
+	 * them.  Any pass of the engine ends the skip (rpc_xprt_unquiet).
+	 * A connection that is changing state (connecting, closing, its
+	 * version not settled, work left) is ticked at the loop's pace. */
 	bool settled = x->e && x->connected && !x->dead && !x->close_req &&
 		       !x->reconnecting && x->vers_logged &&
 		       (!x->peer_key[0] || x->vers_noted) && rpc_work_empty(&w);
@@ -415,8 +420,20 @@ void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 		if (d < next)
 			next = d;
 	}
-	uint64_t until = (now + RPC_QUIET_TICK_MS) / RPC_QUIET_TICK_MS *
-			 RPC_QUIET_TICK_MS;
+	/* The quiet period: RPC_QUIET_TICK_MS after x moved, doubled by
+	 * every tick that finds x as it was (quiet until now, nothing
+	 * polled, no deadline, no buffer of its pool to trim), up to
+	 * RPC_QUIET_TICK_MAX_MS.  This tick's look at the CQ is only in
+	 * case a wake-up was lost (the CQ fd wakes the loop); an idle
+	 * connection's ticks are then its only cost, and they fall from one
+	 * per 2 s to one per 32 s. */
+	if (!settled || !was_quiet || polled > 0)
+		x->quiet_level = 0;
+	else if (next == UINT64_MAX && x->quiet_level < RPC_QUIET_LEVELS &&
+		 !rpcrdma_rpc_bufpool_holds_idle(x->rd->pool))
+		x->quiet_level++;
+	uint64_t period = (uint64_t)RPC_QUIET_TICK_MS << x->quiet_level;
+	uint64_t until = (now + period) / period * period;
 	if (next < until)
 		until = next;
 	atomic_store_explicit(&x->quiet_until,

@@ -474,6 +474,9 @@ struct rpc_xprt {
 	 * or its next quiet tick, cleared by every pass of the engine
 	 * (progress.c, loop.c). */
 	_Atomic uint64_t quiet_until;
+	/* How long x has been idle, in quiet ticks: it is ticked every
+	 * RPC_QUIET_TICK_MS << quiet_level (under lock, by the tick). */
+	unsigned quiet_level;
 	/* The reply region (reply_region.c); registrations made for calls
 	 * and replies besides it and the engine's buffers (under lock). */
 	struct rpc_reply_region *rr;
@@ -534,6 +537,9 @@ void rpcrdma_rpc_buf_put(struct rpc_bufpool *p, struct rpc_buf *b,
 			 uint64_t now_ms);
 /* Buffers unused for a while go back to the system. */
 void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms);
+/* Whether p keeps buffers given back, which a trim may free: its owner
+ * then ticks within RPC_QUIET_TICK_MS (false for NULL). */
+bool rpcrdma_rpc_bufpool_holds_idle(struct rpc_bufpool *p);
 /* The registration of the buffer holding [addr, addr+len) when it has
  * access (for a window over it: LOCAL_WRITE), else NULL. */
 struct rpcrdma_mr *rpcrdma_rpc_bufpool_mr(struct rpc_bufpool *p,
@@ -651,6 +657,15 @@ bool rpcrdma_rpc_xprt_drain_locked(struct rpc_xprt *x, struct rpc_work *w);
  * poll group have work: one 128 KiB Read piece (progress.c). */
 #define RPC_READ_SHARE_MIN (128u << 10)
 #define RPC_QUIET_TICK_MS 2000
+/* A connection that stays idle (no deadline, nothing polled, nothing in
+ * its pool to trim) is ticked half as often each time, up to this: a
+ * server's 4900 idle connections cost the loop 0.7-2.1 % of a core at
+ * one tick each per 2 s, each tick 4 us of locks and cache misses
+ * (docs/SCALE.md).  Any pass of its engine brings it back to
+ * RPC_QUIET_TICK_MS.  A multiple of it by a power of two, so that the
+ * quiet ticks of a loop still come due together. */
+#define RPC_QUIET_LEVELS 4
+#define RPC_QUIET_TICK_MAX_MS (RPC_QUIET_TICK_MS << RPC_QUIET_LEVELS)
 
 /* Something on x may wait on time now (the engine moved, a close was
  * asked): the loop ticks it again from its next tick. */
@@ -797,7 +812,9 @@ struct rpc_loop {
 	 * on_cm (listener events, connection ends; a server's group 0);
 	 * others are added with rpcrdma_rpc_loop_watch_cm (clients). */
 	struct rpc_cm_src own_cm;
-	/* Called each tick: reap dead connections etc. */
+	/* Called in a tick that found a connection not quiet (a dead one
+	 * is never quiet), and at least every RPC_QUIET_TICK_MAX_MS: reap
+	 * dead connections etc. */
 	void (*on_round)(void *owner, struct rpc_loop *l);
 	/* Called after each connection's tick (a client's reconnection,
 	 * its buffer pool's trim); NULL: none. */
@@ -824,6 +841,7 @@ struct rpc_loop {
 	 * this time (loop thread only: rpcrdma_rpc_loop_reaped). */
 	bool reaped;
 	uint64_t trim_at;
+	uint64_t round_at;           /* on_round by then at the latest */
 };
 
 /* rd: the owner's device (its buffer pool is trimmed each tick; NULL:

@@ -1922,6 +1922,46 @@ static void test_quiet(void)
 	CHECK_EQ(a1.status, 0);
 	rpcrdma_rpc_xprt_tick(k.c.x, t + 2);
 	CHECK(quiet_after(k.c.x, t + 2));
+
+	/* Idle: every tick that finds x as it was doubles its quiet
+	 * period, up to RPC_QUIET_TICK_MAX_MS, each due at a whole multiple
+	 * of the period.  (The loop trims a client's pool after each tick:
+	 * buffers it keeps hold the period at RPC_QUIET_TICK_MS.) */
+	uint64_t at = atomic_load(&k.c.x->quiet_until);
+	unsigned level = 0;
+	for (int i = 0; i < 8 * RPC_QUIET_LEVELS; i++) {
+		rpcrdma_rpc_xprt_tick(k.c.x, at);
+		rpcrdma_rpc_bufpool_trim(k.c.x->rd->pool, at);
+		uint64_t q = atomic_load(&k.c.x->quiet_until);
+		CHECK(q > at && q - at <= RPC_QUIET_TICK_MAX_MS);
+		if (q <= at)
+			break;
+		CHECK(k.c.x->quiet_level <= level + 1);
+		level = k.c.x->quiet_level;
+		CHECK_EQ(q % ((uint64_t)RPC_QUIET_TICK_MS << level), 0);
+		at = q;
+		if (level == RPC_QUIET_LEVELS &&
+		    q % RPC_QUIET_TICK_MAX_MS == 0)
+			break;
+	}
+	CHECK_EQ(level, RPC_QUIET_LEVELS);
+	rpcrdma_rpc_xprt_tick(k.c.x, at);
+	CHECK_EQ(atomic_load(&k.c.x->quiet_until), at + RPC_QUIET_TICK_MAX_MS);
+	/* A call moves x: ticked at once, then every RPC_QUIET_TICK_MS
+	 * again. */
+	struct acall a3 = {0};
+	call = (struct rpcrdma_call){.proc = 4};
+	CHECK_EQ(rpcrdma_clnt_call_async(cl, &call, acall_cb, &a3), 0);
+	CHECK_EQ(atomic_load(&k.c.x->quiet_until), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 4, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[3]);
+	ATTEND_FOR(ok, k.c.x, atomic_load(&a3.n) == 1, LIMIT_MS);
+	CHECK(ok);
+	at += 1;
+	uint64_t q3 = tick_settled(k.c.x, at);
+	CHECK_EQ(k.c.x->quiet_level, 0);
+	CHECK(q3 > at && q3 <= at + RPC_QUIET_TICK_MS);
 	rpcrdma_clnt_destroy(cl);
 	conn_close(&k);
 }
