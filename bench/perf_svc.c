@@ -13,7 +13,11 @@
  * svc_pollfd under it.
  *
  * Why not svc_run() itself: it never returns; svc_exit() frees the poll
- * set of every transport.  Ours is svc_run()'s loop with a stop flag.
+ * set of every transport.  Ours is svc_run()'s loop with a stop flag,
+ * and like svc_run() it sleeps until an fd is ready: an eventfd tells it
+ * to look at the flag.  (It used to look every 50 ms, and those wake-ups
+ * were most of the server's CPU while 4900 connections idled: 0.3 % of
+ * a core, more than its poll groups.)
  */
 #include <poll.h>
 #include <pthread.h>
@@ -21,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "perf.h"
 #include "perf_tirpc.h"
@@ -80,7 +86,8 @@ static struct {
 	atomic_int stop;
 	atomic_bool drain;      /* on stop: wait for closed connections */
 	int listeners;          /* transports made by pr_svc_start */
-} loop = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	int stop_fd;            /* eventfd: stop was set (-1: none yet) */
+} loop = {.mu = PTHREAD_MUTEX_INITIALIZER, .stop_fd = -1};
 
 static int live_svc_fds(void)
 {
@@ -113,15 +120,27 @@ static void *loop_main(void *arg)
 				break;
 		}
 		int n = svc_max_pollfd;
-		if (n > cap) {
-			struct pollfd *np = realloc(pf, (size_t)n * sizeof(*pf));
+		if (n + 1 > cap) {
+			struct pollfd *np = realloc(pf, (size_t)(n + 1) *
+							    sizeof(*pf));
 			if (!np)
 				break;
 			pf = np;
-			cap = n;
+			cap = n + 1;
 		}
 		memcpy(pf, svc_pollfd, (size_t)n * sizeof(*pf));
-		int rc = poll(pf, (nfds_t)n, 50);
+		/* The stop eventfd last, so the svc set's entries keep their
+		 * places for svc_getreq_poll(). */
+		pf[n] = (struct pollfd){.fd = loop.stop_fd, .events = POLLIN};
+		/* Draining: look at the connections left every 50 ms. */
+		int rc = poll(pf, (nfds_t)n + 1, stop_at ? 50 : -1);
+		if (rc > 0 && pf[n].revents) {
+			uint64_t v;
+			if (read(loop.stop_fd, &v, sizeof(v)) < 0) {
+				/* nothing to read: another round's */
+			}
+			rc--;
+		}
 		if (rc > 0)
 			svc_getreq_poll(pf, rc);
 	}
@@ -136,6 +155,9 @@ static void loop_pause(bool drain)
 		return;
 	atomic_store(&loop.drain, drain);
 	atomic_store(&loop.stop, 1);
+	uint64_t one = 1;
+	if (write(loop.stop_fd, &one, sizeof(one)) < 0)
+		perror("rpcrdma-perf: svc loop stop");
 	pthread_join(loop.th, NULL);
 	loop.running = false;
 }
@@ -145,6 +167,12 @@ static void loop_resume(void)
 	if (loop.running || loop.listeners == 0)
 		return;
 	atomic_store(&loop.stop, 0);
+	if (loop.stop_fd < 0)
+		loop.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (loop.stop_fd < 0) {
+		perror("rpcrdma-perf: svc loop eventfd");
+		return;
+	}
 	if (pthread_create(&loop.th, NULL, loop_main, NULL) != 0) {
 		fprintf(stderr, "rpcrdma-perf: cannot start the svc loop\n");
 		return;
