@@ -720,6 +720,9 @@ static int clnt_join(struct rpcrdma_clnt *c)
 	 * CM events to clnt_on_cm as soon as each is registered. */
 	x->next = l->xprts;
 	l->xprts = x;
+	/* Ticked at the loop's pace from now on, however long the loop
+	 * meant to sleep (svc.c: the same for a server's connection). */
+	rpcrdma_rpc_loop_unquiet(l);
 	if (x->opts.busy_poll_us > l->busy_poll_us)
 		l->busy_poll_us = x->opts.busy_poll_us;
 	pthread_mutex_unlock(&clnt_lock);

@@ -296,6 +296,10 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	s->loops[g].xprts = x;
 	s->nconns[g]++;
 	pthread_mutex_unlock(&s->list_lock);
+	/* Its first tick starts its clocks (an RDMA operation's time-out):
+	 * the loop, which may sleep until its other connections' quiet
+	 * ticks (up to RPC_QUIET_TICK_MAX_MS), ticks at its usual pace. */
+	rpcrdma_rpc_loop_unquiet(x->loop);
 	uint32_t ord = x->ord;
 	if (ev->responder_resources && ev->responder_resources < ord)
 		ord = ev->responder_resources;
