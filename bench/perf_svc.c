@@ -136,9 +136,7 @@ static void *loop_main(void *arg)
 		int rc = poll(pf, (nfds_t)n + 1, stop_at ? 50 : -1);
 		if (rc > 0 && pf[n].revents) {
 			uint64_t v;
-			if (read(loop.stop_fd, &v, sizeof(v)) < 0) {
-				/* nothing to read: another round's */
-			}
+			(void)!read(loop.stop_fd, &v, sizeof(v));
 			rc--;
 		}
 		if (rc > 0)

@@ -288,10 +288,10 @@ bool rpcrdma_rpc_bufpool_holds_idle(struct rpc_bufpool *p)
 	return idle;
 }
 
-void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms)
+bool rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms)
 {
 	if (!p)
-		return;
+		return false;
 	struct rpc_buf *gone = NULL;
 	pthread_mutex_lock(&p->lock);
 	if (now_ms - p->peak_ms >= RPC_POOL_IDLE_MS) {
@@ -314,12 +314,14 @@ void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms)
 			gone = b;
 		}
 	}
+	bool kept = p->idle_bytes > 0;
 	pthread_mutex_unlock(&p->lock);
 	while (gone) {
 		struct rpc_buf *n = gone->next;
 		buf_destroy(p, gone);
 		gone = n;
 	}
+	return kept;
 }
 
 struct rpcrdma_mr *rpcrdma_rpc_bufpool_mr(struct rpc_bufpool *p,

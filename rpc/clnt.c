@@ -718,11 +718,7 @@ static int clnt_join(struct rpcrdma_clnt *c)
 	pthread_mutex_unlock(&x->lock);
 	/* Listed first: the loop may tick it, attend its CQ and hand its
 	 * CM events to clnt_on_cm as soon as each is registered. */
-	x->next = l->xprts;
-	l->xprts = x;
-	/* Ticked at the loop's pace from now on, however long the loop
-	 * meant to sleep (svc.c: the same for a server's connection). */
-	rpcrdma_rpc_loop_unquiet(l);
+	rpcrdma_rpc_loop_link_locked(l, x);
 	if (x->opts.busy_poll_us > l->busy_poll_us)
 		l->busy_poll_us = x->opts.busy_poll_us;
 	pthread_mutex_unlock(&clnt_lock);

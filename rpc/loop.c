@@ -471,6 +471,18 @@ static struct rpc_xprt *loop_xprts(struct rpc_loop *l)
 	return x;
 }
 
+void rpcrdma_rpc_loop_link_locked(struct rpc_loop *l, struct rpc_xprt *x)
+{
+	x->next = l->xprts;
+	l->xprts = x;
+	/* Its first tick starts its clocks (an RDMA operation's time-out):
+	 * the loop, which may sleep until its other connections' quiet
+	 * ticks (up to RPC_QUIET_TICK_MAX_MS), ticks at its usual pace from
+	 * its next pass.  After the link: a loop woken before it could tick
+	 * without x and sleep long again. */
+	rpcrdma_rpc_loop_unquiet(l);
+}
+
 /* The time-outs of every connection that may wait on time, and the
  * owner's round.  Returns when the loop must tick next: LOOP_TICK_MS on
  * while one connection waits on time, else the earliest time a quiet
@@ -483,11 +495,8 @@ static uint64_t tick(struct rpc_loop *l, uint64_t now)
 	/* Registered buffers unused for a while go back to the system (a
 	 * client's pool is its own: on_ticked), and while the pool keeps
 	 * any, the loop comes back for them in RPC_QUIET_TICK_MS. */
-	if (l->rd) {
-		rpcrdma_rpc_bufpool_trim(l->rd->pool, now);
-		if (rpcrdma_rpc_bufpool_holds_idle(l->rd->pool))
-			next = now + RPC_QUIET_TICK_MS;
-	}
+	if (l->rd && rpcrdma_rpc_bufpool_trim(l->rd->pool, now))
+		next = now + RPC_QUIET_TICK_MS;
 	bool moving = false; /* a connection not quiet */
 	for (struct rpc_xprt *x = loop_xprts(l); x; x = x->next) {
 		uint64_t q = atomic_load_explicit(&x->quiet_until,

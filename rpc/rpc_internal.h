@@ -535,10 +535,11 @@ struct rpc_buf *rpcrdma_rpc_buf_get(struct rpc_bufpool *p, size_t len);
 void *rpcrdma_rpc_buf_base(const struct rpc_buf *b);
 void rpcrdma_rpc_buf_put(struct rpc_bufpool *p, struct rpc_buf *b,
 			 uint64_t now_ms);
-/* Buffers unused for a while go back to the system. */
-void rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms);
-/* Whether p keeps buffers given back, which a trim may free: its owner
- * then ticks within RPC_QUIET_TICK_MS (false for NULL). */
+/* Buffers unused for a while go back to the system.  True when p still
+ * keeps some, which a later trim may free: its owner then ticks within
+ * RPC_QUIET_TICK_MS (false for NULL). */
+bool rpcrdma_rpc_bufpool_trim(struct rpc_bufpool *p, uint64_t now_ms);
+/* The same question without a trim. */
 bool rpcrdma_rpc_bufpool_holds_idle(struct rpc_bufpool *p);
 /* The registration of the buffer holding [addr, addr+len) when it has
  * access (for a window over it: LOCAL_WRITE), else NULL. */
@@ -843,6 +844,10 @@ struct rpc_loop {
 	uint64_t trim_at;
 	uint64_t round_at;           /* on_round by then at the latest */
 };
+
+/* With the loop's xprts_lock held (if it has one): x joins l's list of
+ * connections, and l ticks at its usual pace from its next pass. */
+void rpcrdma_rpc_loop_link_locked(struct rpc_loop *l, struct rpc_xprt *x);
 
 /* rd: the owner's device (its buffer pool is trimmed each tick; NULL:
  * none, a client loop); on_cm: watch rd's channel (NULL: do not). */

@@ -292,14 +292,9 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	 * still here; the reference keeps that thread from reaping it. */
 	rpcrdma_rpc_xprt_get(x);
 	pthread_mutex_lock(&s->list_lock);
-	x->next = s->loops[g].xprts;
-	s->loops[g].xprts = x;
+	rpcrdma_rpc_loop_link_locked(&s->loops[g], x);
 	s->nconns[g]++;
 	pthread_mutex_unlock(&s->list_lock);
-	/* Its first tick starts its clocks (an RDMA operation's time-out):
-	 * the loop, which may sleep until its other connections' quiet
-	 * ticks (up to RPC_QUIET_TICK_MAX_MS), ticks at its usual pace. */
-	rpcrdma_rpc_loop_unquiet(x->loop);
 	uint32_t ord = x->ord;
 	if (ev->responder_resources && ev->responder_resources < ord)
 		ord = ev->responder_resources;

@@ -415,8 +415,9 @@ static void test_rdma_timeout(void)
 	/* The server gives up on us: the stream ends.  Soon: this
 	 * connection went to the poll group with none (b is on the other),
 	 * whose loop sleeps up to RPC_QUIET_TICK_MAX_MS (32 s) when it has
-	 * nothing to tick; a new connection must wake it (svc.c), or its
-	 * RDMA Read is not timed until then. */
+	 * nothing to tick; a new connection must wake it
+	 * (rpcrdma_rpc_loop_link_locked), or its RDMA Read is not timed
+	 * until then. */
 	uint64_t t0 = now_ms();
 	int rc = iwpeer_recv(&p, &m, 20000);
 	CHECK(now_ms() - t0 < 8000);
