@@ -450,7 +450,9 @@ struct rpcrdma_qp_counters {
  */
 struct rpcrdma_cm_channel {
 	struct rpcrdma_dev *dev;
-	int fd;     /* readable when an event may be pending */
+	int fd;     /* readable when an event may be pending, and stays
+		       readable while one is (a consumer may take a few
+		       per wake-up: rpc/loop.c drain_cm) */
 };
 
 struct rpcrdma_cm_id {

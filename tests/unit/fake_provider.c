@@ -9,6 +9,7 @@
 #include "fake_provider.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -29,8 +30,15 @@ struct fpd {
 	struct rpcrdma_pd base;
 };
 
+/* CM events a test posts (fake_cm_post), taken in order; the fd is
+ * readable while one waits, as a provider's is (provider.h). */
+#define FAKE_CM_QUEUE 256u
+
 struct fch {
 	struct rpcrdma_cm_channel base;
+	pthread_mutex_t lock;
+	struct rpcrdma_cm_event *q[FAKE_CM_QUEUE];
+	unsigned head, n;
 };
 
 /* Registrations live in a table indexed by the key's upper 24 bits (as
@@ -660,23 +668,53 @@ static int f_create_channel(struct rpcrdma_dev *dev,
 		free(c);
 		return RPCRDMA_ERR_SYSTEM;
 	}
+	pthread_mutex_init(&c->lock, NULL);
 	*out = &c->base;
 	return 0;
 }
 
 static int f_destroy_channel(struct rpcrdma_cm_channel *ch)
 {
+	struct fch *c = (struct fch *)ch;
 	close(ch->fd);
+	pthread_mutex_destroy(&c->lock);
 	free(ch);
 	return 0;
+}
+
+int fake_cm_post(struct rpcrdma_cm_channel *ch, struct rpcrdma_cm_event *ev)
+{
+	struct fch *c = (struct fch *)ch;
+	int rc = -1;
+	pthread_mutex_lock(&c->lock);
+	if (c->n < FAKE_CM_QUEUE) {
+		c->q[(c->head + c->n++) % FAKE_CM_QUEUE] = ev;
+		uint64_t one = 1;
+		rc = write(ch->fd, &one, sizeof(one)) == sizeof(one) ? 0 : -1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 static int f_get_cm_event(struct rpcrdma_cm_channel *ch,
 			  struct rpcrdma_cm_event **ev)
 {
-	(void)ch;
+	struct fch *c = (struct fch *)ch;
 	*ev = NULL;
-	return RPCRDMA_ERR_AGAIN;
+	pthread_mutex_lock(&c->lock);
+	if (c->n) {
+		*ev = c->q[c->head];
+		c->head = (c->head + 1) % FAKE_CM_QUEUE;
+		c->n--;
+	}
+	if (!c->n) {
+		/* Nothing left: the fd stops being readable. */
+		uint64_t v;
+		ssize_t r = read(ch->fd, &v, sizeof(v));
+		(void)r;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return *ev ? 0 : RPCRDMA_ERR_AGAIN;
 }
 
 static int f_ack_cm_event(struct rpcrdma_cm_event *ev)

@@ -60,12 +60,15 @@ struct fake_cq_stats {
 void fake_net_reset(void);
 void fake_cq_stats(struct rpcrdma_cq *cq, struct fake_cq_stats *out);
 
-/* A device, its protection domain and a CM channel (whose fd never
- * becomes readable: there is no CM here). */
+/* A device, its protection domain and a CM channel (whose fd is
+ * readable only while events a test posted wait: there is no CM here). */
 int fake_open(struct rpcrdma_dev **dev, struct rpcrdma_pd **pd,
 	      struct rpcrdma_cm_channel **ch, struct rpcrdma_dev_attr *attr);
 void fake_close(struct rpcrdma_dev *dev, struct rpcrdma_pd *pd,
 		struct rpcrdma_cm_channel *ch);
+/* Queues ev (the caller's; ack_cm_event leaves it) for get_cm_event.
+ * Returns -1 when 256 wait already. */
+int fake_cm_post(struct rpcrdma_cm_channel *ch, struct rpcrdma_cm_event *ev);
 
 /* A cm_id as rpcrdma_rpc_xprt_create wants it (a peer address for the
  * connection's name). */

@@ -2123,6 +2123,70 @@ static void test_attach_nomem(void)
 	CHECK_EQ(fake_net.violations, 0);
 }
 
+/* =====================================================================
+ * A burst of CM events does not hold its loop: one pass handles them for
+ * a slice of time (rpc/loop.c drain_cm), and what else the loop's thread
+ * has to do (here a request; the completions of its connections alike)
+ * comes between two slices.  A storm's server drained them all in one
+ * pass, for seconds, and the v2 openers of its established connections
+ * went unanswered past the client's time-out.
+ */
+#define CM_BURST 200u
+static atomic_uint cm_seen;
+
+static void on_cm_slow(void *owner, struct rpcrdma_cm_event *ev)
+{
+	(void)owner;
+	(void)ev;
+	usleep(1000); /* an accept's work, at least */
+	atomic_fetch_add(&cm_seen, 1);
+}
+
+struct seen_req {
+	struct rpc_loop_req r;
+	unsigned at; /* CM events handled when the request ran */
+};
+
+static void note_seen(struct rpc_loop *l, struct rpc_loop_req *r)
+{
+	(void)l;
+	((struct seen_req *)r)->at = atomic_load(&cm_seen);
+}
+
+static void test_cm_slice(void)
+{
+	struct rpc_dev rd;
+	CHECK_EQ(dev_open(&rd), 0);
+	struct rpcrdma_cm_id *id = fake_id_new(rd.dev, rd.ch, 20049);
+	CHECK(id != NULL);
+	static struct rpcrdma_cm_event evs[CM_BURST];
+	atomic_store(&cm_seen, 0);
+	for (unsigned i = 0; i < CM_BURST; i++) {
+		evs[i] = (struct rpcrdma_cm_event){
+			.type = RPCRDMA_CM_EVENT_CONNECT_REQUEST, .id = id};
+		CHECK_EQ(fake_cm_post(rd.ch, &evs[i]), 0);
+	}
+	struct rpc_loop l;
+	CHECK_EQ(rpcrdma_rpc_loop_init(&l, &rd, on_cm_slow, NULL, NULL), 0);
+	CHECK_EQ(rpcrdma_rpc_loop_start(&l), 0);
+	/* Runs at the end of the pass the loop is in: each event takes a
+	 * millisecond or more, a slice is 10 ms, so after 22 events at most
+	 * (two slices, if the first pass began before the request came);
+	 * after all 200 when a pass drains them all. */
+	struct seen_req q = {.r.fn = note_seen};
+	rpcrdma_rpc_loop_call(&l, &q.r);
+	CHECK(q.at <= 22);
+	/* The rest follow, none lost: the fd stayed readable. */
+	for (int i = 0; i < 30000 && atomic_load(&cm_seen) < CM_BURST; i++)
+		usleep(1000);
+	CHECK_EQ(atomic_load(&cm_seen), CM_BURST);
+	rpcrdma_rpc_loop_stop(&l);
+	rpcrdma_rpc_loop_fini(&l);
+	rd.ops->destroy_id(id);
+	dev_close(&rd);
+	CHECK_EQ(fake_net.live_ids, 0);
+}
+
 int main(void)
 {
 	struct {
@@ -2147,6 +2211,7 @@ int main(void)
 		{"lost", test_lost},
 		{"lost_role", test_lost_role},
 		{"attach_nomem", test_attach_nomem},
+		{"cm_slice", test_cm_slice},
 	};
 	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
 		int failed = test_failed;
