@@ -594,6 +594,8 @@ struct iw_ep {
 	bool registered;         /* fd in dev->epfd */
 	bool dead;
 	bool disc_reported;
+	bool listened;           /* listen() made it a listener: only then
+				    may eps name it as theirs (destroy_id) */
 	/* child: the listening ep.  Atomic: a destroy_id on any thread scans
 	 * every ep of the device for its children (under dev->lock) while the
 	 * progress thread sets and clears this under the child's own lock. */
@@ -608,6 +610,8 @@ struct iw_ep {
 	uint8_t my_pd_len;
 	uint8_t my_ird, my_ord;
 	struct iw_ep *next_all, *next_grave;
+	struct iw_ep **pprev_all;    /* what points at it in dev->eps (NULL:
+					unlinked): ep_bury unlinks in O(1) */
 	/* Listener: accept() is failing for want of descriptors or memory
 	 * (logged once per episode), and the attempts since. */
 	bool accept_starved;

@@ -220,6 +220,9 @@ static struct iw_ep *ep_new(struct iw_dev *dev, struct rpcrdma_cm_channel *ch,
 	pthread_mutex_init(&ep->qp.ep_lock, NULL);
 	pthread_mutex_lock(&dev->lock);
 	ep->next_all = dev->eps;
+	if (dev->eps)
+		dev->eps->pprev_all = &ep->next_all;
+	ep->pprev_all = &dev->eps;
 	dev->eps = ep;
 	pthread_mutex_unlock(&dev->lock);
 	return ep;
@@ -250,11 +253,13 @@ static void ep_bury(struct iw_ep *ep)
 	rpcrdma_iwarp_ep_unregister(ep);
 	pthread_mutex_unlock(&ep->lock);
 	pthread_mutex_lock(&dev->lock);
-	for (struct iw_ep **p = &dev->eps; *p; p = &(*p)->next_all)
-		if (*p == ep) {
-			*p = ep->next_all;
-			break;
-		}
+	/* Without a walk of the list: a server's teardown buries thousands. */
+	if (ep->pprev_all) {
+		*ep->pprev_all = ep->next_all;
+		if (ep->next_all)
+			ep->next_all->pprev_all = ep->pprev_all;
+		ep->pprev_all = NULL;
+	}
 	ep->next_grave = dev->grave;
 	dev->grave = ep;
 	pthread_mutex_unlock(&dev->lock);
@@ -281,11 +286,17 @@ int rpcrdma_iwarp_destroy_id(struct rpcrdma_cm_id *id)
 	struct iw_dev *dev = ep->dev;
 	if (ep->qp.created)
 		rpcrdma_iwarp_destroy_qp(&ep->qp.base);
-	/* Undelivered children of a listener die with it. */
-	struct iw_ep *kids[64];
-	size_t nk;
-	do {
-		nk = 0;
+	/* Undelivered children of a listener die with it.  Only a listener
+	 * has any: the scan walks every ep of the device, and done for each
+	 * connection's id it made a server's teardown of N connections cost
+	 * N² steps under dev->lock (a sixth of a 4900-connection server's
+	 * time through its storm and close, docs/SCALE.md). */
+	pthread_mutex_lock(&ep->lock);
+	bool listened = ep->listened;
+	pthread_mutex_unlock(&ep->lock);
+	while (listened) {
+		struct iw_ep *kids[64];
+		size_t nk = 0;
 		pthread_mutex_lock(&dev->lock);
 		for (struct iw_ep *c = dev->eps; c && nk < 64; c = c->next_all)
 			if (c->listener == ep)
@@ -295,7 +306,9 @@ int rpcrdma_iwarp_destroy_id(struct rpcrdma_cm_id *id)
 			kids[i]->listener = NULL;
 			ep_bury(kids[i]);
 		}
-	} while (nk == 64);
+		if (nk < 64)
+			break;
+	}
 	ep_bury(ep);
 	return 0;
 }
@@ -362,6 +375,7 @@ int rpcrdma_iwarp_listen(struct rpcrdma_cm_id *id, const struct sockaddr *addr,
 	pthread_mutex_lock(&ep->lock);
 	ep->fd = fd;
 	ep->state = IW_EP_LISTEN;
+	ep->listened = true;
 	int rc = rpcrdma_iwarp_ep_register(ep, EPOLLIN);
 	pthread_mutex_unlock(&ep->lock);
 	return rc;
