@@ -917,6 +917,10 @@ int rpcrdma_rpc_wait_cm(struct rpc_dev *rd, int timeout_ms,
  */
 struct rpc_stat_src {
 	struct rpc_stat_src *next;
+	/* What points at it in the list (NULL: not in it): unregistering
+	 * is O(1), since a process with thousands of clients destroys them
+	 * one by one (rpc/stats_export.c). */
+	struct rpc_stat_src **pprev;
 	uint32_t kind;               /* RPCRDMA_STATX_SERVER / _CLIENT */
 	void *obj;                   /* the server or client */
 	struct rpc_loop *loop;       /* whose thread may serve readers */

@@ -92,6 +92,11 @@ void rpcrdma_rpc_stats_register(struct rpc_stat_src *src)
 		/* A forked child: the socket is its parent's. */
 		close(listen_fd);
 		listen_fd = -1;
+		/* The parent's sources are not this process's to list. */
+		for (struct rpc_stat_src *p = sources, *nx; p; p = nx) {
+			nx = p->next;
+			p->pprev = NULL;
+		}
 		sources = NULL;
 	}
 	if (listen_fd < 0 && !sources) {
@@ -100,6 +105,9 @@ void rpcrdma_rpc_stats_register(struct rpc_stat_src *src)
 		since_ms = rpcrdma_rpc_now_ms();
 	}
 	src->next = sources;
+	if (sources)
+		sources->pprev = &src->next;
+	src->pprev = &sources;
 	sources = src;
 	loop_watch(src->loop, true);
 	pthread_mutex_unlock(&reg_lock);
@@ -108,12 +116,17 @@ void rpcrdma_rpc_stats_register(struct rpc_stat_src *src)
 void rpcrdma_rpc_stats_unregister(struct rpc_stat_src *src)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (struct rpc_stat_src **pp = &sources; *pp; pp = &(*pp)->next)
-		if (*pp == src) {
-			*pp = src->next;
-			loop_watch(src->loop, false);
-			break;
-		}
+	/* Without a walk: a process with thousands of clients destroys
+	 * them one by one, and a walk for each made its teardown O(N²)
+	 * (docs/SCALE.md, "Connection storms"). */
+	if (src->pprev) {
+		*src->pprev = src->next;
+		if (src->next)
+			src->next->pprev = src->pprev;
+		src->pprev = NULL;
+		src->next = NULL;
+		loop_watch(src->loop, false);
+	}
 	if (!sources && listen_fd >= 0) {
 		close(listen_fd);
 		listen_fd = -1;

@@ -145,8 +145,14 @@ struct iw_dev {
 	int epfd;             /* progress thread's epoll */
 	int wakefd;           /* eventfd: wake the progress thread */
 	atomic_bool stop;
-	pthread_mutex_t lock; /* eps list, graveyard */
-	struct iw_ep *eps;    /* every live endpoint (timers) */
+	pthread_mutex_t lock; /* eps list, timed list, graveyard */
+	struct iw_ep *eps;    /* every live endpoint */
+	/* The endpoints that may have a timer (deadline_ns, or a deferred
+	 * QP): what run_deferred (iwarp_dev.c) walks after each batch of
+	 * events, instead of every endpoint.  An endpoint joins when a
+	 * timer is set (rpcrdma_iwarp_ep_timed) and leaves when the walk
+	 * finds none left, or when it is buried. */
+	struct iw_ep *timed;
 	struct iw_ep *grave;  /* destroyed endpoints awaiting free */
 
 	pthread_mutex_t mem_lock; /* STag table */
@@ -612,6 +618,11 @@ struct iw_ep {
 	struct iw_ep *next_all, *next_grave;
 	struct iw_ep **pprev_all;    /* what points at it in dev->eps (NULL:
 					unlinked): ep_bury unlinks in O(1) */
+	/* Its place in dev->timed (NULL: not in it), under dev->lock;
+	 * on_timed says the same without the lock, for a setter's fast
+	 * path (rpcrdma_iwarp_ep_timed). */
+	struct iw_ep *next_timed, **pprev_timed;
+	_Atomic bool on_timed;
 	/* Listener: accept() is failing for want of descriptors or memory
 	 * (logged once per episode), and the attempts since. */
 	bool accept_starved;
@@ -775,6 +786,12 @@ int rpcrdma_iwarp_reject(struct rpcrdma_cm_id *id, const void *private_data,
 int rpcrdma_iwarp_disconnect(struct rpcrdma_cm_id *id);
 void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events);
 void rpcrdma_iwarp_ep_timer(struct iw_ep *ep, uint64_t now);
+/* After setting ep->deadline_ns or deferring its QP: puts ep on the
+ * device's timed list if it is not there.  Takes dev->lock; call it
+ * without ep_lock. */
+void rpcrdma_iwarp_ep_timed(struct iw_ep *ep);
+/* Takes ep off the timed list (dev->lock held). */
+void rpcrdma_iwarp_ep_untimed_locked(struct iw_ep *ep);
 /* The progress thread's work on a serialized QP (events: what epoll said,
  * or EPOLLIN | EPOLLOUT when it comes back to a deferred one).  Returns
  * when to try again (its consumer was inside), or 0 when it ran. */

@@ -260,6 +260,7 @@ static void ep_bury(struct iw_ep *ep)
 			ep->next_all->pprev_all = ep->pprev_all;
 		ep->pprev_all = NULL;
 	}
+	rpcrdma_iwarp_ep_untimed_locked(ep);
 	ep->next_grave = dev->grave;
 	dev->grave = ep;
 	pthread_mutex_unlock(&dev->lock);
@@ -436,6 +437,7 @@ int rpcrdma_iwarp_connect(struct rpcrdma_cm_id *id,
 	}
 	rc = rpcrdma_iwarp_ep_register(ep, EPOLLOUT);
 	pthread_mutex_unlock(&ep->lock);
+	rpcrdma_iwarp_ep_timed(ep);
 	rpcrdma_iwarp_wake(ep->dev); /* pick up the new deadline */
 	return rc;
 }
@@ -678,6 +680,7 @@ static void accept_pause(struct iw_ep *l)
 	rpcrdma_iwarp_ep_register(l, EPOLLONESHOT);
 	atomic_store(&l->deadline_ns,
 		     rpcrdma_iwarp_now_ns() + IW_ACCEPT_RETRY_NS);
+	rpcrdma_iwarp_ep_timed(l);
 }
 
 /* "a.b.c.d:port" / "[v6]:port" of the listener, for its log lines. */
@@ -766,6 +769,7 @@ static void accept_conns(struct iw_ep *l)
 				     (uint64_t)l->dev->connect_timeout_ms * 1000000ull);
 		rpcrdma_iwarp_ep_register(c, EPOLLIN | EPOLLRDHUP);
 		pthread_mutex_unlock(&c->lock);
+		rpcrdma_iwarp_ep_timed(c);
 	}
 }
 
@@ -797,6 +801,8 @@ uint64_t rpcrdma_iwarp_serial_event(struct iw_qp *qp, uint32_t events)
 	qp->in_armed = ran;
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
+	if (!ran)
+		rpcrdma_iwarp_ep_timed(qp->ep);
 	return again;
 }
 
@@ -831,9 +837,12 @@ static void qp_event(struct iw_ep *ep, uint32_t events)
 		pthread_mutex_unlock(&qp->rx_lock);
 	}
 	pthread_mutex_lock(&qp->ep_lock);
-	qp->in_armed = !qp->deferred;
+	bool deferred = qp->deferred;
+	qp->in_armed = !deferred;
 	pthread_mutex_unlock(&qp->ep_lock);
 	rpcrdma_iwarp_qp_update_arm(qp);
+	if (deferred)
+		rpcrdma_iwarp_ep_timed(ep);
 }
 
 void rpcrdma_iwarp_ep_event(struct iw_ep *ep, uint32_t events)

@@ -45,29 +45,86 @@ void rpcrdma_iwarp_ep_unregister(struct iw_ep *ep)
 	ep->registered = false;
 }
 
-/* Handles a deferred QP whose consumer did not come back in time. */
+void rpcrdma_iwarp_ep_timed(struct iw_ep *ep)
+{
+	/* The store of the timer (seq_cst) comes before this load: either
+	 * on_timed is seen true and run_deferred, which clears it before
+	 * its last look at the timer, sees the timer; or it is seen false
+	 * and the endpoint is linked here. */
+	if (atomic_load(&ep->on_timed))
+		return;
+	struct iw_dev *dev = ep->dev;
+	pthread_mutex_lock(&dev->lock);
+	/* Not once buried (pprev_all NULL): the grave frees it. */
+	if (ep->pprev_all && !ep->pprev_timed) {
+		ep->next_timed = dev->timed;
+		if (dev->timed)
+			dev->timed->pprev_timed = &ep->next_timed;
+		ep->pprev_timed = &dev->timed;
+		dev->timed = ep;
+	}
+	if (ep->pprev_timed)
+		atomic_store(&ep->on_timed, true);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void rpcrdma_iwarp_ep_untimed_locked(struct iw_ep *ep)
+{
+	if (!ep->pprev_timed)
+		return;
+	*ep->pprev_timed = ep->next_timed;
+	if (ep->next_timed)
+		ep->next_timed->pprev_timed = ep->pprev_timed;
+	ep->pprev_timed = NULL;
+	ep->next_timed = NULL;
+	atomic_store(&ep->on_timed, false);
+}
+
+/* Runs the timers that are due (a deferred QP whose consumer did not
+ * come back in time, an endpoint's deadline) and lowers *next to the
+ * earliest of the others.  It walks the timed list, not every endpoint:
+ * walking them all after each batch of events, with a lock taken for
+ * each, cost a 4900-connection server O(N) per batch through a storm
+ * (docs/SCALE.md, "Connection storms"). */
 static void run_deferred(struct iw_dev *dev, uint64_t now, uint64_t *next)
 {
 	struct iw_ep *list[64];
 	size_t n = 0;
 	pthread_mutex_lock(&dev->lock);
-	for (struct iw_ep *ep = dev->eps; ep; ep = ep->next_all) {
+	for (struct iw_ep *ep = dev->timed, *nx; ep; ep = nx) {
+		nx = ep->next_timed;
 		struct iw_qp *qp = &ep->qp;
+		/* deferred is set only on this thread (qp_event,
+		 * rpcrdma_iwarp_serial_event), so it cannot be set between
+		 * this look and the unlink below. */
 		pthread_mutex_lock(&qp->ep_lock);
 		bool d = qp->deferred;
 		uint64_t until = qp->defer_until;
 		pthread_mutex_unlock(&qp->ep_lock);
+		uint64_t dl = atomic_load(&ep->deadline_ns);
+		if (!d && !dl) {
+			/* A deadline may be set on another thread (connect):
+			 * clear on_timed first, then look again (see
+			 * rpcrdma_iwarp_ep_timed). */
+			atomic_store(&ep->on_timed, false);
+			dl = atomic_load(&ep->deadline_ns);
+			if (!dl) {
+				rpcrdma_iwarp_ep_untimed_locked(ep);
+				continue;
+			}
+			atomic_store(&ep->on_timed, true);
+		}
 		if (d) {
 			if (until <= now && n < 64)
 				list[n++] = ep;
 			else if (until < *next)
 				*next = until;
 		}
-		if (ep->deadline_ns) {
-			if (ep->deadline_ns <= now && n < 64)
+		if (dl) {
+			if (dl <= now && n < 64)
 				list[n++] = ep;
-			else if (ep->deadline_ns < *next)
-				*next = ep->deadline_ns;
+			else if (dl < *next)
+				*next = dl;
 		}
 	}
 	pthread_mutex_unlock(&dev->lock);

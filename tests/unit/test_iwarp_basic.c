@@ -2,10 +2,13 @@
 /*
  * Loopback smoke test of the iwarp provider through its ops table:
  * connect/accept with private data (IPv4 and IPv6), Send/Recv, RDMA Write
- * and Read, then one access violation that must end in a Terminate.
+ * and Read, then one access violation that must end in a Terminate;
+ * and the handshake's time-outs on both sides.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -291,6 +294,88 @@ out:
 	ops->close(dev);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The handshake's deadlines, which the progress thread runs from its
+ * list of timed endpoints (run_deferred, iwarp_dev.c): one set on the
+ * consumer's thread (connect), one on the progress thread (an accepted
+ * socket).  Each must fire on its own, with nothing else to wake the
+ * thread. */
+static void timeouts(void)
+{
+	struct rpcrdma_dev_params prm = { .connect_timeout_ms = 300 };
+	struct rpcrdma_dev *dev;
+	if (ops->open(&prm, &dev) != 0) {
+		CHECK(0);
+		return;
+	}
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	socklen_t al = sizeof(a);
+
+	/* A peer that accepts TCP (the kernel's backlog) and says nothing:
+	 * the active side gives up (RFC 5044 §7.1.2 leaves the time to
+	 * the implementation) with CONNECT_ERROR, not never. */
+	int quiet = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(quiet >= 0);
+	CHECK_EQ(bind(quiet, (struct sockaddr *)&a, al), 0);
+	CHECK_EQ(listen(quiet, 4), 0);
+	struct sockaddr_in qa;
+	socklen_t ql = sizeof(qa);
+	CHECK_EQ(getsockname(quiet, (struct sockaddr *)&qa, &ql), 0);
+	struct iwl_side c = { 0 }, l = { 0 };
+	CHECK_EQ(ops->create_channel(dev, &c.ch), 0);
+	CHECK_EQ(ops->create_id(c.ch, NULL, &c.id), 0);
+	CHECK_EQ(ops->resolve(c.id, (struct sockaddr *)&qa, ql), 0);
+	make_qp(dev, &c);
+	struct rpcrdma_conn_param cp = { .responder_resources = 1,
+					 .initiator_depth = 1 };
+	uint64_t t0 = mono_ms();
+	CHECK_EQ(ops->connect(c.id, &cp), 0);
+	struct rpcrdma_cm_event *ev =
+		iwl_wait_event(ops, c.ch, RPCRDMA_CM_EVENT_CONNECT_ERROR);
+	uint64_t took = mono_ms() - t0;
+	CHECK(ev != NULL);
+	if (ev) {
+		CHECK_EQ(ev->status, RPCRDMA_ERR_TIMEOUT);
+		ops->ack_cm_event(ev);
+	}
+	CHECK(took >= 250);
+	printf("  silent responder: CONNECT_ERROR after %llu ms (time-out "
+	       "300 ms)\n", (unsigned long long)took);
+	close(quiet);
+
+	/* A TCP initiator that sends no MPA request: the listener's side
+	 * closes the socket (RFC 5044 §7.1.2 rule 8) and reports nothing. */
+	CHECK_EQ(ops->create_channel(dev, &l.ch), 0);
+	CHECK_EQ(ops->create_id(l.ch, NULL, &l.id), 0);
+	CHECK_EQ(ops->listen(l.id, (struct sockaddr *)&a, al, 8), 0);
+	int mute = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(mute >= 0);
+	struct timeval tv = { 5, 0 };
+	setsockopt(mute, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	t0 = mono_ms();
+	CHECK_EQ(connect(mute, (struct sockaddr *)&l.id->local_addr, al), 0);
+	char b;
+	ssize_t r = recv(mute, &b, 1, 0);
+	took = mono_ms() - t0;
+	CHECK(r == 0 || (r < 0 && errno == ECONNRESET));
+	CHECK(took >= 250 && took < 5000);
+	printf("  silent initiator: closed after %llu ms\n",
+	       (unsigned long long)took);
+	close(mute);
+	struct rpcrdma_cm_event *none = NULL;
+	CHECK(ops->get_cm_event(l.ch, &none) != 0 || !none);
+	free_side(&c);
+	free_side(&l);
+	ops->close(dev);
+}
+
 int main(void)
 {
 	ops = rpcrdma_provider_find("iwarp");
@@ -300,5 +385,6 @@ int main(void)
 	run("127.0.0.1", false);
 	run("127.0.0.1", true);
 	run("::1", false);
+	timeouts();
 	TEST_MAIN_END();
 }
