@@ -666,14 +666,21 @@ static void loops_put(struct clnt_loops *s)
 	loops_free(s);
 }
 
-/* The largest busy-poll time of l's clients (with clnt_lock held). */
+/* The largest busy-poll time of l's clients, and how many have it
+ * (with clnt_lock held). */
 static void loop_busy_update(struct rpc_loop *l)
 {
 	int us = -1;
+	unsigned n = 0;
 	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-		if (x->opts.busy_poll_us > us)
+		if (x->opts.busy_poll_us > us) {
 			us = x->opts.busy_poll_us;
+			n = 1;
+		} else if (x->opts.busy_poll_us == us) {
+			n++;
+		}
 	l->busy_poll_us = us;
+	l->busy_poll_at_max = n;
 }
 
 /* c (connected) goes to the loop with the fewest clients of the
@@ -719,8 +726,12 @@ static int clnt_join(struct rpcrdma_clnt *c)
 	/* Listed first: the loop may tick it, attend its CQ and hand its
 	 * CM events to clnt_on_cm as soon as each is registered. */
 	rpcrdma_rpc_loop_link_locked(l, x);
-	if (x->opts.busy_poll_us > l->busy_poll_us)
+	if (x->opts.busy_poll_us > l->busy_poll_us) {
 		l->busy_poll_us = x->opts.busy_poll_us;
+		l->busy_poll_at_max = 1;
+	} else if (x->opts.busy_poll_us == l->busy_poll_us) {
+		l->busy_poll_at_max++;
+	}
 	pthread_mutex_unlock(&clnt_lock);
 	rc = rpcrdma_rpc_loop_watch_cm(l, &c->cm);
 	if (rc == 0)
@@ -736,13 +747,19 @@ static void clnt_detach(struct rpc_loop *l, struct rpcrdma_clnt *c)
 	struct rpc_xprt *x = c->x;
 	struct clnt_loops *s = c->set;
 	pthread_mutex_lock(&clnt_lock);
-	for (struct rpc_xprt **pp = &l->xprts; *pp; pp = &(*pp)->next)
-		if (*pp == x) {
-			*pp = x->next;
-			break;
-		}
+	/* Neither step walks the loop's other clients unless x was the
+	 * last with the largest busy-poll time: a process with thousands
+	 * of clients destroys them one by one (docs/SCALE.md). */
+	if (x->pprev) {
+		*x->pprev = x->next;
+		if (x->next)
+			x->next->pprev = x->pprev;
+		x->pprev = NULL;
+	}
 	s->nconns[l - s->loops]--;
-	loop_busy_update(l);
+	if (x->opts.busy_poll_us == l->busy_poll_us &&
+	    (!l->busy_poll_at_max || --l->busy_poll_at_max == 0))
+		loop_busy_update(l);
 	pthread_mutex_unlock(&clnt_lock);
 	rpcrdma_rpc_loop_unwatch_cm(l, &c->cm);
 	rpcrdma_rpc_loop_remove(l, x);

@@ -257,15 +257,6 @@ void rpcrdma_rpc_loop_remove(struct rpc_loop *l, struct rpc_xprt *x)
 	pthread_mutex_unlock(&x->lock);
 }
 
-struct rpc_xprt *rpcrdma_rpc_loop_find(struct rpc_loop *l,
-				       const struct rpcrdma_cm_id *id)
-{
-	for (struct rpc_xprt *x = l->xprts; x; x = x->next)
-		if (x->id == id)
-			return x;
-	return NULL;
-}
-
 /* Handles src's CM events for LOOP_CM_SLICE_NS at most, then lets the
  * pass go on; the fd stays readable while more wait (provider.h), so the
  * next pass takes them, after the completions it found.  Draining them
@@ -287,12 +278,11 @@ static void drain_cm(struct rpc_loop *l, struct rpc_cm_src *src)
 		/* The name first (handling a refused request destroys its
 		 * id); the line after handling, so that what the connection
 		 * had to say (its version) comes before its end. */
-		struct rpc_xprt *x = src->x ? src->x
-					    : rpcrdma_rpc_loop_find(l, ev->id);
 		char who[64];
-		if (x)
-			snprintf(who, sizeof who, "%s", x->name);
-		else
+		if (src->x)
+			snprintf(who, sizeof who, "%s", src->x->name);
+		else if (!src->name ||
+			 !src->name(src->owner, ev->id, who, sizeof who))
 			rpcrdma_rpc_addr_str(&ev->id->peer_addr, who, sizeof who);
 		src->on_cm(src->owner, ev);
 		if (ev->status && ev->type != RPCRDMA_CM_EVENT_DISCONNECTED)
@@ -487,6 +477,9 @@ static struct rpc_xprt *loop_xprts(struct rpc_loop *l)
 void rpcrdma_rpc_loop_link_locked(struct rpc_loop *l, struct rpc_xprt *x)
 {
 	x->next = l->xprts;
+	if (x->next)
+		x->next->pprev = &x->next;
+	x->pprev = &l->xprts;
 	l->xprts = x;
 	/* Its first tick starts its clocks (an RDMA operation's time-out):
 	 * the loop, which may sleep until its other connections' quiet

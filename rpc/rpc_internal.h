@@ -406,6 +406,7 @@ struct rpc_xprt {
 	struct rpcrdma_qp *qp;
 	struct rpcrdma_engine *e;
 	struct rpc_loop *loop;
+	struct rpc_xprt *by_id_next; /* a server's table (conn_by_id.h) */
 	struct rpc_up up[RPC_ROLES]; /* the Requester and Responder sides */
 	bool server;
 	bool connected;              /* ESTABLISHED seen */
@@ -445,6 +446,8 @@ struct rpc_xprt {
 	int loop_epfd;               /* epoll set holding the CQ fd, -1 */
 	bool watched;                /* armed in it */
 	struct rpc_xprt *next;       /* in its loop's list */
+	struct rpc_xprt **pprev;     /* what points at it there: a client
+					leaves its loop in O(1) */
 	/* Client reconnection (opts.max_retries > 0). */
 	bool client;
 	struct sockaddr_storage peer;
@@ -766,8 +769,12 @@ struct rpc_cm_src {
 	void (*on_cm)(void *owner, struct rpcrdma_cm_event *ev);
 	void *owner;
 	struct rpc_xprt *x;          /* its events' one connection (a
-					client), for messages; NULL: found
-					in the loop's list (a server) */
+					client), for messages; NULL: a
+					server's, named by name() */
+	/* The name of id's connection into buf, for messages; NULL or
+	 * false: none (the peer's address is used). */
+	bool (*name)(void *owner, const struct rpcrdma_cm_id *id, char *buf,
+		     size_t cap);
 	bool watched;                /* in the loop's epoll set */
 };
 
@@ -824,6 +831,9 @@ struct rpc_loop {
 	/* The owner's opts.busy_poll_us (a client loop: the largest of its
 	 * clients'; changed under xprts_lock, read by the thread). */
 	_Atomic int busy_poll_us;
+	unsigned busy_poll_at_max;   /* clients with that busy_poll_us, so
+					that one leaving does not walk the
+					others (clnt.c, xprts_lock) */
 	/* Work handed to the thread (rpcrdma_rpc_loop_post/_call). */
 	pthread_mutex_t req_lock;
 	pthread_cond_t req_cv;
@@ -896,9 +906,6 @@ void rpcrdma_rpc_loop_fini(struct rpc_loop *l);
 int rpcrdma_rpc_loop_add(struct rpc_loop *l, struct rpc_xprt *x);
 /* Unregisters x's CQ fd. */
 void rpcrdma_rpc_loop_remove(struct rpc_loop *l, struct rpc_xprt *x);
-/* Finds the connection of a cm_id. */
-struct rpc_xprt *rpcrdma_rpc_loop_find(struct rpc_loop *l,
-				       const struct rpcrdma_cm_id *id);
 /* Waits (poll) for the next CM event on rd->ch up to timeout_ms and
  * copies what callers need; acks it.  RPCRDMA_ERR_TIMEOUT. */
 struct rpc_cm_ev {

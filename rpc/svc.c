@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "rpc/conn_by_id.h"
 #include "rpc/rpc_internal.h"
 #include "rpc/stats_export.h"
 #include "rpcrdma/export.h"
@@ -54,6 +55,7 @@ struct rpcrdma_svc {
 	 * (rpcrdma_svc_stats(), CM events), and the counters of reaped
 	 * connections. */
 	pthread_mutex_t list_lock;
+	struct rpc_conn_by_id by_id;  /* every listed connection (list_lock) */
 	struct rpcrdma_stats reaped;
 	struct rpc_stat_src stat_src; /* exported (stats_export.c) */
 	bool exported;
@@ -293,6 +295,7 @@ static void svc_accept(struct rpcrdma_svc *s, struct rpcrdma_cm_event *ev)
 	rpcrdma_rpc_xprt_get(x);
 	pthread_mutex_lock(&s->list_lock);
 	rpcrdma_rpc_loop_link_locked(&s->loops[g], x);
+	rpcrdma_rpc_conn_by_id_add(&s->by_id, x);
 	s->nconns[g]++;
 	pthread_mutex_unlock(&s->list_lock);
 	uint32_t ord = x->ord;
@@ -327,12 +330,25 @@ static struct rpc_xprt *svc_find(struct rpcrdma_svc *s,
 {
 	struct rpc_xprt *x = NULL;
 	pthread_mutex_lock(&s->list_lock);
-	for (unsigned g = 0; g < s->nloops && !x; g++)
-		x = rpcrdma_rpc_loop_find(&s->loops[g], id);
+	x = rpcrdma_rpc_conn_by_id_find(&s->by_id, id);
 	if (x)
 		rpcrdma_rpc_xprt_get(x);
 	pthread_mutex_unlock(&s->list_lock);
 	return x;
+}
+
+/* The name of id's connection, for the loop's lines about its CM
+ * events (rpc_cm_src.name). */
+static bool svc_cm_name(void *owner, const struct rpcrdma_cm_id *id,
+			char *buf, size_t cap)
+{
+	struct rpcrdma_svc *s = owner;
+	pthread_mutex_lock(&s->list_lock);
+	struct rpc_xprt *x = rpcrdma_rpc_conn_by_id_find(&s->by_id, id);
+	if (x)
+		snprintf(buf, cap, "%s", x->name);
+	pthread_mutex_unlock(&s->list_lock);
+	return x != NULL;
 }
 
 static void svc_on_cm(void *owner, struct rpcrdma_cm_event *ev)
@@ -379,6 +395,10 @@ static void svc_round(void *owner, struct rpc_loop *l)
 		pthread_mutex_unlock(&x->lock);
 		if (gone) {
 			*pp = x->next;
+			if (x->next)
+				x->next->pprev = pp;
+			x->pprev = NULL;
+			rpcrdma_rpc_conn_by_id_del(&s->by_id, x);
 			s->nconns[l - s->loops]--;
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
 			pthread_mutex_unlock(&s->list_lock);
@@ -441,6 +461,7 @@ static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 	if (!s)
 		return RPCRDMA_ERR_NOMEM;
 	pthread_mutex_init(&s->list_lock, NULL);
+	rpcrdma_rpc_conn_by_id_init(&s->by_id);
 	rc = rpcrdma_rpc_opts_fill(opts, &s->opts);
 	if (rc < 0)
 		goto fail;
@@ -485,6 +506,7 @@ static int svc_create(const char *listen_addr, const struct rpcrdma_opts *opts,
 		if (rc < 0)
 			goto fail;
 		l->xprts_lock = &s->list_lock;
+		l->own_cm.name = svc_cm_name; /* before its thread starts */
 		snprintf(l->name, sizeof l->name, "rpcrdma-pg%u", g % 1000);
 		l->busy_poll_us = s->opts.busy_poll_us;
 	}
@@ -604,12 +626,17 @@ static void svc_destroy(struct rpcrdma_svc *s)
 		while (l->xprts) {
 			struct rpc_xprt *x = l->xprts;
 			l->xprts = x->next;
+			if (x->next)
+				x->next->pprev = &l->xprts;
+			x->pprev = NULL;
+			rpcrdma_rpc_conn_by_id_del(&s->by_id, x);
 			reap(x);
 		}
 		if (l->wakefd >= 0)
 			rpcrdma_rpc_loop_fini(l);
 	}
 	rpcrdma_rpc_dev_close(&s->rd);
+	rpcrdma_rpc_conn_by_id_fini(&s->by_id);
 	pthread_mutex_destroy(&s->list_lock);
 	free(s->loops);
 	free(s->nconns);
