@@ -750,12 +750,7 @@ static void clnt_detach(struct rpc_loop *l, struct rpcrdma_clnt *c)
 	/* Neither step walks the loop's other clients unless x was the
 	 * last with the largest busy-poll time: a process with thousands
 	 * of clients destroys them one by one (docs/SCALE.md). */
-	if (x->pprev) {
-		*x->pprev = x->next;
-		if (x->next)
-			x->next->pprev = x->pprev;
-		x->pprev = NULL;
-	}
+	rpcrdma_rpc_loop_unlink_locked(x);
 	s->nconns[l - s->loops]--;
 	if (x->opts.busy_poll_us == l->busy_poll_us &&
 	    (!l->busy_poll_at_max || --l->busy_poll_at_max == 0))

@@ -20,7 +20,7 @@ static size_t slot(const void *id, size_t nb)
 	/* Fibonacci hashing of the address: the low bits of allocations
 	 * are mostly zero, the product's high ones are not. */
 	uint64_t h = (uint64_t)(uintptr_t)id * 0x9e3779b97f4a7c15ull;
-	return nb == 1 ? 0 : (size_t)(h >> 32) & (nb - 1);
+	return (size_t)(h >> 32) & (nb - 1);
 }
 
 void rpcrdma_rpc_conn_by_id_init(struct rpc_conn_by_id *t)

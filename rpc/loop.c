@@ -489,6 +489,16 @@ void rpcrdma_rpc_loop_link_locked(struct rpc_loop *l, struct rpc_xprt *x)
 	rpcrdma_rpc_loop_unquiet(l);
 }
 
+void rpcrdma_rpc_loop_unlink_locked(struct rpc_xprt *x)
+{
+	if (!x->pprev)
+		return;
+	*x->pprev = x->next;
+	if (x->next)
+		x->next->pprev = x->pprev;
+	x->pprev = NULL;
+}
+
 /* The time-outs of every connection that may wait on time, and the
  * owner's round.  Returns when the loop must tick next: LOOP_TICK_MS on
  * while one connection waits on time, else the earliest time a quiet

@@ -858,6 +858,10 @@ struct rpc_loop {
 /* With the loop's xprts_lock held (if it has one): x joins l's list of
  * connections, and l ticks at its usual pace from its next pass. */
 void rpcrdma_rpc_loop_link_locked(struct rpc_loop *l, struct rpc_xprt *x);
+/* With the same lock: x leaves its loop's list, without a walk (a
+ * process with thousands of clients, or a server's teardown, unlinks
+ * them one by one); nothing if it is not in one. */
+void rpcrdma_rpc_loop_unlink_locked(struct rpc_xprt *x);
 
 /* rd: the owner's device (its buffer pool is trimmed each tick; NULL:
  * none, a client loop); on_cm: watch rd's channel (NULL: do not). */

@@ -394,10 +394,7 @@ static void svc_round(void *owner, struct rpc_loop *l)
 		bool gone = rpc_xprt_reapable_locked(x);
 		pthread_mutex_unlock(&x->lock);
 		if (gone) {
-			*pp = x->next;
-			if (x->next)
-				x->next->pprev = pp;
-			x->pprev = NULL;
+			rpcrdma_rpc_loop_unlink_locked(x); /* *pp is now its next */
 			rpcrdma_rpc_conn_by_id_del(&s->by_id, x);
 			s->nconns[l - s->loops]--;
 			rpcrdma_rpc_xprt_add_stats(x, &s->reaped);
@@ -625,10 +622,7 @@ static void svc_destroy(struct rpcrdma_svc *s)
 		struct rpc_loop *l = &s->loops[g];
 		while (l->xprts) {
 			struct rpc_xprt *x = l->xprts;
-			l->xprts = x->next;
-			if (x->next)
-				x->next->pprev = &l->xprts;
-			x->pprev = NULL;
+			rpcrdma_rpc_loop_unlink_locked(x);
 			rpcrdma_rpc_conn_by_id_del(&s->by_id, x);
 			reap(x);
 		}

@@ -294,13 +294,6 @@ out:
 	ops->close(dev);
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The handshake's deadlines, which the progress thread runs from its
  * list of timed endpoints (run_deferred, iwarp_dev.c): one set on the
  * consumer's thread (connect), one on the progress thread (an accepted
@@ -335,11 +328,11 @@ static void timeouts(void)
 	make_qp(dev, &c);
 	struct rpcrdma_conn_param cp = { .responder_resources = 1,
 					 .initiator_depth = 1 };
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = now_ms();
 	CHECK_EQ(ops->connect(c.id, &cp), 0);
 	struct rpcrdma_cm_event *ev =
 		iwl_wait_event(ops, c.ch, RPCRDMA_CM_EVENT_CONNECT_ERROR);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = now_ms() - t0;
 	CHECK(ev != NULL);
 	if (ev) {
 		CHECK_EQ(ev->status, RPCRDMA_ERR_TIMEOUT);
@@ -359,11 +352,11 @@ static void timeouts(void)
 	CHECK(mute >= 0);
 	struct timeval tv = { 5, 0 };
 	setsockopt(mute, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	t0 = mono_ms();
+	t0 = now_ms();
 	CHECK_EQ(connect(mute, (struct sockaddr *)&l.id->local_addr, al), 0);
 	char b;
 	ssize_t r = recv(mute, &b, 1, 0);
-	took = mono_ms() - t0;
+	took = now_ms() - t0;
 	CHECK(r == 0 || (r < 0 && errno == ECONNRESET));
 	CHECK(took >= 250 && took < 5000);
 	printf("  silent initiator: closed after %llu ms\n",
