@@ -12,7 +12,9 @@
  * its process: resident memory (VmRSS of /proc/PID/status) before the
  * connections, while they are held, and after they closed; CPU time (the
  * run time of every thread, /proc/PID/task/T/schedstat, in ns) while the
- * connections are idle and during the load.
+ * connections are idle and during the load.  The client processes' CPU
+ * during the load is what each measured of itself (getrusage), threads
+ * that ended included.
  *
  * One run of a contender:
  *   1. fork the client processes (perf_load_client.c); each opens its
@@ -237,7 +239,8 @@ static uint64_t proc_rss_kib(pid_t pid)
 /* CPU time of every thread of pid, in ns: the run time of each task
  * (schedstat), or utime + stime (ticks) when schedstat is missing;
  * 0 when unknown.  Threads that ended are not counted by schedstat: the
- * server's threads live as long as it does. */
+ * server's threads live as long as it does, and the client processes
+ * report their load's CPU themselves (clients_cpu_reported). */
 static uint64_t proc_cpu_ns(pid_t pid)
 {
 	char path[96];
@@ -480,6 +483,24 @@ static uint64_t clients_cpu_ns(const struct child *ch, unsigned n)
 	return sum;
 }
 
+/* The clients' CPU during the load as they measured it themselves
+ * (ld_report.cpu_ns, over their windows), in place of the parent's
+ * reading of their threads (clients_cpu_ns), which misses the threads
+ * that ended before it read: the tirpc APIs' threads end with the
+ * window, and under a full CPU the parent reads late.  Kept when no
+ * process reported. */
+static void clients_cpu_reported(struct run_result *rr, unsigned ng)
+{
+	uint64_t cpu = 0, win = 0;
+	for (unsigned k = 0; k < ng; k++) {
+		cpu += rr->g[k].sum.cpu_ns;
+		if (rr->g[k].sum.window_ns > win)
+			win = rr->g[k].sum.window_ns;
+	}
+	if (cpu && win)
+		rr->load_clients_pct = 100.0 * (double)cpu / (double)win;
+}
+
 static void sleep_s(double s)
 {
 	if (s <= 0)
@@ -527,6 +548,7 @@ static void sum_report(struct group_result *gr, const struct ld_report *r,
 	s->bytes += r->bytes;
 	if (r->window_ns > s->window_ns)
 		s->window_ns = r->window_ns;
+	s->cpu_ns += r->cpu_ns;
 	errs_merge(&s->err, &r->err);
 	for (unsigned b = 0; b < LD_NBUCKET; b++)
 		s->hist[b] += r->hist[b];
@@ -770,6 +792,7 @@ static int run_groups(const struct server *srv, const struct ld_group *gs,
 			     perf_now_ns() + (uint64_t)((drain + 30) * 1e9),
 			     ready))
 			goto fail;
+		clients_cpu_reported(rr, ng);
 		rr->rss_loaded = srv->pid ? proc_rss_kib(srv->pid) : 0;
 	}
 	order_all(ch, n, 'c');

@@ -116,6 +116,9 @@ struct ld_report {
 	uint64_t in_window;          /* ended well within the duration */
 	uint64_t bytes;              /* WRITE + READ payload in the window */
 	uint64_t window_ns;          /* the duration as this process ran it */
+	uint64_t cpu_ns;             /* this process's CPU time (user and
+					system, every thread's, those that
+					ended too) over window_ns */
 	struct ld_errs err;
 	uint64_t hist[LD_NBUCKET];   /* latency of calls that ended well */
 	uint64_t vers_fallbacks;     /* native: v2 openers lost (the

@@ -36,6 +36,10 @@ n=$(printf '%s\n' "$out" | grep -c ' 0 failed, 0 never completed')
 [ "$n" -eq 3 ] || fail "calls failed or never completed"
 printf '%s\n' "$out" | grep -q 'server CPU: .* us per call' ||
 	fail "no server CPU per call"
+# Making calls takes the clients CPU: each contender's clients report
+# some (their own getrusage, threads that ended with the load included).
+n=$(printf '%s\n' "$out" | grep -c 'the clients [1-9][0-9]* %)')
+[ "$n" -eq 3 ] || fail "$n contenders' clients used CPU, want 3"
 printf '%s\n' "$out" | grep -q 'KiB per connection' ||
 	fail "no server RSS per connection"
 
