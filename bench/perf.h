@@ -12,6 +12,10 @@
 /* Nanoseconds on CLOCK_MONOTONIC. */
 uint64_t perf_now_ns(void);
 
+struct rusage;
+/* The user and system CPU time of a getrusage(2) result, in ns. */
+uint64_t perf_cpu_ns(const struct rusage *r);
+
 /* Sorts samples (ns) and returns the value at quantile q (0..1). */
 double perf_quantile_us(uint64_t *samples, size_t n, double q);
 

@@ -263,11 +263,7 @@ static void measure_inproc(const struct copts *o, int k,
 	double n = (double)o->iters;
 	c->csw_vol = (double)(r1.ru_nvcsw - r0.ru_nvcsw) / n;
 	c->csw_invol = (double)(r1.ru_nivcsw - r0.ru_nivcsw) / n;
-	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
-			      r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
-		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
-			      r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
-	c->cpu_us = cpu / n;
+	c->cpu_us = (double)(perf_cpu_ns(&r1) - perf_cpu_ns(&r0)) / 1000.0 / n;
 	c->wall_us = (double)(t1 - t0) / 1000.0 / n;
 	c->ran = true;
 }

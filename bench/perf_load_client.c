@@ -644,12 +644,7 @@ static int send_report(int fd, uint32_t msg, bool open_now)
 static uint64_t self_cpu_ns(void)
 {
 	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) != 0)
-		return 0;
-	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
-		       1000000000ull +
-	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
-		       1000ull;
+	return getrusage(RUSAGE_SELF, &ru) == 0 ? perf_cpu_ns(&ru) : 0;
 }
 
 /* The parent's next order ('g', 'c'), or 0 when it went away. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "perf.h"
@@ -29,6 +30,14 @@ uint64_t perf_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t perf_cpu_ns(const struct rusage *r)
+{
+	return ((uint64_t)r->ru_utime.tv_sec + (uint64_t)r->ru_stime.tv_sec) *
+		       1000000000ull +
+	       ((uint64_t)r->ru_utime.tv_usec + (uint64_t)r->ru_stime.tv_usec) *
+		       1000ull;
 }
 
 static int cmp_u64(const void *a, const void *b)
