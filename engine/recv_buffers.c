@@ -13,9 +13,11 @@
  * slot may hold the buffer of an inline reply while its call's
  * LOCAL_INVs complete, so there are max_calls more buffers for those,
  * and a Responder slot holds the buffer of an inline call, which the
- * upper layer reads in place, until its reply is sent, so there is one
- * more per Responder slot (rpcrdma_engine_create sizes them, in the
- * front of the arena).  Every buffer is always exactly one of: free
+ * upper layer reads in place, until the upper layer is done with the
+ * call and its reply is out, so there is one more per Responder slot
+ * (rpcrdma_engine_create sizes them, in the front of the arena).  A
+ * reply whose Send is out unsignalled gives the buffer back before the
+ * Send's completion frees its slot (rpcrdma_rs_done_maybe_free).  Every buffer is always exactly one of: free
  * (recv_free, a stack), posted (recv_posted, a ring in posting order),
  * held by a call (requester_slot.held_rbuf) or held by a call received
  * (responder_slot.rbuf).

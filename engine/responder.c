@@ -108,10 +108,12 @@ static void reply_memory_release(struct rpcrdma_engine *e,
 	s->staging = NULL;
 }
 
-void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
+/* The call's memory: its receive buffer (an inline call, read in
+ * place), or the buffer its Read chunks were pulled into and that
+ * buffer's registration. */
+static void call_memory_release(struct rpcrdma_engine *e,
+				struct responder_slot *s)
 {
-	rs_close(e, s);
-	reply_memory_release(e, s);
 	if (s->callmr_valid)
 		e->mem.release(e->mem.ctx, &s->callmr);
 	s->callmr_valid = false;
@@ -122,6 +124,13 @@ void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
 	if (s->rbuf != RPCRDMA_NIL) /* posted again by the next refill */
 		rpcrdma_recv_put(e, s->rbuf);
 	s->rbuf = RPCRDMA_NIL;
+}
+
+void rpcrdma_rs_free(struct rpcrdma_engine *e, struct responder_slot *s)
+{
+	rs_close(e, s);
+	reply_memory_release(e, s);
+	call_memory_release(e, s);
 	if (s->state != RS_FREE) {
 		s->state = RS_FREE;
 		s->rdma_deadline = 0; /* rdma_timeout.c skips free slots */
@@ -1021,9 +1030,22 @@ static void send_done_after_reply_sent(struct rpcrdma_engine *e,
 void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
 				struct responder_slot *s)
 {
-	if (s->state == RS_DONE && !s->event_pending && !s->send_pending &&
-	    !s->hold)
+	if (s->state != RS_DONE || s->event_pending || s->hold)
+		return;
+	if (!s->send_pending) {
 		rpcrdma_rs_free(e, s);
+		return;
+	}
+	/* Only the Send is out, one the upper layer did not wait for
+	 * (emit_send; send_queue.c): it reads the slot's send buffer and
+	 * nothing of the call, which the upper layer is done with
+	 * (REPLY_SENT polled, nothing held).  The call's
+	 * receive buffer goes back now, to be posted again at the next
+	 * refill, instead of with the slot at a later completion: a
+	 * connection with one call in flight then keeps reusing the few
+	 * receive buffers at the top of the free stack (recv_buffers.c)
+	 * instead of holding one per reply not yet completed. */
+	call_memory_release(e, s);
 }
 
 void rpcrdma_engine_release_reply(struct rpcrdma_engine *e, uint32_t call_id)

@@ -1086,6 +1086,20 @@ static bool all_zero(const void *p, size_t n)
 	return true;
 }
 
+/* A call of len argument bytes from A, echoed by B: served, completed,
+ * its reply checked. */
+static void echo_call(size_t len)
+{
+	uint32_t xid;
+	ndone = 0;
+	CHECK_EQ(start_call(&A, len, 0, 1000, NULL, 0, &xid), 0);
+	serve(&B, &A);
+	collect(&A);
+	CHECK_EQ(ndone, 1);
+	CHECK_EQ(done[0].status, 0);
+	CHECK_MEM(reply_buf + 24, args, len);
+}
+
 /* A slot is set up when first taken, and a slot never taken is never
  * written: its pages stay as they came (not resident).  An idle server
  * connection then holds the one or two slots its calls used, not all of
@@ -1124,13 +1138,83 @@ static void test_untouched_slots(void)
 		CHECK(all_zero(&A.e->rs[i], sizeof A.e->rs[i]));
 	/* A slot taken after the loss works as a new one. */
 	connect_pair(&A, &B, 4);
+	echo_call(200);
+	teardown();
+}
+
+/* B's Responder slots whose unsignalled reply Send is still out (their
+ * REPLY_SENT polled); how many of them still hold the call's memory. */
+static unsigned sends_out(unsigned *holding)
+{
+	unsigned n = 0;
+	*holding = 0;
+	for (uint32_t i = 0; i < B.e->rs_used; i++) {
+		const struct responder_slot *s = &B.e->rs[i];
+		if (s->state != RS_DONE || !s->send_pending || s->event_pending)
+			continue;
+		n++;
+		if (s->rbuf != RPCRDMA_NIL || s->callbuf)
+			(*holding)++;
+	}
+	return n;
+}
+
+/* RFC 8166 §3.3.1 keeps as many receives posted as the grant; what a
+ * reply no longer needs goes back at once.  A reply's Send is left
+ * unsignalled (engine/send_queue.c) and keeps its slot until a later
+ * completion, but once the upper layer is done with the call (REPLY_SENT
+ * polled, nothing held) the call's receive buffer is free again, to be
+ * posted at the next refill; one the upper layer holds
+ * (rpcrdma_reply_req.hold) stays until rpcrdma_engine_release_reply. */
+static void test_call_memory_back(void)
+{
+	setup(16, 8, true, true, 4);
+	uint32_t xid;
+	unsigned holding;
+	/* One signalled in signal_every (4 here): two calls leave two
+	 * Sends out. */
+	echo_call(100);
+	echo_call(100);
+	CHECK_EQ(sends_out(&holding), 2);
+	CHECK_EQ(holding, 0);
+	/* Posted again: what is posted, free and held adds up to every
+	 * buffer, none held by the slots whose Sends are out. */
+	CHECK_EQ(B.e->nrecv_posted + B.e->nrecv_free, B.e->nrbuf);
+
+	/* Held by the upper layer past its reply. */
 	ndone = 0;
-	CHECK_EQ(start_call(&A, 200, 0, 1000, NULL, 0, &xid), 0);
-	serve(&B, &A);
+	CHECK_EQ(start_call(&A, 100, 0, 1000, NULL, 0, &xid), 0);
+	pump(&A, &B);
+	struct rpcrdma_engine_event ev;
+	uint32_t call_id = UINT32_MAX;
+	while (rpcrdma_engine_poll_event(B.e, &ev))
+		if (ev.type == RPCRDMA_EV_INCOMING_CALL)
+			call_id = ev.call_id;
+	CHECK(call_id != UINT32_MAX);
+	if (call_id == UINT32_MAX) {
+		teardown();
+		return;
+	}
+	rpc_reply_hdr(reply_hdr, xid);
+	rep_iov[0] = (struct rpcrdma_iov){reply_hdr, 24, false};
+	struct rpcrdma_reply_req rr = {rep_iov, 1, NULL, true};
+	CHECK_EQ(rpcrdma_engine_submit_reply(B.e, call_id, &rr, 0), 0);
+	pump(&A, &B);
+	int sent = 0;
+	while (rpcrdma_engine_poll_event(B.e, &ev))
+		sent += ev.type == RPCRDMA_EV_REPLY_SENT;
+	CHECK_EQ(sent, 1);
 	collect(&A);
 	CHECK_EQ(ndone, 1);
 	CHECK_EQ(done[0].status, 0);
-	CHECK_MEM(reply_buf + 24, args, 200);
+	const struct responder_slot *h = &B.e->rs[call_id];
+	CHECK(h->send_pending);
+	CHECK(h->rbuf != RPCRDMA_NIL);
+	rpcrdma_engine_release_reply(B.e, call_id);
+	CHECK(h->send_pending);
+	CHECK(h->rbuf == RPCRDMA_NIL);
+	CHECK_EQ(sends_out(&holding), 3);
+	CHECK_EQ(holding, 0);
 	teardown();
 }
 
@@ -1211,6 +1295,7 @@ int main(void)
 	test_read_pieces();
 	test_conn_loss();
 	test_untouched_slots();
+	test_call_memory_back();
 	test_mr_starvation();
 	test_mr_starvation_tick();
 	free(F);
