@@ -17,7 +17,8 @@
  * call and its reply is out, so there is one more per Responder slot
  * (rpcrdma_engine_create sizes them, in the front of the arena).  A
  * reply whose Send is out unsignalled gives the buffer back before the
- * Send's completion frees its slot (rpcrdma_rs_done_maybe_free).  Every buffer is always exactly one of: free
+ * Send's completion frees its slot (rpcrdma_rs_done_maybe_free).
+ * Every buffer is always exactly one of: free
  * (recv_free, a stack), posted (recv_posted, a ring in posting order),
  * held by a call (requester_slot.held_rbuf) or held by a call received
  * (responder_slot.rbuf).

@@ -1037,14 +1037,11 @@ void rpcrdma_rs_done_maybe_free(struct rpcrdma_engine *e,
 		return;
 	}
 	/* Only the Send is out, one the upper layer did not wait for
-	 * (emit_send; send_queue.c): it reads the slot's send buffer and
-	 * nothing of the call, which the upper layer is done with
-	 * (REPLY_SENT polled, nothing held).  The call's
-	 * receive buffer goes back now, to be posted again at the next
-	 * refill, instead of with the slot at a later completion: a
-	 * connection with one call in flight then keeps reusing the few
-	 * receive buffers at the top of the free stack (recv_buffers.c)
-	 * instead of holding one per reply not yet completed. */
+	 * (emit_send, send_queue.c).  It reads the slot's send buffer and
+	 * nothing of the call, which the upper layer is done with: the
+	 * call's memory goes back now, not with the slot at a later
+	 * completion, so a connection with one call in flight reuses the
+	 * receive buffers at the top of the free stack (recv_buffers.c). */
 	call_memory_release(e, s);
 }
 
