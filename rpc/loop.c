@@ -299,17 +299,24 @@ static void drain_cm(struct rpc_loop *l, struct rpc_cm_src *src)
 }
 
 /* x had work and was left unarmed: the loop polls it while it spins and
- * arms it before it sleeps (hot_arm). */
-static void hot_add(struct rpc_loop *l, struct rpc_xprt *x)
+ * arms it before it sleeps (hot_arm).  The loop reaps on its own
+ * thread, so the list holds no reference. */
+static bool hot_add(void *arg, struct rpc_xprt *x)
 {
-	for (unsigned i = 0; i < l->nhot; i++)
-		if (l->hot[i] == x)
-			return;
-	if (l->nhot < LOOP_HOT) {
-		l->hot[l->nhot++] = x;
-		return;
-	}
-	rpcrdma_rpc_xprt_attend(x, false, true); /* no room: armed now */
+	struct rpc_loop *l = arg;
+	return rpcrdma_rpc_unarmed_list_add(l->hot, &l->nhot, LOOP_HOT, x) >= 0;
+}
+
+int rpcrdma_rpc_unarmed_list_add(struct rpc_xprt **v, unsigned *n,
+				 unsigned cap, struct rpc_xprt *x)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (v[i] == x)
+			return 0;
+	if (*n == cap)
+		return -1;
+	v[(*n)++] = x;
+	return 1;
 }
 
 /* Polls the hot connections once; how many had work.  A connection
@@ -340,11 +347,12 @@ static bool hot_arm(struct rpc_loop *l)
 	return found;
 }
 
-/* Services what epoll reported in one set.  hot: a connection that had
- * work stays unarmed on the hot list (the loop spins next); else it is
- * armed at once, but for keep, which the caller polls itself. */
+/* Services what epoll reported in one set.  u: a connection that had
+ * work stays unarmed on u's list (the loop spins next, or svc_run() is
+ * about to serve its calls); NULL: each is armed at once, after the work
+ * its pass found has run (rpcrdma_rpc_xprt_attend). */
 static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
-		   bool hot, const struct rpc_xprt *keep, unsigned *conns)
+		   const struct rpc_unarmed *u, unsigned *conns)
 {
 	bool woken = false;
 	struct rpc_cm_src *cm[64];
@@ -362,11 +370,10 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 			cm[ncm++] = cm_of(&evs[i]); /* n <= 64 */
 		else {
 			(*conns)++; /* a connection's CQ */
-			if (!hot)
-				rpcrdma_rpc_xprt_attend(p, true, p != keep);
-			else if (rpcrdma_rpc_xprt_attend(p, true, false) > 0)
-				hot_add(l, p);
-			else
+			if (!u)
+				rpcrdma_rpc_xprt_attend(p, true, true);
+			else if (rpcrdma_rpc_xprt_attend(p, true, false) <= 0 ||
+				 !u->add(u->arg, p))
 				rpcrdma_rpc_xprt_attend(p, false, true);
 		}
 	}
@@ -383,7 +390,7 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
  * pass count has one writer and needs no lock; the reaper only reads it
  * (rpcrdma_rpc_loop_external_quiesce). */
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
-				      const struct rpc_xprt *keep)
+				      const struct rpc_unarmed *u)
 {
 	struct epoll_event evs[64];
 	unsigned p = atomic_load_explicit(&l->ext_pass, memory_order_relaxed);
@@ -393,7 +400,7 @@ void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
 	int n = rpcrdma_epoll_wait_nocancel(l->cq_epfd, evs, 64, 0);
 	unsigned conns = 0;
 	if (n > 0) {
-		handle(l, evs, n, false, keep, &conns);
+		handle(l, evs, n, u, &conns);
 		atomic_store_explicit(&l->busy_conns, conns,
 				      memory_order_relaxed);
 	}
@@ -616,11 +623,13 @@ static void *loop_main(void *arg)
 		 * thread may spin looks at the CPU mask every 100 ms
 		 * (busy_poll.c): the pass's first time does. */
 		unsigned conns = 0;
+		const struct rpc_unarmed hot = {hot_add, l};
 		bool soon = n > 0 &&
 			    handle(l, evs, n,
 				   rpcrdma_rpc_busy_possible(l->busy_poll_us,
-							     &now_ns),
-				   NULL, &conns);
+							     &now_ns)
+					   ? &hot : NULL,
+				   &conns);
 		/* Connections with work in this pass (the hot ones are
 		 * unarmed: not among epoll's): each one's share of the
 		 * group's RDMA Reads (rpcrdma_rpc_xprt_attend). */

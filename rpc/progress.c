@@ -336,6 +336,17 @@ static void share_read_window_locked(struct rpc_xprt *x)
 	rpcrdma_engine_set_read_window(x->e, want);
 }
 
+/* With the lock held: does a driver attend x (and arm the loop again
+ * when it leaves), or has x no CQ?  A loop's wake-up then raced the
+ * disarm: the loop stops watching it. */
+static bool attended_elsewhere_locked(struct rpc_xprt *x)
+{
+	if ((!x->driver || x->driver_busy) && x->cq)
+		return false;
+	rpcrdma_rpc_xprt_watch_locked(x, false);
+	return true;
+}
+
 int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 {
 	struct rpc_work w;
@@ -344,10 +355,7 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 	pthread_mutex_lock(&x->lock);
 	if (x->loop && x->e && x->server)
 		share_read_window_locked(x);
-	if ((x->driver && !x->driver_busy) || !x->cq) {
-		/* Its driver attends it (and arms the loop again when it
-		 * leaves); this wake-up raced the disarm. */
-		rpcrdma_rpc_xprt_watch_locked(x, false);
+	if (attended_elsewhere_locked(x)) {
 		pthread_mutex_unlock(&x->lock);
 		return -1;
 	}
@@ -357,6 +365,19 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 	 * role; whoever attends x next posts it too, should any be left. */
 	post_owed_locked(x, &w);
 	int n = poll_locked(x, &w);
+	if (arm && !rpc_work_empty(&w)) {
+		/* The work first, then the arm: a handler run here posts its
+		 * reply, and a Send completion on an armed CQ costs the
+		 * provider a wake-up of the fd (an eventfd write on iwarp)
+		 * and this thread a wake-up, an ack and a read for what it
+		 * polls below anyway (docs/SCALE.md, what a reply holds). */
+		rpcrdma_rpc_xprt_unlock_run(x, &w);
+		pthread_mutex_lock(&x->lock);
+		if (attended_elsewhere_locked(x)) {
+			pthread_mutex_unlock(&x->lock);
+			return n;
+		}
+	}
 	if (arm)
 		n += arm_poll_locked(x, &w);
 	rpcrdma_rpc_xprt_unlock_run(x, &w);

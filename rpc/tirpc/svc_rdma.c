@@ -64,6 +64,9 @@ struct req_queue {
  * (shared); svc_run() looks at it only when `queued` says it holds one.
  * A NULL call then takes no lock of this file: the connection's own
  * lock, once per poll pass and once for the reply, is all. */
+/* Connections left unarmed at once, at most (hot_add). */
+#define SVC_HOT 8
+
 struct svc_rdma {
 	SVCXPRT *xprt;
 	struct xprt_ext ext;
@@ -81,11 +84,11 @@ struct svc_rdma {
 					   thread only */
 	struct tirpc_call cur;          /* being dispatched (req NULL: none);
 					   svc_run()'s thread only */
-	struct rpc_xprt *hot;           /* the connection of the call served
-					   last, while svc_run() comes
-					   straight back: polled unarmed
-					   (hot_poll), with a reference;
+	struct rpc_xprt *hot[SVC_HOT];  /* connections left unarmed while
+					   svc_run() comes straight back
+					   (hot_add), each with a reference;
 					   svc_run()'s thread only */
+	unsigned nhot;
 	struct ulb_table ulb;
 	char *netid;
 	struct sockaddr_storage rtaddr; /* the current call's peer */
@@ -367,41 +370,63 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
  * The listening transport, served by svc_run()
  */
 
-/* The connection whose call was just served is likely to bring the next
- * one: while svc_run() comes straight back (XPRT_MOREREQS) it is polled
- * here and left unarmed, as the native loop does with its hot list
- * (rpc/loop.c).  On verbs, arming is a command to the device and each
- * wake-up a read of the completion channel: on rxe both are system
- * calls, two a call.  It is armed again before svc_run() may sleep
- * (l_stat).  A reference keeps the loop from reaping it meanwhile. */
+/* A connection whose calls svc_run() is about to serve is left unarmed
+ * until svc_run() may sleep (l_stat), as the native loop does with its
+ * hot list (rpc/loop.c); while svc_run() comes straight back
+ * (XPRT_MOREREQS) it is polled at each look.  Two reasons:
+ * - a reply posted on an armed CQ wakes its fd when its Send is
+ *   signalled (every REPLY_SIGNAL_EVERY-th reply, engine/send_queue.c):
+ *   on iwarp an eventfd write, then svc_run() wakes, looks and reads the
+ *   eventfd, for a completion the arm below polls anyway;
+ * - the connection whose call was just served is likely to bring the
+ *   next one (the spin polls it).  On verbs, arming is a command to the
+ *   device and each wake-up a read of the completion channel: on rxe
+ *   both are system calls, two a call.
+ * A reference keeps the loop from reaping each meanwhile.  Full: the
+ * connection is armed at once, as before. */
+static bool hot_add(void *arg, struct rpc_xprt *x)
+{
+	struct svc_rdma *s = arg;
+	int added = rpcrdma_rpc_unarmed_list_add(s->hot, &s->nhot, SVC_HOT, x);
+	if (added > 0)
+		rpcrdma_rpc_xprt_get(x);
+	return added >= 0;
+}
+
 static void hot_poll(struct svc_rdma *s)
 {
-	struct rpc_xprt *x = s->hot;
-	if (x && rpcrdma_rpc_xprt_attend(x, false, false) < 0) {
-		/* A driver took it over, and arms it when it leaves. */
-		s->hot = NULL;
-		rpcrdma_rpc_xprt_put(x);
+	for (unsigned i = 0; i < s->nhot;) {
+		struct rpc_xprt *x = s->hot[i];
+		if (rpcrdma_rpc_xprt_attend(x, false, false) < 0) {
+			/* A driver took it over, and arms it when it
+			 * leaves. */
+			s->hot[i] = s->hot[--s->nhot];
+			rpcrdma_rpc_xprt_put(x);
+			continue;
+		}
+		i++;
 	}
 }
 
-/* Arms the hot connection and lets it go; true if it had work after
+/* Arms the hot connections and lets them go; true if one had work after
  * all (its calls are then on our own queue). */
 static bool hot_arm(struct svc_rdma *s)
 {
-	struct rpc_xprt *x = s->hot;
-	if (!x)
-		return false;
-	s->hot = NULL;
-	bool found = rpcrdma_rpc_xprt_attend(x, false, true) > 0;
-	rpcrdma_rpc_xprt_put(x);
+	bool found = false;
+	for (unsigned i = 0; i < s->nhot; i++) {
+		found |= rpcrdma_rpc_xprt_attend(s->hot[i], false, true) > 0;
+		rpcrdma_rpc_xprt_put(s->hot[i]);
+	}
+	s->nhot = 0;
 	return found;
 }
 
-/* One look at the connections: the hot one, then the others' wake-ups. */
+/* One look at the connections: the hot ones, then the others' wake-ups. */
 static void look_all(struct svc_rdma *s)
 {
+	const struct rpc_unarmed u = {hot_add, s};
 	hot_poll(s);
-	rpcrdma_rpc_loop_attend_external(s->loop, s->hot);
+	rpcrdma_rpc_loop_attend_external(s->loop, &u);
 }
 
 static bool_t recv_next(SVCXPRT *x, struct rpc_msg *msg)
@@ -490,17 +515,14 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 	/* A call its finish lets through (the Responder slot it frees) comes
 	 * to this thread's own queue, with no wake-up. */
 	attending = s;
-	/* The call's connection, held past the call's end (which lets it
-	 * go) in case the spin below makes it the hot one; not when this
-	 * thread cannot spin (one CPU, busy_poll_us 0): a reference costs
-	 * the connection's lock twice. */
+	/* The call's connection is hot (the spin below polls it), held past
+	 * the call's end, which lets it go.  Most often it is already: the
+	 * look that found the call left it unarmed.  Not when this thread
+	 * cannot spin (one CPU, busy_poll_us 0): a reference costs the
+	 * connection's lock twice. */
 	uint64_t t = 0;
-	struct rpc_xprt *rx = NULL;
-	if (r && r->x != s->hot &&
-	    rpcrdma_rpc_busy_possible(s->loop->busy_poll_us, &t)) {
-		rx = r->x;
-		rpcrdma_rpc_xprt_get(rx);
-	}
+	if (r && rpcrdma_rpc_busy_possible(s->loop->busy_poll_us, &t))
+		hot_add(s, r->x);
 	/* A dispatch function that sent nothing: the call must still
 	 * complete exactly once (the client would wait forever). */
 	if (r)
@@ -516,12 +538,6 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 	if (r && st == XPRT_IDLE &&
 	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy,
 				   &now)) {
-		if (rx) {
-			hot_arm(s); /* the one before: its calls, if any,
-				       are on our queue and looked at below */
-			s->hot = rx;
-			rx = NULL;
-		}
 		do {
 			look_all(s);
 			if (more_calls(s))
@@ -529,8 +545,6 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
 		rpcrdma_rpc_busy_end(&run_spin, &busy, st != XPRT_IDLE, now);
 	}
-	if (rx)
-		rpcrdma_rpc_xprt_put(rx);
 	/* svc_run() may sleep in poll(2) next: nothing may stay unarmed. */
 	if (st == XPRT_IDLE && hot_arm(s) && more_calls(s))
 		st = XPRT_MOREREQS;
@@ -549,9 +563,9 @@ static enum xprt_stat l_stat(SVCXPRT *x)
 static void destroy_listener(SVCXPRT *x)
 {
 	struct svc_rdma *s = x->xp_p1;
-	if (s->hot)
-		rpcrdma_rpc_xprt_put(s->hot); /* the server goes, and it too */
-	s->hot = NULL;
+	for (unsigned i = 0; i < s->nhot; i++)
+		rpcrdma_rpc_xprt_put(s->hot[i]); /* the server goes, and they */
+	s->nhot = 0;
 	xprt_unregister(x);
 	pthread_mutex_lock(&s->lock);
 	s->closing = true;
