@@ -315,6 +315,7 @@ struct rpcrdma_engine {
 	struct sq_ent *sqe;
 	uint32_t sqe_cap, sqe_head, sqe_count;
 	uint32_t unsignaled, signal_every;
+	uint32_t unsignaled_replies; /* reply Sends since the last signalled */
 	struct rpcrdma_cm_pdata peer_pdata;
 
 	/* Version (draft §7).  vers 0: not known yet. */

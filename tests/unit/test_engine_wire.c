@@ -1218,6 +1218,26 @@ static void test_call_memory_back(void)
 	teardown();
 }
 
+/* One reply Send in 4 is signalled whatever signal_every is
+ * (engine/send_queue.c): a connection with one call in flight keeps at
+ * most 3 Responder slots busy behind unsignalled replies, not
+ * signal_every - 1 (15 at the defaults), each with its send buffer. */
+static void test_reply_signal_interval(void)
+{
+	setup(64, 32, true, true, 4);
+	CHECK(B.e->signal_every > 4);
+	unsigned holding, most = 0;
+	for (int i = 0; i < 12; i++) {
+		echo_call(100);
+		unsigned n = sends_out(&holding);
+		CHECK_EQ(holding, 0);
+		if (n > most)
+			most = n;
+	}
+	CHECK_EQ(most, 3);
+	teardown();
+}
+
 /* A registration shortage (mem->reg AGAIN) is a queued state, not a
  * failure: starvation is a state with a queue (engine/engine_internal.h). */
 static void test_mr_starvation(void)
@@ -1296,6 +1316,7 @@ int main(void)
 	test_conn_loss();
 	test_untouched_slots();
 	test_call_memory_back();
+	test_reply_signal_interval();
 	test_mr_starvation();
 	test_mr_starvation_tick();
 	free(F);
