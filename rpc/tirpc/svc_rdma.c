@@ -371,9 +371,11 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
  */
 
 /* A connection whose calls svc_run() is about to serve is left unarmed
- * until svc_run() may sleep (l_stat), as the native loop does with its
- * hot list (rpc/loop.c); while svc_run() comes straight back
- * (XPRT_MOREREQS) it is polled at each look.  Two reasons:
+ * until their replies are likely out: the next look (l_recv), or before
+ * svc_run() may sleep (l_stat), as the native loop does with its hot
+ * list (rpc/loop.c).  Not polled at each look while it waits: on iwarp
+ * each poll is a recvfrom(2), and 8 of them a look cost rdma-tirpc 1.6-1.9
+ * system calls a call at 64 connections.  Two reasons:
  * - a reply posted on an armed CQ wakes its fd when its Send is
  *   signalled (every REPLY_SIGNAL_EVERY-th reply, engine/send_queue.c):
  *   on iwarp an eventfd write, then svc_run() wakes, looks and reads the
@@ -408,24 +410,35 @@ static void hot_poll(struct svc_rdma *s)
 	}
 }
 
-/* Arms the hot connections and lets them go; true if one had work after
- * all (its calls are then on our own queue). */
-static bool hot_arm(struct svc_rdma *s)
+/* Arms the hot connections but keep (the one a spin polls; NULL: none)
+ * and lets them go; true if one had work after all (its calls are then
+ * on our own queue). */
+static bool hot_arm_but(struct svc_rdma *s, const struct rpc_xprt *keep)
 {
 	bool found = false;
+	unsigned kept = 0;
 	for (unsigned i = 0; i < s->nhot; i++) {
-		found |= rpcrdma_rpc_xprt_attend(s->hot[i], false, true) > 0;
-		rpcrdma_rpc_xprt_put(s->hot[i]);
+		struct rpc_xprt *x = s->hot[i];
+		if (x == keep) {
+			s->hot[kept++] = x;
+			continue;
+		}
+		found |= rpcrdma_rpc_xprt_attend(x, false, true) > 0;
+		rpcrdma_rpc_xprt_put(x);
 	}
-	s->nhot = 0;
+	s->nhot = kept;
 	return found;
 }
 
-/* One look at the connections: the hot ones, then the others' wake-ups. */
-static void look_all(struct svc_rdma *s)
+static bool hot_arm(struct svc_rdma *s)
+{
+	return hot_arm_but(s, NULL);
+}
+
+/* The others' wake-ups; those with work join the hot ones. */
+static void look_external(struct svc_rdma *s)
 {
 	const struct rpc_unarmed u = {hot_add, s};
-	hot_poll(s);
 	rpcrdma_rpc_loop_attend_external(s->loop, &u);
 }
 
@@ -454,8 +467,11 @@ static bool_t recv_next(SVCXPRT *x, struct rpc_msg *msg)
 				s->looked_ns = now; /* (read only here) */
 		}
 		if (look) {
+			/* The replies to the hot ones' calls are out but
+			 * for those still queued: arm them now. */
 			attending = s;
-			look_all(s);
+			hot_arm(s);
+			look_external(s);
 			attending = NULL;
 			r = next_call(s);
 		}
@@ -521,6 +537,7 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 	 * cannot spin (one CPU, busy_poll_us 0): a reference costs the
 	 * connection's lock twice. */
 	uint64_t t = 0;
+	const struct rpc_xprt *rx = r ? r->x : NULL; /* (r goes below) */
 	if (r && rpcrdma_rpc_busy_possible(s->loop->busy_poll_us, &t))
 		hot_add(s, r->x);
 	/* A dispatch function that sent nothing: the call must still
@@ -532,14 +549,17 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 	/* A call was just served: its client's next one is likely soon.
 	 * Poll for it a while before svc_run() sleeps (busy_poll.c);
 	 * XPRT_MOREREQS brings svc_run() straight back to l_recv.  Its
-	 * connection is the hot one from now on (hot_poll). */
+	 * connection is the one the spin polls (hot_poll); no call waits,
+	 * so every other reply is out and their connections are armed. */
 	struct rpc_busy busy;
 	uint64_t now = 0;
 	if (r && st == XPRT_IDLE &&
 	    rpcrdma_rpc_busy_start(s->loop->busy_poll_us, &run_spin, &busy,
 				   &now)) {
+		hot_arm_but(s, rx);
 		do {
-			look_all(s);
+			hot_poll(s);
+			look_external(s);
 			if (more_calls(s))
 				st = XPRT_MOREREQS;
 		} while (st == XPRT_IDLE && rpcrdma_rpc_busy_more(&busy, &now));
