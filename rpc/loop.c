@@ -298,25 +298,17 @@ static void drain_cm(struct rpc_loop *l, struct rpc_cm_src *src)
 	}
 }
 
-/* x had work and was left unarmed: the loop polls it while it spins and
- * arms it before it sleeps (hot_arm).  The loop reaps on its own
- * thread, so the list holds no reference. */
-static bool hot_add(void *arg, struct rpc_xprt *x)
+bool rpcrdma_rpc_unarmed_add(const struct rpc_unarmed *u, struct rpc_xprt *x)
 {
-	struct rpc_loop *l = arg;
-	return rpcrdma_rpc_unarmed_list_add(l->hot, &l->nhot, LOOP_HOT, x) >= 0;
-}
-
-int rpcrdma_rpc_unarmed_list_add(struct rpc_xprt **v, unsigned *n,
-				 unsigned cap, struct rpc_xprt *x)
-{
-	for (unsigned i = 0; i < *n; i++)
-		if (v[i] == x)
-			return 0;
-	if (*n == cap)
-		return -1;
-	v[(*n)++] = x;
-	return 1;
+	for (unsigned i = 0; i < *u->n; i++)
+		if (u->v[i] == x)
+			return true;
+	if (*u->n == u->cap)
+		return false;
+	if (u->ref)
+		rpcrdma_rpc_xprt_get(x);
+	u->v[(*u->n)++] = x;
+	return true;
 }
 
 /* Polls the hot connections once; how many had work.  A connection
@@ -373,7 +365,7 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 			if (!u)
 				rpcrdma_rpc_xprt_attend(p, true, true);
 			else if (rpcrdma_rpc_xprt_attend(p, true, false) <= 0 ||
-				 !u->add(u->arg, p))
+				 !rpcrdma_rpc_unarmed_add(u, p))
 				rpcrdma_rpc_xprt_attend(p, false, true);
 		}
 	}
@@ -623,7 +615,11 @@ static void *loop_main(void *arg)
 		 * thread may spin looks at the CPU mask every 100 ms
 		 * (busy_poll.c): the pass's first time does. */
 		unsigned conns = 0;
-		const struct rpc_unarmed hot = {hot_add, l};
+		/* x had work and was left unarmed: the loop polls it
+		 * while it spins and arms it before it sleeps (hot_arm).
+		 * The loop reaps on this thread: no reference. */
+		const struct rpc_unarmed hot = {l->hot, &l->nhot, LOOP_HOT,
+						false};
 		bool soon = n > 0 &&
 			    handle(l, evs, n,
 				   rpcrdma_rpc_busy_possible(l->busy_poll_us,

@@ -888,21 +888,22 @@ struct rpc_loop *rpcrdma_rpc_loop_self(void);
  * rpcrdma_rpc_loop_kick); rpcrdma_rpc_loop_attend_external services it.
  * Returns the fd or a negative error. */
 int rpcrdma_rpc_loop_external(struct rpc_loop *l);
-/* Where a pass leaves a connection that had work unarmed: its taker
+/* Where a pass leaves a connection that had work unarmed: its keeper
  * polls it while it comes straight back and arms it before it may sleep
  * (rpcrdma_rpc_xprt_attend with arm), so that a reply posted meanwhile
- * completes on an unarmed CQ (no wake-up of its fd).  add returns false
- * when it has no room: the connection is armed at once. */
+ * completes on an unarmed CQ (no wake-up of its fd).  The list is v, *n
+ * long, room for cap; ref: each on it holds a reference (a keeper on
+ * another thread than the loop's, which reaps). */
 struct rpc_unarmed {
-	bool (*add)(void *arg, struct rpc_xprt *x);
-	void *arg;
+	struct rpc_xprt **v;
+	unsigned *n, cap;
+	bool ref;
 };
-/* For an add: puts x on the list v of *n (room for cap) unless it is
- * there.  1: put there, 0: there already, -1: no room. */
-int rpcrdma_rpc_unarmed_list_add(struct rpc_xprt **v, unsigned *n,
-				 unsigned cap, struct rpc_xprt *x);
-/* u: the attendant's list of connections left unarmed (it holds a
- * reference on each, taken by add); NULL arms every one at once. */
+/* Puts x on u unless it is there; false when u is full (x is then to be
+ * armed at once). */
+bool rpcrdma_rpc_unarmed_add(const struct rpc_unarmed *u, struct rpc_xprt *x);
+/* u: the attendant's list of connections left unarmed; NULL arms every
+ * one at once. */
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,
 				      const struct rpc_unarmed *u);
 /* After the CQ fd of a connection left the external set: returns once

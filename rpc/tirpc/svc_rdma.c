@@ -53,6 +53,9 @@ struct req_queue {
 	struct rpcrdma_svc_req *head, *tail;
 };
 
+/* Connections left unarmed at once, at most (hot_list). */
+#define SVC_HOT 8
+
 /* Locks on svc_run()'s way (issue: one lock per connection per poll
  * pass): the calls svc_run() takes itself, while it attends the
  * connections, go on a queue only its thread touches (own), and the
@@ -64,9 +67,6 @@ struct req_queue {
  * (shared); svc_run() looks at it only when `queued` says it holds one.
  * A NULL call then takes no lock of this file: the connection's own
  * lock, once per poll pass and once for the reply, is all. */
-/* Connections left unarmed at once, at most (hot_add). */
-#define SVC_HOT 8
-
 struct svc_rdma {
 	SVCXPRT *xprt;
 	struct xprt_ext ext;
@@ -86,7 +86,7 @@ struct svc_rdma {
 					   svc_run()'s thread only */
 	struct rpc_xprt *hot[SVC_HOT];  /* connections left unarmed while
 					   svc_run() comes straight back
-					   (hot_add), each with a reference;
+					   (hot_list), each with a reference;
 					   svc_run()'s thread only */
 	unsigned nhot;
 	struct ulb_table ulb;
@@ -386,13 +386,9 @@ static void fill_cred(struct rpcrdma_svc_req *req, struct opaque_auth *cred,
  *   both are system calls, two a call.
  * A reference keeps the loop from reaping each meanwhile.  Full: the
  * connection is armed at once, as before. */
-static bool hot_add(void *arg, struct rpc_xprt *x)
+static struct rpc_unarmed hot_list(struct svc_rdma *s)
 {
-	struct svc_rdma *s = arg;
-	int added = rpcrdma_rpc_unarmed_list_add(s->hot, &s->nhot, SVC_HOT, x);
-	if (added > 0)
-		rpcrdma_rpc_xprt_get(x);
-	return added >= 0;
+	return (struct rpc_unarmed){s->hot, &s->nhot, SVC_HOT, true};
 }
 
 static void hot_poll(struct svc_rdma *s)
@@ -438,7 +434,7 @@ static bool hot_arm(struct svc_rdma *s)
 /* The others' wake-ups; those with work join the hot ones. */
 static void look_external(struct svc_rdma *s)
 {
-	const struct rpc_unarmed u = {hot_add, s};
+	const struct rpc_unarmed u = hot_list(s);
 	rpcrdma_rpc_loop_attend_external(s->loop, &u);
 }
 
@@ -537,9 +533,10 @@ static enum xprt_stat finish_call(SVCXPRT *x)
 	 * cannot spin (one CPU, busy_poll_us 0): a reference costs the
 	 * connection's lock twice. */
 	uint64_t t = 0;
-	const struct rpc_xprt *rx = r ? r->x : NULL; /* (r goes below) */
+	struct rpc_xprt *rx = r ? r->x : NULL; /* (r goes below) */
+	const struct rpc_unarmed hot = hot_list(s);
 	if (r && rpcrdma_rpc_busy_possible(s->loop->busy_poll_us, &t))
-		hot_add(s, r->x);
+		rpcrdma_rpc_unarmed_add(&hot, rx);
 	/* A dispatch function that sent nothing: the call must still
 	 * complete exactly once (the client would wait forever). */
 	if (r)
