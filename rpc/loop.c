@@ -328,13 +328,14 @@ static unsigned hot_poll(struct rpc_loop *l)
 	return found;
 }
 
-/* Before sleeping: arm every hot connection (and poll it once more, for
- * what came before the arm).  True when one had work after all. */
+/* Before sleeping: arm every hot connection (each was polled since its
+ * work ran; what came since, the arm or the fd reports:
+ * rpcrdma_rpc_xprt_arm).  True when one had work after all. */
 static bool hot_arm(struct rpc_loop *l)
 {
 	bool found = false;
 	for (unsigned i = 0; i < l->nhot; i++)
-		found |= rpcrdma_rpc_xprt_attend(l->hot[i], false, true) > 0;
+		found |= rpcrdma_rpc_xprt_arm(l->hot[i]) > 0;
 	l->nhot = 0;
 	return found;
 }
@@ -366,7 +367,7 @@ static bool handle(struct rpc_loop *l, const struct epoll_event *evs, int n,
 				rpcrdma_rpc_xprt_attend(p, true, true);
 			else if (rpcrdma_rpc_xprt_attend(p, true, false) <= 0 ||
 				 !rpcrdma_rpc_unarmed_add(u, p))
-				rpcrdma_rpc_xprt_attend(p, false, true);
+				rpcrdma_rpc_xprt_arm(p); /* just polled */
 		}
 	}
 	/* Completions before CM events: a DISCONNECTED must not overtake

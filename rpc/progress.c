@@ -384,6 +384,29 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 	return n;
 }
 
+int rpcrdma_rpc_xprt_arm(struct rpc_xprt *x)
+{
+	struct rpc_work w;
+	rpc_work_init(&w);
+
+	pthread_mutex_lock(&x->lock);
+	if (attended_elsewhere_locked(x)) {
+		pthread_mutex_unlock(&x->lock);
+		return -1;
+	}
+	post_owed_locked(x, &w);
+	/* No poll before the arm: what came since x's last poll is either
+	 * queued on the CQ, and the arm says so (then it is polled), or
+	 * not yet taken off the wire, and the fd the poller sleeps on
+	 * reports it (the provider's req_notify_cq contract).  A poll
+	 * here would cost an iwarp connection a recvfrom that finds
+	 * nothing most of the time (docs/SCALE.md, arming without a
+	 * poll). */
+	int n = arm_poll_locked(x, &w);
+	rpcrdma_rpc_xprt_unlock_run(x, &w);
+	return n;
+}
+
 void rpcrdma_rpc_xprt_tick(struct rpc_xprt *x, uint64_t now)
 {
 	const struct rpcrdma_provider_ops *ops = x->rd->ops;

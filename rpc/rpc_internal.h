@@ -639,6 +639,12 @@ void rpcrdma_rpc_xprt_unlock_run(struct rpc_xprt *x, struct rpc_work *w);
  * runs what it gave; arm: arms it for the poller's sleep.  Returns how
  * many completions came. */
 int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm);
+/* Arms x for the poller's sleep without polling it first, unless a
+ * driver attends it (-1): for a connection polled since its work last
+ * ran, whose poller looks at the fds next (epoll) or sleeps on them.
+ * Polls only when the provider says completions may be queued already;
+ * returns how many came. */
+int rpcrdma_rpc_xprt_arm(struct rpc_xprt *x);
 /* With x->lock held: poll what the CQ holds now (before a loss is
  * handled, so completions that preceded it count).  False when another
  * thread is polling. */

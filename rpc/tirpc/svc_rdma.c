@@ -419,7 +419,7 @@ static bool hot_arm_but(struct svc_rdma *s, const struct rpc_xprt *keep)
 			s->hot[kept++] = x;
 			continue;
 		}
-		found |= rpcrdma_rpc_xprt_attend(x, false, true) > 0;
+		found |= rpcrdma_rpc_xprt_arm(x) > 0;
 		rpcrdma_rpc_xprt_put(x);
 	}
 	s->nhot = kept;

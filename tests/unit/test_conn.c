@@ -1699,7 +1699,20 @@ static void test_arm_contract(void)
 	CHECK_EQ(rpcrdma_rpc_xprt_attend(x, false, true), 0);
 	fake_cq_stats(x->cq, &b);
 	CHECK_EQ(b.polls - a.polls, 2);
+	/* Arming a connection polled since its work ran: no poll before
+	 * the arm, and none after it when the arm says 0; one when the
+	 * provider cannot tell. */
+	fake_cq_stats(x->cq, &a);
+	CHECK_EQ(rpcrdma_rpc_xprt_arm(x), 0);
+	fake_cq_stats(x->cq, &b);
+	CHECK_EQ(b.polls - a.polls, 1);
+	CHECK_EQ(b.notifies - a.notifies, 1);
 	fake_net.notify_always = false;
+	fake_cq_stats(x->cq, &a);
+	CHECK_EQ(rpcrdma_rpc_xprt_arm(x), 0);
+	fake_cq_stats(x->cq, &b);
+	CHECK_EQ(b.polls - a.polls, 0);
+	CHECK_EQ(b.notifies - a.notifies, 1);
 
 	/* A wait's first pass: no poll before its sleep when the arm says
 	 * 0; one when it says 1. */
@@ -1756,6 +1769,25 @@ static void test_arm_contract(void)
 	CHECK_EQ(reply_word(&t.c), 108);
 	fake_cq_stats(x->cq, &b);
 	CHECK(b.events > a.events);
+
+	/* A reply queued on the CQ since its last poll: the arm without a
+	 * poll says 1, polls, and the call completes there. */
+	rpcrdma_rpc_xprt_attend(x, true, false);
+	struct tcall c3;
+	memset(&c3, 0, sizeof c3);
+	CHECK_EQ(tcall_start(x, &c3, 7), 0);
+	ATTEND_FOR(ok, k.s.x, atomic_load(&sresp->nin) == 3, LIMIT_MS);
+	CHECK(ok);
+	treply(sresp, &sresp->in[2]);
+	rpcrdma_rpc_xprt_attend(k.s.x, false, false);
+	fake_cq_stats(x->cq, &a);
+	CHECK(a.queued > 0);
+	CHECK(rpcrdma_rpc_xprt_arm(x) > 0);
+	fake_cq_stats(x->cq, &b);
+	CHECK_EQ(b.queued, 0);
+	CHECK_EQ(b.notify_said_1 - a.notify_said_1, 1);
+	CHECK_EQ(atomic_load(&c3.ran), 1);
+	CHECK_EQ(reply_word(&c3), 107);
 	conn_close(&k);
 }
 
