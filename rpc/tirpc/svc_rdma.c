@@ -53,8 +53,13 @@ struct req_queue {
 	struct rpcrdma_svc_req *head, *tail;
 };
 
-/* Connections left unarmed at once, at most (hot_list). */
-#define SVC_HOT 8
+/* Connections left unarmed at once, at most (hot_list): as many as one
+ * look's epoll_wait hands out (rpcrdma_rpc_loop_attend_external), so
+ * every connection a look finds with work stays unarmed until its reply
+ * is out.  With 8, at 256 connections most were armed at once, and the
+ * signalled completion of their replies cost an eventfd write and read
+ * (0.23 of each a call against 0.09; docs/SCALE.md). */
+#define SVC_HOT 64
 
 /* Locks on svc_run()'s way (issue: one lock per connection per poll
  * pass): the calls svc_run() takes itself, while it attends the
