@@ -311,15 +311,18 @@ bool rpcrdma_rpc_unarmed_add(const struct rpc_unarmed *u, struct rpc_xprt *x)
 	return true;
 }
 
-/* Polls the hot connections once; how many had work.  A connection
- * a driver took over leaves the list (its driver arms it). */
-static unsigned hot_poll(struct rpc_loop *l)
+unsigned rpcrdma_rpc_unarmed_poll(const struct rpc_unarmed *u)
 {
 	unsigned found = 0;
-	for (unsigned i = 0; i < l->nhot;) {
-		int n = rpcrdma_rpc_xprt_attend(l->hot[i], false, false);
+	for (unsigned i = 0; i < *u->n;) {
+		struct rpc_xprt *x = u->v[i];
+		int n = rpcrdma_rpc_xprt_attend(x, false, false);
 		if (n < 0) {
-			l->hot[i] = l->hot[--l->nhot];
+			/* A driver took it over, and arms it when it
+			 * leaves. */
+			u->v[i] = u->v[--*u->n];
+			if (u->ref)
+				rpcrdma_rpc_xprt_put(x);
 			continue;
 		}
 		found += n > 0;
@@ -328,16 +331,31 @@ static unsigned hot_poll(struct rpc_loop *l)
 	return found;
 }
 
-/* Before sleeping: arm every hot connection (each was polled since its
- * work ran; what came since, the arm or the fd reports:
- * rpcrdma_rpc_xprt_arm).  True when one had work after all. */
-static bool hot_arm(struct rpc_loop *l)
+bool rpcrdma_rpc_unarmed_arm(const struct rpc_unarmed *u,
+			     const struct rpc_xprt *keep)
 {
 	bool found = false;
-	for (unsigned i = 0; i < l->nhot; i++)
-		found |= rpcrdma_rpc_xprt_arm(l->hot[i]) > 0;
-	l->nhot = 0;
+	unsigned kept = 0;
+	for (unsigned i = 0; i < *u->n; i++) {
+		struct rpc_xprt *x = u->v[i];
+		if (x == keep) {
+			u->v[kept++] = x;
+			continue;
+		}
+		found |= rpcrdma_rpc_xprt_arm(x) > 0;
+		if (u->ref)
+			rpcrdma_rpc_xprt_put(x);
+	}
+	*u->n = kept;
 	return found;
+}
+
+/* The loop's hot list: the connections that had work lately, polled
+ * while the loop spins and armed before it sleeps.  The loop reaps on
+ * this thread: no reference. */
+static struct rpc_unarmed loop_hot(struct rpc_loop *l)
+{
+	return (struct rpc_unarmed){l->hot, &l->nhot, LOOP_HOT, false};
 }
 
 /* Services what epoll reported in one set.  u: a connection that had
@@ -564,6 +582,7 @@ static void *loop_main(void *arg)
 	unsigned seen = atomic_load(&l->unquiets);
 
 	self_loop = l;
+	const struct rpc_unarmed hot = loop_hot(l);
 	bool worked = false;
 	while (!atomic_load(&l->stop)) {
 		uint64_t now = now_ns / 1000000u;
@@ -585,14 +604,15 @@ static void *loop_main(void *arg)
 		    rpcrdma_rpc_busy_start(l->busy_poll_us, &l->spin, &busy,
 					   &now_ns)) {
 			do {
-				found = hot_poll(l);
+				found = rpcrdma_rpc_unarmed_poll(&hot);
 				n = rpcrdma_epoll_wait_nocancel(l->epfd, evs, 64, 0);
 			} while (!found && n == 0 &&
 				 rpcrdma_rpc_busy_more(&busy, &now_ns));
 			rpcrdma_rpc_busy_end(&l->spin, &busy, found || n > 0,
 					     now_ns);
 		}
-		if (!found && n == 0 && !(l->nhot && hot_arm(l))) {
+		if (!found && n == 0 &&
+		    !(l->nhot && rpcrdma_rpc_unarmed_arm(&hot, NULL))) {
 			bool long_sleep = timeout > LOOP_TICK_MS;
 			if (long_sleep) {
 				atomic_store(&l->sleeping_long, true);
@@ -616,11 +636,6 @@ static void *loop_main(void *arg)
 		 * thread may spin looks at the CPU mask every 100 ms
 		 * (busy_poll.c): the pass's first time does. */
 		unsigned conns = 0;
-		/* x had work and was left unarmed: the loop polls it
-		 * while it spins and arms it before it sleeps (hot_arm).
-		 * The loop reaps on this thread: no reference. */
-		const struct rpc_unarmed hot = {l->hot, &l->nhot, LOOP_HOT,
-						false};
 		bool soon = n > 0 &&
 			    handle(l, evs, n,
 				   rpcrdma_rpc_busy_possible(l->busy_poll_us,
@@ -656,7 +671,7 @@ static void *loop_main(void *arg)
 	}
 	/* Leave nothing unarmed, and nobody waiting (an owner stops its
 	 * loops once nothing of it can ask any more: this is for safety). */
-	hot_arm(l);
+	rpcrdma_rpc_unarmed_arm(&hot, NULL);
 	reqs_run(l);
 	return NULL;
 }

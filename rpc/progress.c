@@ -372,11 +372,8 @@ int rpcrdma_rpc_xprt_attend(struct rpc_xprt *x, bool woken, bool arm)
 		 * and this thread a wake-up, an ack and a read for what it
 		 * polls below anyway (docs/SCALE.md, what a reply holds). */
 		rpcrdma_rpc_xprt_unlock_run(x, &w);
-		pthread_mutex_lock(&x->lock);
-		if (attended_elsewhere_locked(x)) {
-			pthread_mutex_unlock(&x->lock);
-			return n;
-		}
+		int m = rpcrdma_rpc_xprt_arm(x);
+		return m > 0 ? n + m : n;
 	}
 	if (arm)
 		n += arm_poll_locked(x, &w);

@@ -896,7 +896,7 @@ struct rpc_loop *rpcrdma_rpc_loop_self(void);
 int rpcrdma_rpc_loop_external(struct rpc_loop *l);
 /* Where a pass leaves a connection that had work unarmed: its keeper
  * polls it while it comes straight back and arms it before it may sleep
- * (rpcrdma_rpc_xprt_attend with arm), so that a reply posted meanwhile
+ * (rpcrdma_rpc_unarmed_poll, rpcrdma_rpc_unarmed_arm), so that a reply posted meanwhile
  * completes on an unarmed CQ (no wake-up of its fd).  The list is v, *n
  * long, room for cap; ref: each on it holds a reference (a keeper on
  * another thread than the loop's, which reaps). */
@@ -908,6 +908,15 @@ struct rpc_unarmed {
 /* Puts x on u unless it is there; false when u is full (x is then to be
  * armed at once). */
 bool rpcrdma_rpc_unarmed_add(const struct rpc_unarmed *u, struct rpc_xprt *x);
+/* Polls every connection on u once (rpcrdma_rpc_xprt_attend without
+ * the arm); one a driver took over leaves u (its driver arms it).
+ * Returns how many had work. */
+unsigned rpcrdma_rpc_unarmed_poll(const struct rpc_unarmed *u);
+/* Arms every connection on u but keep (NULL: none) and takes it off u
+ * (rpcrdma_rpc_xprt_arm: each was polled since its work ran).  True
+ * when one had work after all. */
+bool rpcrdma_rpc_unarmed_arm(const struct rpc_unarmed *u,
+			     const struct rpc_xprt *keep);
 /* u: the attendant's list of connections left unarmed; NULL arms every
  * one at once. */
 void rpcrdma_rpc_loop_attend_external(struct rpc_loop *l,

@@ -398,17 +398,8 @@ static struct rpc_unarmed hot_list(struct svc_rdma *s)
 
 static void hot_poll(struct svc_rdma *s)
 {
-	for (unsigned i = 0; i < s->nhot;) {
-		struct rpc_xprt *x = s->hot[i];
-		if (rpcrdma_rpc_xprt_attend(x, false, false) < 0) {
-			/* A driver took it over, and arms it when it
-			 * leaves. */
-			s->hot[i] = s->hot[--s->nhot];
-			rpcrdma_rpc_xprt_put(x);
-			continue;
-		}
-		i++;
-	}
+	const struct rpc_unarmed u = hot_list(s);
+	rpcrdma_rpc_unarmed_poll(&u);
 }
 
 /* Arms the hot connections but keep (the one a spin polls; NULL: none)
@@ -416,19 +407,8 @@ static void hot_poll(struct svc_rdma *s)
  * on our own queue). */
 static bool hot_arm_but(struct svc_rdma *s, const struct rpc_xprt *keep)
 {
-	bool found = false;
-	unsigned kept = 0;
-	for (unsigned i = 0; i < s->nhot; i++) {
-		struct rpc_xprt *x = s->hot[i];
-		if (x == keep) {
-			s->hot[kept++] = x;
-			continue;
-		}
-		found |= rpcrdma_rpc_xprt_arm(x) > 0;
-		rpcrdma_rpc_xprt_put(x);
-	}
-	s->nhot = kept;
-	return found;
+	const struct rpc_unarmed u = hot_list(s);
+	return rpcrdma_rpc_unarmed_arm(&u, keep);
 }
 
 static bool hot_arm(struct svc_rdma *s)
